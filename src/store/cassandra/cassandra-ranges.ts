@@ -1,0 +1,97 @@
+/**
+ * Splitting clustering-order bounds into CQL single-range restrictions.
+ *
+ * CQL tuple relations such as `(a, b) > (?, ?)` compare values, not clustering order,
+ * so on mixed ASC/DESC keys "rows after this key" is not one relation. It is a union,
+ * in clustering order, of restrictions of the form
+ *   c1 = ? AND … AND c(d-1) = ? AND c(d) <op> ? [AND c(d) <op> ?]
+ * each of which Cassandra serves as one contiguous slice (DESIGN.md, semantic point 6).
+ */
+import type { ClusteringBound } from '../port.js';
+import type { ClusteringOrder, CqlType, CqlValue } from '../table.js';
+import { compareValues } from '../values.js';
+
+/** One clustering column as the splitter needs it. */
+export interface RangeColumn {
+  readonly column: string;
+  readonly type: CqlType;
+  readonly order: ClusteringOrder;
+}
+
+/** A value bound as CQL states it: `>`/`>=` or `<`/`<=` on one column. */
+export interface ValueBound {
+  readonly op: '>' | '>=' | '<' | '<=';
+  readonly value: CqlValue;
+}
+
+/** One single-range restriction: equalities on a prefix, then 0-2 bounds on the next column. */
+export interface SingleRange {
+  readonly equal: readonly CqlValue[];
+  readonly bounds: readonly ValueBound[];
+}
+
+interface OrderBound {
+  readonly value: CqlValue;
+  readonly inclusive: boolean;
+}
+
+/**
+ * Restrictions covering exactly the rows between `lower` and `upper` (clustering
+ * order), listed in clustering order. An empty list means no row can match.
+ */
+export function splitClusteringRange(
+  columns: readonly RangeColumn[],
+  lower?: ClusteringBound,
+  upper?: ClusteringBound,
+): SingleRange[] {
+  return split(columns, [], lower?.values, lower?.inclusive ?? true, upper?.values, upper?.inclusive ?? true);
+}
+
+function split(
+  columns: readonly RangeColumn[],
+  prefix: CqlValue[],
+  lo: readonly CqlValue[] | undefined,
+  loInclusive: boolean,
+  hi: readonly CqlValue[] | undefined,
+  hiInclusive: boolean,
+): SingleRange[] {
+  // A bound consumed to its end covers the whole prefix if inclusive, nothing if not.
+  if (lo && lo.length === 0) {
+    if (!loInclusive) return [];
+    lo = undefined;
+  }
+  if (hi && hi.length === 0) {
+    if (!hiInclusive) return [];
+    hi = undefined;
+  }
+  if (!lo && !hi) return [{ equal: prefix, bounds: [] }];
+  const d = prefix.length;
+  const col = columns[d]!;
+  const cmp = (x: CqlValue, y: CqlValue) => {
+    const c = compareValues(col.type, x, y);
+    return col.order === 'DESC' ? -c : c;
+  };
+  if (lo && hi) {
+    const c = cmp(lo[0]!, hi[0]!);
+    if (c > 0) return [];
+    if (c === 0) return split(columns, [...prefix, lo[0]!], lo.slice(1), loInclusive, hi.slice(1), hiInclusive);
+  }
+  const out: SingleRange[] = [];
+  // Rows sharing the lower bound's value here, after the rest of that bound.
+  if (lo && lo.length > 1) out.push(...split(columns, [...prefix, lo[0]!], lo.slice(1), loInclusive, undefined, true));
+  const from: OrderBound | undefined = lo ? { value: lo[0]!, inclusive: lo.length === 1 && loInclusive } : undefined;
+  const to: OrderBound | undefined = hi ? { value: hi[0]!, inclusive: hi.length === 1 && hiInclusive } : undefined;
+  out.push({ equal: prefix, bounds: valueBounds(col.order, from, to) });
+  // Rows sharing the upper bound's value here, before the rest of that bound.
+  if (hi && hi.length > 1) out.push(...split(columns, [...prefix, hi[0]!], undefined, true, hi.slice(1), hiInclusive));
+  return out;
+}
+
+/** Clustering-order bounds on one column as value operators (DESC flips them). */
+function valueBounds(order: ClusteringOrder, from?: OrderBound, to?: OrderBound): ValueBound[] {
+  const bounds: ValueBound[] = [];
+  const asc = order === 'ASC';
+  if (from) bounds.push({ op: asc ? (from.inclusive ? '>=' : '>') : from.inclusive ? '<=' : '<', value: from.value });
+  if (to) bounds.push({ op: asc ? (to.inclusive ? '<=' : '<') : to.inclusive ? '>=' : '>', value: to.value });
+  return bounds;
+}

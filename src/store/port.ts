@@ -1,0 +1,112 @@
+/**
+ * The store port: a small interface shaped like Cassandra, not like SQL. Features and
+ * sagas talk only to this; `SqliteStore` and `CassandraStore` implement it, and the
+ * contract suite (test/contract) proves both show the same semantics.
+ */
+import type { CqlValue, Row, TableSpec } from './table.js';
+
+/**
+ * A bound on the clustering tuple, in clustering order. `values` is a prefix of the
+ * clustering columns; a bound on a prefix covers every row sharing that prefix.
+ */
+export interface ClusteringBound {
+  readonly values: readonly CqlValue[];
+  readonly inclusive: boolean;
+}
+
+/** One partition, read in clustering order (or its exact reverse). */
+export interface SliceQuery {
+  /** Every partition key column, by equality. */
+  readonly partition: Row;
+  /** Lowest clustering position to return, in clustering order. */
+  readonly lower?: ClusteringBound;
+  /** Highest clustering position to return, in clustering order. */
+  readonly upper?: ClusteringBound;
+  /** Read from the end of clustering order towards its start. */
+  readonly reverse?: boolean;
+  readonly limit: number;
+}
+
+/** Options of a write: `USING TIMESTAMP` (microseconds) and `USING TTL` (seconds). */
+export interface WriteOptions {
+  readonly timestamp?: bigint;
+  readonly ttl?: number;
+}
+
+/** Options of a delete: `USING TIMESTAMP` (microseconds). */
+export interface DeleteOptions {
+  readonly timestamp?: bigint;
+}
+
+/** What `readCells` returns for one row: values plus per-cell write time and TTL. */
+export interface CellRead {
+  readonly row: Row | null;
+  readonly writetime: Readonly<Record<string, bigint | null>>;
+  readonly ttl: Readonly<Record<string, number | null>>;
+}
+
+/** Outcome of an insert-if-not-exists (a lightweight transaction). */
+export interface ConditionalResult {
+  readonly applied: boolean;
+  /** The row that prevented the insert, when not applied. */
+  readonly existing: Row | null;
+}
+
+/** A mutation inside a logged batch. */
+export type Mutation =
+  | { readonly kind: 'upsert'; readonly table: TableSpec; readonly row: Row; readonly options?: WriteOptions }
+  | { readonly kind: 'delete'; readonly table: TableSpec; readonly key: Row; readonly options?: DeleteOptions }
+  | {
+      readonly kind: 'deleteRange';
+      readonly table: TableSpec;
+      readonly partition: Row;
+      readonly lower?: ClusteringBound;
+      readonly upper?: ClusteringBound;
+      readonly options?: DeleteOptions;
+    };
+
+/**
+ * The operations every adapter provides. Each call is one round trip (and is
+ * counted by `CountingStore`).
+ */
+export interface Store {
+  /** Create the tables that do not exist yet (idempotent). */
+  ensureTables(tables: readonly TableSpec[]): Promise<void>;
+  /** Read one row by its full primary key. */
+  get(table: TableSpec, key: Row): Promise<Row | null>;
+  /** Read many rows by full primary key, results in key order, null for misses. */
+  getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>>;
+  /** Read one partition between optional clustering bounds, in order or reversed. */
+  slice(table: TableSpec, query: SliceQuery): Promise<Row[]>;
+  /** Read one row with `WRITETIME` and `TTL` of the named regular columns. */
+  readCells(table: TableSpec, key: Row, columns: readonly string[]): Promise<CellRead>;
+  /** Insert or update (CQL INSERT: also writes the row marker). */
+  upsert(table: TableSpec, row: Row, options?: WriteOptions): Promise<void>;
+  /** Delete one row by full primary key. */
+  delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void>;
+  /** Delete a clustering range (or, with no bounds, the whole partition). */
+  deleteRange(
+    table: TableSpec,
+    partition: Row,
+    range: { lower?: ClusteringBound; upper?: ClusteringBound },
+    options?: DeleteOptions,
+  ): Promise<void>;
+  /** Add to counter columns; not idempotent, takes no timestamp. */
+  increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void>;
+  /** `INSERT … IF NOT EXISTS`. */
+  insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult>;
+  /** A logged batch: all mutations apply, or none. */
+  batch(mutations: readonly Mutation[]): Promise<void>;
+  /** A cheap round trip proving the store answers (for /readyz). */
+  ping(): Promise<void>;
+  /** Release connections and files. */
+  close(): Promise<void>;
+}
+
+/** The error an adapter throws for a request the CQL rules refuse (bad column, key writetime, …). */
+export class StoreRequestError extends Error {
+  override readonly name = 'StoreRequestError';
+}
+
+/** 2^63 - 1: the largest write timestamp CQL accepts. */
+export const MAX_TIMESTAMP = (1n << 63n) - 1n;

@@ -1,0 +1,101 @@
+/**
+ * Wrap a store to observe or alter each call: round-trip counting and, in tests,
+ * fault injection both extend `StoreDecorator` and override `around`.
+ */
+import type {
+  CellRead,
+  ClusteringBound,
+  ConditionalResult,
+  DeleteOptions,
+  Mutation,
+  SliceQuery,
+  Store,
+  WriteOptions,
+} from './port.js';
+import type { Row, TableSpec } from './table.js';
+
+/** Names of the store operations that reach the database. */
+export type StoreOperation = Exclude<keyof Store, 'close' | 'ensureTables'>;
+
+/** What a decorator learns about each call. */
+export interface StoreCall {
+  readonly operation: StoreOperation;
+  /** The table addressed (the first one, for a batch). */
+  readonly table: string | null;
+  /** For a batch, every table it writes. */
+  readonly tables: readonly string[];
+}
+
+/** Base class: delegates every operation through `around`. */
+export abstract class StoreDecorator implements Store {
+  constructor(protected readonly inner: Store) {}
+
+  /** Runs one call; subclasses add behaviour before or after `run()`. */
+  protected abstract around<T>(call: StoreCall, run: () => Promise<T>): Promise<T>;
+
+  private call<T>(operation: StoreOperation, table: TableSpec | null, run: () => Promise<T>): Promise<T> {
+    const name = table?.name ?? null;
+    return this.around({ operation, table: name, tables: name ? [name] : [] }, run);
+  }
+
+  ensureTables(tables: readonly TableSpec[]): Promise<void> {
+    return this.inner.ensureTables(tables);
+  }
+  get(table: TableSpec, key: Row): Promise<Row | null> {
+    return this.call('get', table, () => this.inner.get(table, key));
+  }
+  getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
+    return this.call('getMany', table, () => this.inner.getMany(table, keys));
+  }
+  slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
+    return this.call('slice', table, () => this.inner.slice(table, query));
+  }
+  readCells(table: TableSpec, key: Row, columns: readonly string[]): Promise<CellRead> {
+    return this.call('readCells', table, () => this.inner.readCells(table, key, columns));
+  }
+  upsert(table: TableSpec, row: Row, options?: WriteOptions): Promise<void> {
+    return this.call('upsert', table, () => this.inner.upsert(table, row, options));
+  }
+  delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void> {
+    return this.call('delete', table, () => this.inner.delete(table, key, options));
+  }
+  deleteRange(
+    table: TableSpec,
+    partition: Row,
+    range: { lower?: ClusteringBound; upper?: ClusteringBound },
+    options?: DeleteOptions,
+  ): Promise<void> {
+    return this.call('deleteRange', table, () => this.inner.deleteRange(table, partition, range, options));
+  }
+  increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void> {
+    return this.call('increment', table, () => this.inner.increment(table, key, deltas));
+  }
+  insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult> {
+    return this.call('insertIfNotExists', table, () => this.inner.insertIfNotExists(table, row, options));
+  }
+  batch(mutations: readonly Mutation[]): Promise<void> {
+    const tables = [...new Set(mutations.map((m) => m.table.name))];
+    return this.around({ operation: 'batch', table: tables[0] ?? null, tables }, () => this.inner.batch(mutations));
+  }
+  ping(): Promise<void> {
+    return this.call('ping', null, () => this.inner.ping());
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/** Counts round trips; one per request gives the per-request figure. */
+export class CountingStore extends StoreDecorator {
+  private count = 0;
+
+  /** Round trips made through this wrapper so far. */
+  get roundTrips(): number {
+    return this.count;
+  }
+
+  protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
+    this.count++;
+    return run();
+  }
+}

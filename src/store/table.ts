@@ -1,0 +1,98 @@
+/**
+ * Tables are declared once, as data, in the vocabulary of CQL. Each adapter derives
+ * its own DDL from these declarations, so a feature describes a table exactly once.
+ */
+
+/** The CQL types the product uses. */
+export type CqlType =
+  | 'uuid'
+  | 'timeuuid'
+  | 'text'
+  | 'int'
+  | 'bigint'
+  | 'timestamp'
+  | 'boolean'
+  | 'counter';
+
+/** Clustering direction of one clustering column. */
+export type ClusteringOrder = 'ASC' | 'DESC';
+
+/** One clustering column and its on-disk order. */
+export interface ClusteringColumn {
+  readonly column: string;
+  readonly order: ClusteringOrder;
+}
+
+/** Declare a table with `defineTable`; both adapters read this shape. */
+export interface TableSpec {
+  readonly name: string;
+  readonly columns: Readonly<Record<string, CqlType>>;
+  readonly partitionKey: readonly string[];
+  readonly clustering: readonly ClusteringColumn[];
+}
+
+/** A value as features see it: uuids are lower-case strings, bigint/counter are bigints. */
+export type CqlValue = string | number | bigint | boolean | Date | null;
+
+/** A row or a key, by column name. */
+export type Row = Record<string, CqlValue>;
+
+const NAME = /^[a-z][a-z0-9_]{0,47}$/;
+
+/**
+ * Declare a table once; the declaration is validated here and frozen, so every
+ * adapter can trust it.
+ */
+export function defineTable(spec: {
+  name: string;
+  columns: Record<string, CqlType>;
+  partitionKey: string[];
+  clustering?: Array<ClusteringColumn | string>;
+}): TableSpec {
+  if (!NAME.test(spec.name)) throw new Error(`table name must match ${NAME}, got "${spec.name}"`);
+  for (const c of Object.keys(spec.columns)) {
+    if (!NAME.test(c)) throw new Error(`column name must match ${NAME}, got "${c}" in ${spec.name}`);
+  }
+  const clustering = (spec.clustering ?? []).map((c) =>
+    typeof c === 'string' ? { column: c, order: 'ASC' as const } : { ...c },
+  );
+  if (spec.partitionKey.length === 0) throw new Error(`table ${spec.name} needs a partition key`);
+  const keyColumns = [...spec.partitionKey, ...clustering.map((c) => c.column)];
+  for (const k of keyColumns) {
+    const t = spec.columns[k];
+    if (!t) throw new Error(`key column "${k}" of ${spec.name} is not declared`);
+    if (t === 'counter') throw new Error(`key column "${k}" of ${spec.name} cannot be a counter`);
+  }
+  if (new Set(keyColumns).size !== keyColumns.length) {
+    throw new Error(`table ${spec.name} repeats a key column`);
+  }
+  const regular = Object.keys(spec.columns).filter((c) => !keyColumns.includes(c));
+  const counters = regular.filter((c) => spec.columns[c] === 'counter');
+  // CQL rule: a counter table holds only counters besides its primary key.
+  if (counters.length > 0 && counters.length !== regular.length) {
+    throw new Error(`table ${spec.name} mixes counter and non-counter columns`);
+  }
+  return Object.freeze({
+    name: spec.name,
+    columns: Object.freeze({ ...spec.columns }),
+    partitionKey: Object.freeze([...spec.partitionKey]),
+    clustering: Object.freeze(clustering.map((c) => Object.freeze(c))),
+  });
+}
+
+/** Primary key columns in order: partition key, then clustering columns. */
+export function keyColumnsOf(table: TableSpec): string[] {
+  return [...table.partitionKey, ...table.clustering.map((c) => c.column)];
+}
+
+/** Columns that are not part of the primary key. */
+export function regularColumnsOf(table: TableSpec): string[] {
+  const keys = new Set(keyColumnsOf(table));
+  return Object.keys(table.columns).filter((c) => !keys.has(c));
+}
+
+/** True for a table whose regular columns are counters. */
+export function isCounterTable(table: TableSpec): boolean {
+  const regular = regularColumnsOf(table);
+  return regular.length > 0 && regular.every((c) => table.columns[c] === 'counter');
+}

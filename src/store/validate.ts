@@ -1,0 +1,108 @@
+/**
+ * Request validation shared by every adapter, so both refuse exactly what CQL refuses,
+ * with the same `StoreRequestError`, before anything is written.
+ */
+import { MAX_TIMESTAMP, StoreRequestError } from './port.js';
+import type { CqlValue, Row, TableSpec } from './table.js';
+import { isCounterTable, keyColumnsOf, regularColumnsOf } from './table.js';
+import { validateValue } from './values.js';
+
+/** Cassandra's largest TTL: 20 years, in seconds. */
+export const MAX_TTL_SECONDS = 630_720_000;
+
+/** The full primary key of `key`, validated and normalised. */
+export function primaryKeyOf(table: TableSpec, key: Row): Row {
+  const out: Row = {};
+  for (const k of keyColumnsOf(table)) {
+    const v = key[k];
+    if (v === undefined || v === null) {
+      throw new StoreRequestError(`primary key column "${k}" of ${table.name} is required`);
+    }
+    out[k] = validateValue(table.columns[k]!, v, k);
+  }
+  return out;
+}
+
+/** The partition key of `key`, validated and normalised. */
+export function partitionKeyOf(table: TableSpec, key: Row): Row {
+  const out: Row = {};
+  for (const k of table.partitionKey) {
+    const v = key[k];
+    if (v === undefined || v === null) {
+      throw new StoreRequestError(`partition key column "${k}" of ${table.name} is required`);
+    }
+    out[k] = validateValue(table.columns[k]!, v, k);
+  }
+  return out;
+}
+
+/** The regular cells of a row to write, validated (null means: delete the cell). */
+export function regularValuesOf(table: TableSpec, row: Row): Record<string, CqlValue> {
+  if (isCounterTable(table)) {
+    throw new StoreRequestError(`cannot upsert into counter table ${table.name}; use increment`);
+  }
+  for (const c of Object.keys(row)) {
+    if (!(c in table.columns)) throw new StoreRequestError(`unknown column "${c}" in ${table.name}`);
+  }
+  const values: Record<string, CqlValue> = {};
+  for (const c of regularColumnsOf(table)) {
+    if (c in row) values[c] = validateValue(table.columns[c]!, row[c] ?? null, c);
+  }
+  return values;
+}
+
+/** A `USING TIMESTAMP` value, or the clock's when absent. */
+export function writeTimestampOf(ts: bigint | undefined, now: () => bigint): bigint {
+  if (ts === undefined) return now();
+  if (typeof ts !== 'bigint' || ts < 0n || ts > MAX_TIMESTAMP) {
+    throw new StoreRequestError(`USING TIMESTAMP must be between 0 and 2^63-1, got ${String(ts)}`);
+  }
+  return ts;
+}
+
+/** A `USING TTL` value (0: none). */
+export function ttlOf(ttl: number | undefined): number {
+  const t = ttl ?? 0;
+  if (!Number.isInteger(t) || t < 0 || t > MAX_TTL_SECONDS) {
+    throw new StoreRequestError(`TTL must be an integer between 0 and ${MAX_TTL_SECONDS} seconds, got ${t}`);
+  }
+  return t;
+}
+
+/** Columns whose WRITETIME/TTL may be read: regular, non-counter columns only. */
+export function checkCellColumns(table: TableSpec, columns: readonly string[]): void {
+  const regular = regularColumnsOf(table);
+  for (const c of columns) {
+    if (!(c in table.columns)) throw new StoreRequestError(`unknown column "${c}" in ${table.name}`);
+    if (!regular.includes(c)) {
+      throw new StoreRequestError(`cannot use selection function writeTime/ttl on PRIMARY KEY part ${c}`);
+    }
+    if (table.columns[c] === 'counter') throw new StoreRequestError(`cannot use writeTime/ttl on counter column ${c}`);
+  }
+}
+
+/** Counter deltas, validated against a counter table. */
+export function counterDeltasOf(table: TableSpec, deltas: Readonly<Record<string, bigint | number>>): Record<string, bigint> {
+  if (!isCounterTable(table)) throw new StoreRequestError(`${table.name} is not a counter table`);
+  const cols = Object.keys(deltas);
+  if (cols.length === 0) throw new StoreRequestError('increment needs at least one counter column');
+  const out: Record<string, bigint> = {};
+  const regular = regularColumnsOf(table);
+  for (const c of cols) {
+    if (!regular.includes(c)) throw new StoreRequestError(`"${c}" is not a counter column of ${table.name}`);
+    const d = deltas[c]!;
+    if (typeof d === 'number' ? !Number.isInteger(d) : typeof d !== 'bigint') {
+      throw new StoreRequestError(`counter delta must be an integer, got ${String(d)}`);
+    }
+    out[c] = BigInt(d);
+  }
+  return out;
+}
+
+/** A slice limit. */
+export function limitOf(limit: number): number {
+  if (!Number.isInteger(limit) || limit < 0) {
+    throw new StoreRequestError(`slice limit must be a non-negative integer, got ${limit}`);
+  }
+  return limit;
+}

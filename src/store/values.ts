@@ -1,0 +1,137 @@
+/**
+ * CQL values: validation, and an order-preserving byte encoding that reproduces
+ * Cassandra's clustering order per type (seed 000's tables rely on it). The SQLite
+ * adapter stores clustering keys in this encoding; the Cassandra adapter uses the same
+ * comparator when it splits bounds, so "clustering order" is defined in one place.
+ */
+import { StoreRequestError } from './port.js';
+import type { CqlType, CqlValue } from './table.js';
+
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const INT_MIN = -(2 ** 31);
+const INT_MAX = 2 ** 31 - 1;
+const BIGINT_MIN = -(1n << 63n);
+const BIGINT_MAX = (1n << 63n) - 1n;
+
+/** Check a value against its CQL type; returns it normalised (uuids lower-cased). */
+export function validateValue(type: CqlType, value: CqlValue, column: string): CqlValue {
+  if (value === null) return null;
+  const fail = (expected: string): never => {
+    throw new StoreRequestError(`column "${column}" expects ${expected}, got ${describe(value)}`);
+  };
+  switch (type) {
+    case 'uuid':
+    case 'timeuuid': {
+      if (typeof value !== 'string') return fail(`a ${type} string`);
+      const lower = value.toLowerCase();
+      if (!UUID_TEXT.test(lower)) return fail(`a ${type} string`);
+      if (type === 'timeuuid' && lower[14] !== '1') return fail('a version 1 (time-based) uuid');
+      return lower;
+    }
+    case 'text':
+      return typeof value === 'string' ? value : fail('a string');
+    case 'int':
+      return typeof value === 'number' && Number.isInteger(value) && value >= INT_MIN && value <= INT_MAX
+        ? value
+        : fail('a 32-bit integer');
+    case 'bigint':
+    case 'counter':
+      return typeof value === 'bigint' && value >= BIGINT_MIN && value <= BIGINT_MAX
+        ? value
+        : fail('a 64-bit bigint');
+    case 'timestamp':
+      return value instanceof Date && !Number.isNaN(value.getTime()) ? value : fail('a valid Date');
+    case 'boolean':
+      return typeof value === 'boolean' ? value : fail('a boolean');
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value instanceof Date) return `Date(${value.toISOString?.() ?? 'invalid'})`;
+  return `${typeof value} ${String(value)}`;
+}
+
+function uuidBytes(text: string): Buffer {
+  return Buffer.from(text.replace(/-/g, ''), 'hex');
+}
+
+/** Bytes 6-7, 4-5, 0-3 of a v1 uuid: its 60-bit timestamp (with version nibble on top). */
+function reorderedTimestamp(b: Buffer): Buffer {
+  return Buffer.concat([b.subarray(6, 8), b.subarray(4, 6), b.subarray(0, 4)]);
+}
+
+function signedBytes(b: Buffer): Buffer {
+  // Cassandra's TimeUUIDType compares the low 8 bytes as signed bytes.
+  return Buffer.from(b.map((x) => x ^ 0x80));
+}
+
+function fixedInt(value: bigint, bytes: number): Buffer {
+  // Flip the sign bit so two's complement sorts as unsigned big-endian.
+  const bias = 1n << BigInt(bytes * 8 - 1);
+  const out = Buffer.alloc(bytes);
+  let v = value + bias;
+  for (let i = bytes - 1; i >= 0; i--) {
+    out[i] = Number(v & 0xffn);
+    v >>= 8n;
+  }
+  return out;
+}
+
+/**
+ * Order-preserving, prefix-free encoding of one value in ascending CQL order:
+ * Buffer.compare on two encodings equals Cassandra's comparison of the values.
+ */
+export function encodeSortable(type: CqlType, value: CqlValue): Buffer {
+  if (value === null) throw new StoreRequestError('a key column cannot be null');
+  switch (type) {
+    case 'text': {
+      // UTF8Type compares raw UTF-8 bytes. Escape 0x00 so the terminator sorts first.
+      const raw = Buffer.from(value as string, 'utf8');
+      const parts: number[] = [];
+      for (const byte of raw) {
+        if (byte === 0) parts.push(0, 0xff);
+        else parts.push(byte);
+      }
+      parts.push(0, 1);
+      return Buffer.from(parts);
+    }
+    case 'timeuuid': {
+      const b = uuidBytes(value as string);
+      return Buffer.concat([reorderedTimestamp(b), signedBytes(b.subarray(8))]);
+    }
+    case 'uuid': {
+      // UUIDType: version first; time-based uuids by timestamp; then unsigned bytes.
+      const b = uuidBytes(value as string);
+      const version = Buffer.from([(b[6]! >> 4) & 0x0f]);
+      const head = version[0] === 1 ? reorderedTimestamp(b) : b.subarray(0, 8);
+      return Buffer.concat([version, head, b.subarray(8)]);
+    }
+    case 'int':
+      return fixedInt(BigInt(value as number), 4);
+    case 'bigint':
+    case 'counter':
+      return fixedInt(value as bigint, 8);
+    case 'timestamp':
+      return fixedInt(BigInt((value as Date).getTime()), 8);
+    case 'boolean':
+      return Buffer.from([value ? 1 : 0]);
+  }
+}
+
+/** Complement every byte: reverses the order of a prefix-free encoding (DESC columns). */
+export function invertBytes(b: Buffer): Buffer {
+  return Buffer.from(b.map((x) => 0xff - x));
+}
+
+/** Compare two values of one CQL type in ascending Cassandra order. */
+export function compareValues(type: CqlType, a: CqlValue, b: CqlValue): number {
+  return Buffer.compare(encodeSortable(type, a), encodeSortable(type, b));
+}
+
+/** Equality of two values of one type (dates by time, bigints by value). */
+export function sameValue(type: CqlType, a: CqlValue, b: CqlValue): boolean {
+  if (a === null || b === null) return a === b;
+  return compareValues(type, a, b) === 0;
+}
