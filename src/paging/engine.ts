@@ -1,0 +1,149 @@
+/**
+ * The paging engine: one algorithm for every connection (seed 003, DESIGN.md
+ * "Paging"). It reads page size + 2 rows from the cursor, inclusive: the cursor's own
+ * row proves a page on one side, the extra row proves a page on the other, so
+ * `hasNextPage` and `hasPreviousPage` are exact in both directions in one round trip.
+ */
+import type { CursorCodec } from './cursor.js';
+import type { CursorKey, Direction, Edge, OrderedSource, Page, PageArgs } from './types.js';
+import { PagingArgumentError } from './types.js';
+
+/** Page sizes: the default, and the most a client may ask for. */
+export const DEFAULT_PAGE_SIZE = 20;
+export const MAX_PAGE_SIZE = 100;
+
+/** How a connection is paged: its public name (for messages) and the cursor codec. */
+export interface PagingOptions {
+  /** The field's name, as users see it in messages ("posts"). */
+  readonly connectionName: string;
+  readonly codec: CursorCodec;
+  readonly defaultPageSize?: number;
+  readonly maxPageSize?: number;
+}
+
+/** Arguments after validation: a direction, a size, and decoded cursors. */
+export interface ResolvedPageArgs {
+  readonly direction: Direction;
+  readonly size: number;
+  readonly after: CursorKey | undefined;
+  readonly before: CursorKey | undefined;
+}
+
+function checkSize(name: 'first' | 'last', value: number | null | undefined, max: number): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Number.isInteger(value) || value < 0 || value > max) {
+    throw new PagingArgumentError(name, `\`${name}\` must be between 0 and ${max}, got ${value}`);
+  }
+  return value;
+}
+
+function decode<N>(
+  source: OrderedSource<N>,
+  codec: CursorCodec,
+  name: 'after' | 'before',
+  cursor: string | null | undefined,
+): CursorKey | undefined {
+  if (cursor === undefined || cursor === null) return undefined;
+  const key = codec.decodeCursor(source.id, cursor);
+  if (key === null || !source.isKey(key)) {
+    throw new PagingArgumentError(name, `\`${name}\` is not a valid cursor for this connection, got "${truncate(cursor)}"`);
+  }
+  return key;
+}
+
+function truncate(s: string): string {
+  return typeof s === 'string' && s.length > 40 ? `${s.slice(0, 40)}…` : String(s);
+}
+
+/**
+ * Validate Relay arguments before anything is read: sizes, the first/last clash, and
+ * the cursors' signatures and connection. Throws `PagingArgumentError`.
+ */
+export function resolvePageArgs<N>(source: OrderedSource<N>, args: PageArgs, options: PagingOptions): ResolvedPageArgs {
+  const max = options.maxPageSize ?? MAX_PAGE_SIZE;
+  const first = checkSize('first', args.first, max);
+  const last = checkSize('last', args.last, max);
+  if (first !== undefined && last !== undefined) {
+    throw new PagingArgumentError(
+      'last',
+      `Passing both \`first\` and \`last\` to paginate the \`${options.connectionName}\` connection is not supported.`,
+    );
+  }
+  const after = decode(source, options.codec, 'after', args.after);
+  const before = decode(source, options.codec, 'before', args.before);
+  const size = first ?? last ?? options.defaultPageSize ?? DEFAULT_PAGE_SIZE;
+  // `last`, or a lone `before`, pages backward; everything else pages forward.
+  const direction: Direction = last !== undefined || (first === undefined && before && !after) ? 'backward' : 'forward';
+  return { direction, size, after, before };
+}
+
+/**
+ * One page of `source` for Relay arguments, with exact flags. Invalid arguments throw
+ * `PagingArgumentError` before any read.
+ */
+export async function pageFromSource<N>(source: OrderedSource<N>, args: PageArgs, options: PagingOptions): Promise<Page<N>> {
+  const resolved = resolvePageArgs(source, args, options);
+  const window = await readWindow(source, resolved);
+  const edges: Array<Edge<N>> = window.rows.map((node) => ({
+    cursor: options.codec.encodeCursor(source.id, source.keyOf(node)),
+    node,
+  }));
+  return {
+    edges,
+    pageInfo: {
+      hasNextPage: window.hasNext,
+      hasPreviousPage: window.hasPrevious,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges[edges.length - 1]?.cursor ?? null,
+    },
+  };
+}
+
+interface Window<N> {
+  readonly rows: N[];
+  readonly hasNext: boolean;
+  readonly hasPrevious: boolean;
+}
+
+/**
+ * The rows of one page, in connection order. Written once for the forward case; the
+ * backward case is the same walk with the roles of the two ends exchanged.
+ */
+async function readWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs): Promise<Window<N>> {
+  const forward = args.direction === 'forward';
+  const opposite: Direction = forward ? 'backward' : 'forward';
+  // `from` is where the read starts, `stop` where the window ends (exclusive).
+  const from = forward ? args.after : args.before;
+  const stop = forward ? args.before : args.after;
+  // Signed so that "beyond the stop" reads the same in both directions.
+  const sign = forward ? 1 : -1;
+  const n = args.size;
+
+  // seed 003: fetch page size + 2 from a cursor (the cursor row and one extra), + 1 without.
+  let rows = await source.read(from, args.direction, n + (from ? 2 : 1));
+  let behind = false;
+  if (from) {
+    if (rows.length > 0 && source.compare(source.keyOf(rows[0]!), from) === 0) {
+      // The cursor's own row: proof that a page exists behind us.
+      behind = true;
+      rows = rows.slice(1);
+    } else {
+      // The cursor's row was deleted meanwhile: the page is still right; one probe settles the flag.
+      behind = (await source.read(from, opposite, 1)).length > 0;
+    }
+  }
+  let ahead: boolean;
+  const cut = stop ? rows.findIndex((r) => sign * source.compare(source.keyOf(r), stop) >= 0) : -1;
+  if (cut >= 0 && cut <= n) {
+    // The window's far cursor (or a row past it) was read: rows exist beyond the page.
+    rows = rows.slice(0, cut);
+    ahead = true;
+  } else {
+    ahead = rows.length > n;
+    rows = rows.slice(0, n);
+  }
+  if (!forward) rows.reverse();
+  return forward
+    ? { rows, hasNext: ahead, hasPrevious: behind }
+    : { rows, hasNext: behind, hasPrevious: ahead };
+}

@@ -1,0 +1,92 @@
+/**
+ * The simplest ordered source: one partition of one table, in clustering order. The
+ * cursor key is the row's clustering tuple, so a page is one slice from the cursor.
+ */
+import type { Store } from '../store/port.js';
+import type { CqlType, CqlValue, Row, TableSpec } from '../store/table.js';
+import { compareValues, validateValue } from '../store/values.js';
+import type { CursorKey, CursorKeyPart, Direction, OrderedSource } from './types.js';
+
+/** A CQL value as it travels inside a cursor (bigints as text, dates as ms). */
+export function keyPartFromValue(value: CqlValue): CursorKeyPart {
+  if (typeof value === 'bigint') return value.toString();
+  if (value instanceof Date) return value.getTime();
+  return value;
+}
+
+/** The CQL value inside a cursor part; throws when the part does not fit the type. */
+export function valueFromKeyPart(type: CqlType, part: CursorKeyPart, column: string): CqlValue {
+  let value: CqlValue = part;
+  if ((type === 'bigint' || type === 'counter') && typeof part === 'string' && /^-?\d{1,19}$/.test(part)) {
+    value = BigInt(part);
+  } else if (type === 'timestamp' && typeof part === 'number') {
+    value = new Date(part);
+  }
+  return validateValue(type, value, column);
+}
+
+/** Decode a whole clustering tuple from a cursor key, or null when it does not fit. */
+export function clusteringFromKey(table: TableSpec, key: CursorKey): CqlValue[] | null {
+  if (key.length !== table.clustering.length) return null;
+  try {
+    return table.clustering.map((c, i) => {
+      const v = valueFromKeyPart(table.columns[c.column]!, key[i]!, c.column);
+      if (v === null) throw new Error('null clustering value');
+      return v;
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** The cursor key of a row: its clustering values. */
+export function keyFromRow(table: TableSpec, row: Row): CursorKey {
+  return table.clustering.map((c) => keyPartFromValue(row[c.column] ?? null));
+}
+
+/** Compare two clustering keys in clustering order. */
+export function compareClusteringKeys(table: TableSpec, a: CursorKey, b: CursorKey): number {
+  const av = clusteringFromKey(table, a);
+  const bv = clusteringFromKey(table, b);
+  if (!av || !bv) throw new Error(`not a clustering key of ${table.name}`);
+  for (let i = 0; i < av.length; i++) {
+    const { column, order } = table.clustering[i]!;
+    const c = compareValues(table.columns[column]!, av[i]!, bv[i]!);
+    if (c !== 0) return order === 'DESC' ? -c : c;
+  }
+  return 0;
+}
+
+/** Options of `sliceSource`. */
+export interface SliceSourceOptions<N> {
+  readonly id: string;
+  readonly store: Store;
+  readonly table: TableSpec;
+  readonly partition: Row;
+  /** Turn a row into the node the connection shows. */
+  readonly toNode: (row: Row) => N;
+  /** The row a node came from (its clustering values). */
+  readonly rowOf: (node: N) => Row;
+}
+
+/** A connection over one partition, in clustering order. */
+export function sliceSource<N>(options: SliceSourceOptions<N>): OrderedSource<N> {
+  const { store, table, partition, toNode, rowOf } = options;
+  return {
+    id: options.id,
+    async read(from: CursorKey | undefined, direction: Direction, limit: number): Promise<N[]> {
+      const values = from ? clusteringFromKey(table, from) : null;
+      const bound = values ? { values, inclusive: true } : undefined;
+      const rows = await store.slice(table, {
+        partition,
+        limit,
+        reverse: direction === 'backward',
+        ...(direction === 'forward' ? { lower: bound } : { upper: bound }),
+      });
+      return rows.map(toNode);
+    },
+    keyOf: (node: N) => keyFromRow(table, rowOf(node)),
+    compare: (a: CursorKey, b: CursorKey) => compareClusteringKeys(table, a, b),
+    isKey: (key: CursorKey) => clusteringFromKey(table, key) !== null,
+  };
+}

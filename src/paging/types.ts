@@ -1,0 +1,73 @@
+/**
+ * Types of the paging engine, apart from its algorithm (graphql-relay-js keeps
+ * `connection.ts` apart from `arrayConnection.ts` the same way). Nothing here knows
+ * GraphQL or a store.
+ */
+
+/** One component of a cursor key: what a clustering value becomes in JSON. */
+export type CursorKeyPart = string | number | boolean | null;
+
+/** The position of a row in its connection: its clustering values (and bucket). */
+export type CursorKey = readonly CursorKeyPart[];
+
+/** Direction of a read, relative to the connection's order. */
+export type Direction = 'forward' | 'backward';
+
+/**
+ * An ordered source of keyed rows: one partition slice, a walk over buckets, an index
+ * range. The engine asks only "up to n rows from this key, inclusive, this way".
+ */
+export interface OrderedSource<Node> {
+  /** Identity of the connection (type, field and parent), bound into every cursor. */
+  readonly id: string;
+  /**
+   * Up to `limit` rows in connection order (`forward`) or its reverse, starting at
+   * `from` inclusive; with no `from`, from the first (or last) row.
+   */
+  read(from: CursorKey | undefined, direction: Direction, limit: number): Promise<Node[]>;
+  /** The key of a row. */
+  keyOf(node: Node): CursorKey;
+  /** Order of two keys in this connection. */
+  compare(a: CursorKey, b: CursorKey): number;
+  /** True when a decoded key has this connection's shape (checked before any read). */
+  isKey(key: CursorKey): boolean;
+}
+
+/** The Relay connection arguments. */
+export interface PageArgs {
+  readonly first?: number | null;
+  readonly after?: string | null;
+  readonly last?: number | null;
+  readonly before?: string | null;
+}
+
+/** One edge of a page. */
+export interface Edge<Node> {
+  readonly cursor: string;
+  readonly node: Node;
+}
+
+/** Relay's PageInfo, exact in both directions. */
+export interface PageInfo {
+  readonly hasNextPage: boolean;
+  readonly hasPreviousPage: boolean;
+  readonly startCursor: string | null;
+  readonly endCursor: string | null;
+}
+
+/** A page of a connection. */
+export interface Page<Node> {
+  readonly edges: ReadonlyArray<Edge<Node>>;
+  readonly pageInfo: PageInfo;
+}
+
+/** A paging argument was refused; `argument` names it. Nothing was read. */
+export class PagingArgumentError extends Error {
+  override readonly name = 'PagingArgumentError';
+  constructor(
+    readonly argument: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
