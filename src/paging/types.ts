@@ -57,7 +57,7 @@ export interface PageInfo {
 
 /** A page of a connection. */
 export interface Page<Node> {
-  readonly edges: ReadonlyArray<Edge<Node>>;
+  readonly edges: Array<Edge<Node>>;
   readonly pageInfo: PageInfo;
 }
 

@@ -1,0 +1,139 @@
+/**
+ * The composition root: the only place that picks a store adapter and wires the
+ * features, the GraphQL server and HTTP together. Plain constructor arguments.
+ */
+import { readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { dirname } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import Database from 'better-sqlite3';
+import cassandra from 'cassandra-driver';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { timelineTables } from './features/timeline/timeline-tables.js';
+import { userTables } from './features/users/users-tables.js';
+import { authKey, viewerFromAuthorization } from './graphql/auth.js';
+import { createRequestContext, type RequestContext } from './graphql/context.js';
+import { createFormatError } from './graphql/errors.js';
+import { resolvers } from './graphql/resolvers/index.js';
+import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
+import { createHttpHandler } from './server.js';
+import { CassandraStore } from './store/cassandra/cassandra-store.js';
+import type { Store } from './store/port.js';
+import { SqliteStore } from './store/sqlite/sqlite-store.js';
+import type { TableSpec } from './store/table.js';
+
+/** Every table the product declares. */
+export const ALL_TABLES: readonly TableSpec[] = [...userTables, ...timelineTables];
+
+/** The SDL, read once from the project root (one level above src/ and dist/). */
+export const typeDefs = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');
+
+/** The running application. */
+export interface App {
+  readonly store: Store;
+  readonly codec: CursorCodec;
+  readonly httpServer: Server;
+  /** Listen on the configured host and port; resolves to the bound port. */
+  listen(port?: number, host?: string): Promise<number>;
+  /** Stop accepting, finish in-flight requests, close the store. */
+  close(): Promise<void>;
+}
+
+/** Build the configured store adapter. */
+export function createStore(config: Config): Store {
+  if (config.store === 'cassandra') {
+    const client = new cassandra.Client({
+      contactPoints: [...config.cassandra.contactPoints],
+      localDataCenter: config.cassandra.localDataCenter,
+      encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
+    });
+    const consistency =
+      cassandra.types.consistencies[
+        config.cassandra.consistency.toLowerCase().replace(/_(\w)/g, (_, c: string) => c.toUpperCase()) as keyof typeof cassandra.types.consistencies
+      ];
+    return new CassandraStore({
+      client,
+      keyspace: config.cassandra.keyspace,
+      replication: config.cassandra.replication,
+      consistency,
+    });
+  }
+  if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
+  return new SqliteStore({ database: new Database(config.sqlitePath) });
+}
+
+/** Reports the store round trips of each request in `extensions.storeRoundTrips`. */
+function roundTripPlugin(): ApolloServerPlugin<RequestContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async willSendResponse({ response, contextValue }) {
+          if (response.body.kind === 'single') {
+            response.body.singleResult.extensions = {
+              ...response.body.singleResult.extensions,
+              storeRoundTrips: contextValue.store.roundTrips,
+            };
+          }
+        },
+      };
+    },
+  };
+}
+
+/** Wire the application; `store` may be injected (tests pass an in-memory one). */
+export async function createApp(config: Config, deps: { logger: Logger; store?: Store }): Promise<App> {
+  const { logger } = deps;
+  for (const name of config.devSecrets) {
+    logger.warn(`${name} is not set: using the development secret. Set it before exposing this server.`);
+  }
+  const store = deps.store ?? createStore(config);
+  await store.ensureTables(ALL_TABLES);
+  const codec = createCursorCodec(config.cursorSecret);
+  const key = authKey(config.authSecret);
+
+  const apollo = new ApolloServer<RequestContext>({
+    typeDefs,
+    resolvers,
+    formatError: createFormatError(logger),
+    includeStacktraceInErrorResponses: false,
+    plugins: [ApolloServerPluginLandingPageDisabled(), roundTripPlugin()],
+  });
+  await apollo.start();
+
+  const handler = createHttpHandler<RequestContext>({
+    apollo,
+    logger,
+    bodyLimitBytes: config.bodyLimitBytes,
+    ping: () => store.ping(),
+    contextFor: async (req) => {
+      const header = req.headers.authorization;
+      const viewer = await viewerFromAuthorization(header, key);
+      return createRequestContext({ store, codec }, viewer);
+    },
+  });
+  const httpServer = createServer((req, res) => void handler(req, res));
+
+  return {
+    store,
+    codec,
+    httpServer,
+    listen(port = config.port, host = config.host) {
+      return new Promise((resolve, reject) => {
+        httpServer.once('error', reject);
+        httpServer.listen(port, host, () => resolve((httpServer.address() as AddressInfo).port));
+      });
+    },
+    async close() {
+      await new Promise<void>((resolve) => {
+        httpServer.close(() => resolve());
+        httpServer.closeIdleConnections();
+      });
+      await apollo.stop();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,122 @@
+/**
+ * Configuration from the environment, validated once and frozen. Every variable, its
+ * default and its meaning is listed in the README's configuration table.
+ */
+import type { Replication } from './store/cassandra/cassandra-schema.js';
+
+/** Development-only secrets; used (with a logged warning) when the real ones are unset. */
+export const DEV_CURSOR_SECRET = 'dev-cursor-secret-do-not-use-in-production';
+export const DEV_AUTH_SECRET = 'dev-auth-secret-do-not-use-in-production';
+
+/** The validated configuration. */
+export interface Config {
+  readonly nodeEnv: string;
+  readonly host: string;
+  readonly port: number;
+  readonly store: 'sqlite' | 'cassandra';
+  readonly sqlitePath: string;
+  readonly cassandra: {
+    readonly contactPoints: readonly string[];
+    readonly localDataCenter: string;
+    readonly keyspace: string;
+    readonly replication: Replication;
+    readonly consistency: string;
+  };
+  readonly cursorSecret: string;
+  readonly authSecret: string;
+  /** Which secrets fell back to their development values. */
+  readonly devSecrets: readonly ('CURSOR_SECRET' | 'AUTH_SECRET')[];
+  readonly logLevel: string;
+  readonly seedDemo: boolean;
+  readonly bodyLimitBytes: number;
+}
+
+/** A configuration error: names the variable, the rule, and what was received. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+/**
+ * `CASSANDRA_REPLICATION`: "SimpleStrategy:<rf>" or
+ * "NetworkTopologyStrategy:<dc>=<rf>[,<dc>=<rf>...]".
+ */
+export function parseReplication(raw: string): Replication {
+  const [strategy, spec = ''] = raw.split(':', 2) as [string, string?];
+  if (strategy === 'SimpleStrategy' && /^\d+$/.test(spec)) {
+    return { class: 'SimpleStrategy', replication_factor: Number(spec) };
+  }
+  if (strategy === 'NetworkTopologyStrategy' && /^[\w-]+=\d+(,[\w-]+=\d+)*$/.test(spec)) {
+    const out: Record<string, number | string> = { class: 'NetworkTopologyStrategy' };
+    for (const pair of spec.split(',')) {
+      const [dc, rf] = pair.split('=') as [string, string];
+      out[dc] = Number(rf);
+    }
+    return out as Replication;
+  }
+  throw new ConfigError(
+    `CASSANDRA_REPLICATION must be "SimpleStrategy:<rf>" or "NetworkTopologyStrategy:<dc>=<rf>,...", got "${raw}"`,
+  );
+}
+
+const CONSISTENCIES = ['ONE', 'TWO', 'THREE', 'QUORUM', 'ALL', 'LOCAL_QUORUM', 'EACH_QUORUM', 'LOCAL_ONE'];
+
+/** Read and validate the configuration. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const store = env.STORE ?? 'sqlite';
+  if (store !== 'sqlite' && store !== 'cassandra') {
+    throw new ConfigError(`STORE must be "sqlite" or "cassandra", got "${store}"`);
+  }
+  const consistency = (env.CASSANDRA_CONSISTENCY ?? 'LOCAL_QUORUM').toUpperCase();
+  if (!CONSISTENCIES.includes(consistency)) {
+    throw new ConfigError(`CASSANDRA_CONSISTENCY must be one of ${CONSISTENCIES.join(', ')}, got "${consistency}"`);
+  }
+  const devSecrets: Array<'CURSOR_SECRET' | 'AUTH_SECRET'> = [];
+  const secret = (name: 'CURSOR_SECRET' | 'AUTH_SECRET', dev: string) => {
+    const value = env[name];
+    if (value === undefined || value === '') {
+      devSecrets.push(name);
+      return dev;
+    }
+    if (Buffer.byteLength(value) < 16) throw new ConfigError(`${name} must be at least 16 bytes long, got ${Buffer.byteLength(value)}`);
+    return value;
+  };
+  const config: Config = {
+    nodeEnv: env.NODE_ENV ?? 'development',
+    host: env.HOST ?? '0.0.0.0',
+    port: int(env, 'PORT', 4000, 0, 65535),
+    store,
+    sqlitePath: env.SQLITE_PATH ?? './data/app.db',
+    cassandra: Object.freeze({
+      contactPoints: Object.freeze((env.CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean)),
+      localDataCenter: env.CASSANDRA_LOCAL_DC ?? 'datacenter1',
+      keyspace: env.CASSANDRA_KEYSPACE ?? 'relay',
+      replication: parseReplication(env.CASSANDRA_REPLICATION ?? 'SimpleStrategy:1'),
+      consistency,
+    }),
+    cursorSecret: secret('CURSOR_SECRET', DEV_CURSOR_SECRET),
+    authSecret: secret('AUTH_SECRET', DEV_AUTH_SECRET),
+    devSecrets: Object.freeze(devSecrets),
+    logLevel: env.LOG_LEVEL ?? 'info',
+    seedDemo: bool(env, 'SEED_DEMO', true),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_000_000, 1_000, 100_000_000),
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,19 @@
+/** Tables of the users feature (seed 000's `users` plus a username lookup). */
+import { defineTable } from '../../store/table.js';
+
+/** One row per user, by id. */
+export const usersTable = defineTable({
+  name: 'users',
+  columns: { user_id: 'uuid', username: 'text', display_name: 'text', created_at: 'timestamp' },
+  partitionKey: ['user_id'],
+});
+
+/** Username -> user id; claimed with insert-if-not-exists so names are unique. */
+export const usersByUsernameTable = defineTable({
+  name: 'users_by_username',
+  columns: { username: 'text', user_id: 'uuid' },
+  partitionKey: ['username'],
+});
+
+/** Every table this feature owns. */
+export const userTables = [usersTable, usersByUsernameTable];

@@ -1,0 +1,56 @@
+/**
+ * Every GraphQL error leaves with an `extensions.code`. Refusals the caller can act on
+ * keep their message; anything unexpected is masked to "Internal server error" and
+ * logged (formatting fails closed, as Apollo Server's errorNormalize does).
+ */
+import { unwrapResolverError } from '@apollo/server/errors';
+import type { GraphQLFormattedError } from 'graphql';
+import { GraphQLError } from 'graphql';
+import type { Logger } from 'pino';
+import { DomainError, type DomainErrorCode } from '../features/errors.js';
+import { PagingArgumentError } from '../paging/types.js';
+
+/** A GraphQL error with one of the API's codes. */
+export function apiError(code: DomainErrorCode, message: string, argumentName?: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code, ...(argumentName ? { argumentName } : {}) } });
+}
+
+/** Codes Apollo Server itself attaches to request errors; passed through as they are. */
+const REQUEST_CODES = new Set([
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'BAD_USER_INPUT',
+  'BAD_REQUEST',
+  'OPERATION_RESOLUTION_FAILURE',
+  'PERSISTED_QUERY_NOT_FOUND',
+  'PERSISTED_QUERY_NOT_SUPPORTED',
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'CONFLICT',
+]);
+
+/** Build Apollo Server's `formatError`: keep known refusals, mask the rest. */
+export function createFormatError(logger: Logger) {
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const original = unwrapResolverError(error);
+    const base = { message: formatted.message, locations: formatted.locations, path: formatted.path };
+    if (original instanceof DomainError) {
+      return {
+        ...base,
+        message: original.message,
+        extensions: { code: original.code, ...(original.argument ? { argumentName: original.argument } : {}) },
+      };
+    }
+    if (original instanceof PagingArgumentError) {
+      return { ...base, message: original.message, extensions: { code: 'BAD_USER_INPUT', argumentName: original.argument } };
+    }
+    const code = formatted.extensions?.code;
+    if (typeof code === 'string' && REQUEST_CODES.has(code)) {
+      const { stacktrace: _drop, ...extensions } = formatted.extensions ?? {};
+      return { ...base, extensions };
+    }
+    logger.error({ err: original, path: formatted.path }, 'internal error while executing a GraphQL request');
+    return { ...base, message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+  };
+}

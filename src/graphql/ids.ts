@@ -1,0 +1,44 @@
+/**
+ * Global ids (Relay Global Object Identification) through graphql-relay. Parsing is
+ * strict: an id that does not re-encode to itself, or names an unknown type or a
+ * malformed key, is BAD_USER_INPUT naming the argument.
+ */
+import { fromGlobalId, toGlobalId } from 'graphql-relay';
+import { badInput } from '../features/errors.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const TIMEUUID = /^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** What a global id points at. */
+export type NodeRef =
+  | { readonly type: 'User'; readonly userId: string }
+  | { readonly type: 'Post'; readonly authorId: string; readonly postId: string };
+
+/** The global id of a user. */
+export function userGlobalId(userId: string): string {
+  return toGlobalId('User', userId);
+}
+
+/** The global id of a post: its author and its timeuuid. */
+export function postGlobalId(post: { authorId: string; postId: string }): string {
+  return toGlobalId('Post', `${post.authorId}:${post.postId}`);
+}
+
+/** Parse a global id, optionally requiring a type; throws BAD_USER_INPUT on anything else. */
+export function parseGlobalId(id: string, argument: string, expected?: NodeRef['type']): NodeRef {
+  const fail = () =>
+    badInput(argument, `\`${argument}\` is not a valid ${expected ?? 'node'} ID, got ${JSON.stringify(String(id).slice(0, 60))}`);
+  if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw fail();
+  const { type, id: local } = fromGlobalId(id);
+  if (toGlobalId(type, local) !== id) throw fail();
+  let ref: NodeRef | null = null;
+  if (type === 'User' && UUID.test(local)) ref = { type, userId: local };
+  if (type === 'Post') {
+    const [authorId, postId, rest] = local.split(':');
+    if (rest === undefined && authorId && postId && UUID.test(authorId) && TIMEUUID.test(postId)) {
+      ref = { type, authorId, postId };
+    }
+  }
+  if (!ref || (expected && ref.type !== expected)) throw fail();
+  return ref;
+}

@@ -1,0 +1,26 @@
+/**
+ * Per-request DataLoaders: every field that reads by key goes through one, so a page
+ * of n edges costs a fixed number of store round trips, not n. Batch functions
+ * return results in key order, with null for misses.
+ */
+import DataLoader from 'dataloader';
+import type { Post, Timeline } from '../features/timeline/timeline.js';
+import type { User, Users } from '../features/users/users.js';
+
+/** The loaders of one request. */
+export interface Loaders {
+  readonly userById: DataLoader<string, User | null>;
+  readonly userIdByUsername: DataLoader<string, string | null>;
+  readonly postByKey: DataLoader<{ authorId: string; postId: string }, Post | null, string>;
+}
+
+/** Fresh loaders for one request. */
+export function createLoaders(features: { users: Users; timeline: Timeline }): Loaders {
+  return {
+    userById: new DataLoader((ids) => features.users.byIds(ids)),
+    userIdByUsername: new DataLoader((names) => features.users.idsByUsername(names)),
+    postByKey: new DataLoader((keys) => features.timeline.byKeys(keys), {
+      cacheKeyFn: (k) => `${k.authorId}:${k.postId}`,
+    }),
+  };
+}

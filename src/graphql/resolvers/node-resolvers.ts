@@ -1,0 +1,25 @@
+/** Relay Global Object Identification: `node`, `nodes`, and the Node interface. */
+import type { QueryResolvers, NodeResolvers } from '../__generated__/resolvers-types.js';
+import type { RequestContext } from '../context.js';
+import { badInput } from '../../features/errors.js';
+import { parseGlobalId, type NodeRef } from '../ids.js';
+
+const MAX_NODES = 100;
+
+function load(ctx: RequestContext, ref: NodeRef) {
+  return ref.type === 'User' ? ctx.loaders.userById.load(ref.userId) : ctx.loaders.postByKey.load(ref);
+}
+
+export const nodeQueries: Pick<QueryResolvers, 'node' | 'nodes'> = {
+  node: (_root, { id }, ctx) => load(ctx, parseGlobalId(id, 'id')),
+  nodes: (_root, { ids }, ctx) => {
+    if (ids.length > MAX_NODES) throw badInput('ids', `\`ids\` must hold at most ${MAX_NODES} IDs, got ${ids.length}`);
+    // Parse every id first: one bad id refuses the request before anything is read.
+    const refs = ids.map((id) => parseGlobalId(id, 'ids'));
+    return Promise.all(refs.map((ref) => load(ctx, ref)));
+  },
+};
+
+export const nodeInterface: NodeResolvers = {
+  __resolveType: (obj) => ('postId' in obj ? 'Post' : 'User'),
+};

@@ -1,0 +1,35 @@
+/**
+ * Version 1 (time-based) uuids, as Cassandra's `timeuuid`: 100 ns intervals since
+ * 1582-10-15 in the time fields, a random clock sequence and node per uuid so two
+ * servers never collide. `at` lets seeding and imports create historical ids.
+ */
+import { randomBytes } from 'node:crypto';
+
+const GREGORIAN_OFFSET_MS = 12_219_292_800_000n;
+let lastMs = -1;
+let sequence = 0;
+
+/** A new timeuuid for `at` (default now); successive calls in one ms stay ordered. */
+export function newTimeuuid(at: Date | number = Date.now(), random: (n: number) => Buffer = randomBytes): string {
+  const ms = typeof at === 'number' ? at : at.getTime();
+  if (!Number.isFinite(ms)) throw new Error(`timeuuid needs a valid time, got ${String(at)}`);
+  // Up to 10,000 ids per millisecond keep their creation order through the 100 ns field.
+  sequence = ms === lastMs ? (sequence + 1) % 10_000 : 0;
+  lastMs = ms;
+  const ticks = (BigInt(ms) + GREGORIAN_OFFSET_MS) * 10_000n + BigInt(sequence);
+  const timeLow = ticks & 0xffffffffn;
+  const timeMid = (ticks >> 32n) & 0xffffn;
+  const timeHi = ((ticks >> 48n) & 0x0fffn) | 0x1000n;
+  const rand = random(8);
+  const clockSeq = ((rand[0]! << 8) | rand[1]!) & 0x3fff | 0x8000;
+  rand[2]! |= 0x01; // multicast bit: a random node, not a MAC address
+  const hex = (v: bigint | number, width: number) => v.toString(16).padStart(width, '0');
+  return `${hex(timeLow, 8)}-${hex(timeMid, 4)}-${hex(timeHi, 4)}-${hex(clockSeq, 4)}-${rand.subarray(2, 8).toString('hex')}`;
+}
+
+/** The time a timeuuid was created, to the millisecond. */
+export function dateOfTimeuuid(id: string): Date {
+  const h = id.replace(/-/g, '');
+  const ticks = (BigInt(`0x${h.slice(13, 16)}`) << 48n) | (BigInt(`0x${h.slice(8, 12)}`) << 32n) | BigInt(`0x${h.slice(0, 8)}`);
+  return new Date(Number(ticks / 10_000n - GREGORIAN_OFFSET_MS));
+}
