@@ -3,7 +3,12 @@
  * the username; claim `roles` an array in which "admin" grants admin rights.
  */
 import { SignJWT, jwtVerify } from 'jose';
-import { apiError } from './errors.js';
+import { GraphQLError } from 'graphql';
+
+/** UNAUTHENTICATED, answered with HTTP 401 when raised while building the context. */
+function unauthenticated(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } } });
+}
 
 /** Who is calling. */
 export interface Viewer {
@@ -23,7 +28,7 @@ export function authKey(secret: string): Uint8Array {
 export async function viewerFromAuthorization(header: string | undefined, key: Uint8Array): Promise<Viewer | null> {
   if (header === undefined || header === '') return null;
   const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(header);
-  if (!match) throw apiError('UNAUTHENTICATED', 'the Authorization header must be "Bearer <JWT>"');
+  if (!match) throw unauthenticated('the Authorization header must be "Bearer <JWT>"');
   try {
     const { payload } = await jwtVerify(match[1]!, key, { algorithms: ['HS256'] });
     if (typeof payload.sub !== 'string' || payload.sub === '') {
@@ -33,7 +38,7 @@ export async function viewerFromAuthorization(header: string | undefined, key: U
     return { username: payload.sub, isAdmin: roles.includes('admin') };
   } catch (err) {
     const reason = (err as { code?: string }).code === 'ERR_JWT_EXPIRED' ? 'the token has expired' : 'the token is invalid';
-    throw apiError('UNAUTHENTICATED', reason);
+    throw unauthenticated(reason);
   }
 }
 
