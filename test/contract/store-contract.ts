@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusteringBound, Store } from '../../src/store/port.js';
 import { MAX_TIMESTAMP, StoreRequestError } from '../../src/store/port.js';
 import { defineTable, type ClusteringOrder, type CqlValue, type Row } from '../../src/store/table.js';
+import { tuplesBetween } from '../support/clustering-model.js';
 
 /** A store under test and how to dispose of it. */
 export interface StoreUnderTest {
@@ -95,24 +96,6 @@ const A_VALUES = [-7, -1, 0, 2, 30];
 const B_VALUES = ['a', 'b', 'zz', 'é', '😀'];
 const C_VALUES = [-3, 4];
 
-function utf8Compare(x: string, y: string): number {
-  return Buffer.compare(Buffer.from(x, 'utf8'), Buffer.from(y, 'utf8'));
-}
-
-function compareColumn(i: number, x: CqlValue, y: CqlValue): number {
-  if (i === 1) return utf8Compare(x as string, y as string);
-  return (x as number) - (y as number);
-}
-
-/** Compare a row's clustering tuple with a (prefix) bound tuple, in clustering order. */
-function comparePrefix(orders: ClusteringOrder[], row: CqlValue[], bound: readonly CqlValue[]): number {
-  for (let i = 0; i < bound.length; i++) {
-    const c = compareColumn(i, row[i]!, bound[i]!);
-    if (c !== 0) return orders[i] === 'DESC' ? -c : c;
-  }
-  return 0;
-}
-
 function modelSlice(
   orders: ClusteringOrder[],
   rows: CqlValue[][],
@@ -121,18 +104,7 @@ function modelSlice(
   reverse: boolean,
   limit: number,
 ): CqlValue[][] {
-  const sorted = [...rows].sort((x, y) => comparePrefix(orders, x, y));
-  const kept = sorted.filter((r) => {
-    if (lower) {
-      const c = comparePrefix(orders, r, lower.values);
-      if (c < 0 || (c === 0 && !lower.inclusive)) return false;
-    }
-    if (upper) {
-      const c = comparePrefix(orders, r, upper.values);
-      if (c > 0 || (c === 0 && !upper.inclusive)) return false;
-    }
-    return true;
-  });
+  const kept = tuplesBetween(orders, rows, lower, upper);
   if (reverse) kept.reverse();
   return kept.slice(0, limit);
 }

@@ -9,48 +9,23 @@ import { describe, expect, it } from 'vitest';
 import { splitClusteringRange, type RangeColumn, type SingleRange } from '../../src/store/cassandra/cassandra-ranges.js';
 import type { ClusteringBound } from '../../src/store/port.js';
 import type { ClusteringOrder, CqlValue } from '../../src/store/table.js';
+import { compareColumnValues, compareInClusteringOrder, tuplesBetween } from '../support/clustering-model.js';
 
 const A = [-5, -1, 0, 3];
 const B = ['a', 'm', 'é', '😀'];
 const C = [-2, 0, 7];
 const TUPLES: CqlValue[][] = A.flatMap((a) => B.flatMap((b) => C.map((c) => [a, b, c])));
 
-function valueCompare(i: number, x: CqlValue, y: CqlValue): number {
-  return i === 1 ? Buffer.compare(Buffer.from(x as string), Buffer.from(y as string)) : (x as number) - (y as number);
-}
-
-function clusteringCompare(orders: ClusteringOrder[], row: CqlValue[], prefix: readonly CqlValue[]): number {
-  for (let i = 0; i < prefix.length; i++) {
-    const c = valueCompare(i, row[i]!, prefix[i]!);
-    if (c !== 0) return orders[i] === 'DESC' ? -c : c;
-  }
-  return 0;
-}
-
 /** What Cassandra returns for one restriction: value semantics, clustering order. */
 function evaluate(orders: ClusteringOrder[], range: SingleRange): CqlValue[][] {
   const d = range.equal.length;
   return TUPLES.filter((t) => {
-    if (!range.equal.every((v, i) => valueCompare(i, t[i]!, v) === 0)) return false;
+    if (!range.equal.every((v, i) => compareColumnValues(i, t[i]!, v) === 0)) return false;
     return range.bounds.every((b) => {
-      const c = valueCompare(d, t[d]!, b.value);
+      const c = compareColumnValues(d, t[d]!, b.value);
       return b.op === '>' ? c > 0 : b.op === '>=' ? c >= 0 : b.op === '<' ? c < 0 : c <= 0;
     });
-  }).sort((x, y) => clusteringCompare(orders, x, y));
-}
-
-function expected(orders: ClusteringOrder[], lower?: ClusteringBound, upper?: ClusteringBound): CqlValue[][] {
-  return TUPLES.filter((t) => {
-    if (lower) {
-      const c = clusteringCompare(orders, t, lower.values);
-      if (c < 0 || (c === 0 && !lower.inclusive)) return false;
-    }
-    if (upper) {
-      const c = clusteringCompare(orders, t, upper.values);
-      if (c > 0 || (c === 0 && !upper.inclusive)) return false;
-    }
-    return true;
-  }).sort((x, y) => clusteringCompare(orders, x, y));
+  }).sort((x, y) => compareInClusteringOrder(orders, x, y));
 }
 
 const order = fc.constantFrom<ClusteringOrder>('ASC', 'DESC');
@@ -78,7 +53,7 @@ describe('splitting clustering bounds for CQL', () => {
         ];
         const ranges = splitClusteringRange(columns, lower, upper);
         const got = ranges.flatMap((r) => evaluate(orders, r));
-        expect(got).toEqual(expected(orders, lower, upper));
+        expect(got).toEqual(tuplesBetween(orders, TUPLES, lower, upper));
         // Each restriction is one CQL slice: equalities, then at most two bounds on one column.
         for (const r of ranges) expect(r.bounds.length).toBeLessThanOrEqual(2);
       }),
