@@ -17,6 +17,7 @@ const config: CodegenConfig = {
         mappers: {
           User: '../../features/users/users.js#User',
           Post: '../../features/timeline/timeline.js#Post',
+          Suspension: '../../features/suspensions/suspensions.js#Suspension',
         },
         mapperTypeSuffix: 'Model',
         resolversNonOptionalTypename: false,

@@ -13,13 +13,17 @@ import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { suspensionTables } from './features/suspensions/suspensions-tables.js';
 import { timelineTables } from './features/timeline/timeline-tables.js';
 import { userTables } from './features/users/users-tables.js';
 import { authKey, viewerFromAuthorization } from './graphql/auth.js';
-import { createRequestContext, type RequestContext } from './graphql/context.js';
+import { createRequestContext, createSagaRunner, type ContextServices, type RequestContext } from './graphql/context.js';
 import { createFormatError } from './graphql/errors.js';
 import { resolvers } from './graphql/resolvers/index.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
+import { KeyedLock } from './saga/keyed-lock.js';
+import { sagaLogTable } from './saga/saga-log.js';
+import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
 import { createHttpHandler } from './server.js';
 import { CassandraStore } from './store/cassandra/cassandra-store.js';
 import type { Store } from './store/port.js';
@@ -27,7 +31,7 @@ import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import type { TableSpec } from './store/table.js';
 
 /** Every table the product declares. */
-export const ALL_TABLES: readonly TableSpec[] = [...userTables, ...timelineTables];
+export const ALL_TABLES: readonly TableSpec[] = [...userTables, ...timelineTables, ...suspensionTables, sagaLogTable];
 
 /** The SDL, read once from the project root (one level above src/ and dist/). */
 export const typeDefs = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');
@@ -37,6 +41,9 @@ export interface App {
   readonly store: Store;
   readonly codec: CursorCodec;
   readonly httpServer: Server;
+  readonly services: ContextServices;
+  /** Run one saga recovery pass now (also run at start-up and on a timer). */
+  recoverSagas(): Promise<RecoveryReport>;
   /** Listen on the configured host and port; resolves to the bound port. */
   listen(port?: number, host?: string): Promise<number>;
   /** Stop accepting, finish in-flight requests, close the store. */
@@ -94,6 +101,24 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   await store.ensureTables(ALL_TABLES);
   const codec = createCursorCodec(config.cursorSecret);
   const key = authKey(config.authSecret);
+  const services: ContextServices = {
+    store,
+    codec,
+    logger,
+    sagasInFlight: new Set(),
+    userLock: new KeyedLock(),
+    suspensionBucket: config.suspensionBucket,
+    sagaStepDelayMs: config.saga.stepDelayMs,
+  };
+  const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
+  // Sagas a crash left open: roll them forward or back before serving.
+  const startup = await recoverSagas();
+  if (startup.rolledForward + startup.rolledBack + startup.failed > 0) logger.info(startup, 'saga recovery at start-up');
+  const recoveryTimer = startRecoveryTimer(() => createSagaRunner(services), {
+    intervalMs: config.saga.recoveryIntervalMs,
+    graceMs: config.saga.recoveryGraceMs,
+    logger,
+  });
 
   const apollo = new ApolloServer<RequestContext>({
     typeDefs,
@@ -112,7 +137,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     contextFor: async (req) => {
       const header = req.headers.authorization;
       const viewer = await viewerFromAuthorization(header, key);
-      return createRequestContext({ store, codec }, viewer);
+      return createRequestContext(services, viewer);
     },
   });
   const httpServer = createServer((req, res) => void handler(req, res));
@@ -121,6 +146,8 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     store,
     codec,
     httpServer,
+    services,
+    recoverSagas,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
         httpServer.once('error', reject);
@@ -128,6 +155,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       });
     },
     async close() {
+      recoveryTimer.stop();
       await new Promise<void>((resolve) => {
         httpServer.close(() => resolve());
         httpServer.closeIdleConnections();

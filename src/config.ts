@@ -2,6 +2,7 @@
  * Configuration from the environment, validated once and frozen. Every variable, its
  * default and its meaning is listed in the README's configuration table.
  */
+import { parseGranularity, type BucketGranularity } from './features/suspensions/buckets.js';
 import type { Replication } from './store/cassandra/cassandra-schema.js';
 
 /** Development-only secrets; used (with a logged warning) when the real ones are unset. */
@@ -29,6 +30,13 @@ export interface Config {
   readonly logLevel: string;
   readonly seedDemo: boolean;
   readonly bodyLimitBytes: number;
+  readonly suspensionBucket: BucketGranularity;
+  readonly saga: {
+    readonly recoveryIntervalMs: number;
+    readonly recoveryGraceMs: number;
+    /** Testing knob: pause before each saga step. */
+    readonly stepDelayMs: number;
+  };
 }
 
 /** A configuration error: names the variable, the rule, and what was received. */
@@ -76,6 +84,14 @@ export function parseReplication(raw: string): Replication {
   );
 }
 
+function granularity(raw: string): BucketGranularity {
+  try {
+    return parseGranularity(raw);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
 const CONSISTENCIES = ['ONE', 'TWO', 'THREE', 'QUORUM', 'ALL', 'LOCAL_QUORUM', 'EACH_QUORUM', 'LOCAL_ONE'];
 
 /** Read and validate the configuration. */
@@ -117,6 +133,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL ?? 'info',
     seedDemo: bool(env, 'SEED_DEMO', true),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_000_000, 1_000, 100_000_000),
+    suspensionBucket: granularity(env.SUSPENSION_BUCKET ?? 'month'),
+    saga: Object.freeze({
+      recoveryIntervalMs: int(env, 'SAGA_RECOVERY_INTERVAL_MS', 30_000, 100, 86_400_000),
+      recoveryGraceMs: int(env, 'SAGA_RECOVERY_GRACE_MS', 10_000, 0, 86_400_000),
+      stepDelayMs: int(env, 'SAGA_STEP_DELAY_MS', 0, 0, 60_000),
+    }),
   };
   return Object.freeze(config);
 }

@@ -2,9 +2,15 @@
  * The per-request context: the viewer, a round-trip-counting view of the store, the
  * features bound to it, and fresh DataLoaders.
  */
+import type { Logger } from 'pino';
+import type { BucketGranularity } from '../features/suspensions/buckets.js';
+import { suspensionSagas } from '../features/suspensions/suspension-sagas.js';
+import { Suspensions } from '../features/suspensions/suspensions.js';
 import type { CursorCodec } from '../paging/cursor.js';
 import { Timeline } from '../features/timeline/timeline.js';
 import { Users } from '../features/users/users.js';
+import type { KeyedLock } from '../saga/keyed-lock.js';
+import { SagaRunner } from '../saga/saga-runner.js';
 import type { Store } from '../store/port.js';
 import { CountingStore } from '../store/store-decorator.js';
 import type { Viewer } from './auth.js';
@@ -18,13 +24,35 @@ export interface RequestContext {
   readonly store: CountingStore;
   readonly users: Users;
   readonly timeline: Timeline;
+  readonly suspensions: Suspensions;
   readonly loaders: Loaders;
 }
 
-/** Shared services a context is built from. */
+/** Shared, process-wide services a context is built from. */
 export interface ContextServices {
   readonly store: Store;
   readonly codec: CursorCodec;
+  readonly logger: Logger;
+  /** Sagas running in this process (recovery leaves them alone). */
+  readonly sagasInFlight: Set<string>;
+  /** Serialises sagas per user within the process. */
+  readonly userLock: KeyedLock;
+  readonly suspensionBucket: BucketGranularity;
+  readonly sagaStepDelayMs: number;
+}
+
+/** Every saga definition the product runs. */
+export const SAGA_DEFINITIONS = [...suspensionSagas];
+
+/** A saga runner over a store view (the request's counting store, or the base store for recovery). */
+export function createSagaRunner(services: ContextServices, store: Store = services.store): SagaRunner {
+  return new SagaRunner({
+    store,
+    definitions: SAGA_DEFINITIONS,
+    inFlight: services.sagasInFlight,
+    logger: services.logger,
+    stepDelayMs: services.sagaStepDelayMs,
+  });
 }
 
 /** Build the context of one request. */
@@ -32,7 +60,22 @@ export function createRequestContext(services: ContextServices, viewer: Viewer |
   const store = new CountingStore(services.store);
   const users = new Users(store);
   const timeline = new Timeline(store, services.codec);
-  return { viewer, store, users, timeline, loaders: createLoaders({ users, timeline }) };
+  const suspensions = new Suspensions({
+    store,
+    codec: services.codec,
+    sagas: createSagaRunner(services, store),
+    users,
+    lock: services.userLock,
+    granularity: services.suspensionBucket,
+  });
+  return { viewer, store, users, timeline, suspensions, loaders: createLoaders({ users, timeline, suspensions }) };
+}
+
+/** The viewer if an admin; UNAUTHENTICATED or FORBIDDEN otherwise. */
+export function requireAdmin(ctx: RequestContext): Viewer {
+  const viewer = requireViewer(ctx);
+  if (!viewer.isAdmin) throw apiError('FORBIDDEN', 'this requires an admin token');
+  return viewer;
 }
 
 /** The viewer, or UNAUTHENTICATED. */

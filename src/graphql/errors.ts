@@ -7,8 +7,9 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import type { GraphQLFormattedError } from 'graphql';
 import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
-import { DomainError, type DomainErrorCode } from '../features/errors.js';
+import { DomainError, type DomainErrorCode } from '../errors.js';
 import { PagingArgumentError } from '../paging/types.js';
+import { SagaAbortedError } from '../saga/saga-runner.js';
 
 /** A GraphQL error with one of the API's codes. */
 export function apiError(code: DomainErrorCode, message: string, argumentName?: string): GraphQLError {
@@ -44,6 +45,11 @@ export function createFormatError(logger: Logger) {
     }
     if (original instanceof PagingArgumentError) {
       return { ...base, message: original.message, extensions: { code: 'BAD_USER_INPUT', argumentName: original.argument } };
+    }
+    if (original instanceof SagaAbortedError) {
+      // The cause is logged; the message only says what happened to the data.
+      logger.error({ err: original.cause, kind: original.kind, compensated: original.compensated }, 'saga aborted');
+      return { ...base, message: original.message, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
     }
     const code = formatted.extensions?.code;
     if (typeof code === 'string' && REQUEST_CODES.has(code)) {

@@ -4,7 +4,7 @@
  * malformed key, is BAD_USER_INPUT naming the argument.
  */
 import { fromGlobalId, toGlobalId } from 'graphql-relay';
-import { badInput } from '../features/errors.js';
+import { badInput } from '../errors.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const TIMEUUID = /^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -4,6 +4,7 @@
  * return results in key order, with null for misses.
  */
 import DataLoader from 'dataloader';
+import type { Suspension, Suspensions } from '../features/suspensions/suspensions.js';
 import type { Post, Timeline } from '../features/timeline/timeline.js';
 import type { User, Users } from '../features/users/users.js';
 
@@ -12,15 +13,17 @@ export interface Loaders {
   readonly userById: DataLoader<string, User | null>;
   readonly userIdByUsername: DataLoader<string, string | null>;
   readonly postByKey: DataLoader<{ authorId: string; postId: string }, Post | null, string>;
+  readonly suspensionByUserId: DataLoader<string, Suspension | null>;
 }
 
 /** Fresh loaders for one request. */
-export function createLoaders(features: { users: Users; timeline: Timeline }): Loaders {
+export function createLoaders(features: { users: Users; timeline: Timeline; suspensions: Suspensions }): Loaders {
   return {
     userById: new DataLoader((ids) => features.users.byIds(ids)),
     userIdByUsername: new DataLoader((names) => features.users.idsByUsername(names)),
     postByKey: new DataLoader((keys) => features.timeline.byKeys(keys), {
       cacheKeyFn: (k) => `${k.authorId}:${k.postId}`,
     }),
+    suspensionByUserId: new DataLoader((ids) => features.suspensions.byUserIds(ids)),
   };
 }

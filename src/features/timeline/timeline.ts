@@ -9,7 +9,7 @@ import type { Page, PageArgs } from '../../paging/types.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { dateOfTimeuuid, newTimeuuid } from '../../store/timeuuid.js';
-import { DomainError, checkText } from '../errors.js';
+import { DomainError, checkText } from '../../errors.js';
 import { timelineTable } from './timeline-tables.js';
 
 /** A post as the API shows it; `authorId` + `postId` is its primary key. */

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
-import { DomainError, badInput, checkText } from '../errors.js';
+import { DomainError, badInput, checkText } from '../../errors.js';
 import { usersByUsernameTable, usersTable } from './users-tables.js';
 
 /** A user as the API shows it. */

@@ -3,6 +3,7 @@
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
 import type { User as UserModel } from '../../features/users/users.js';
 import type { Post as PostModel } from '../../features/timeline/timeline.js';
+import type { Suspension as SuspensionModel } from '../../features/suspensions/suspensions.js';
 import type { RequestContext } from '../context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -71,6 +72,18 @@ export type Mutation = {
   createUser?: Maybe<CreateUserPayload>;
   /** Delete one of the viewer's posts. Another user's post is `FORBIDDEN`. */
   deletePost?: Maybe<DeletePostPayload>;
+  /**
+   * Suspend a user (admins only). Suspending a suspended user is `CONFLICT`. Runs as a
+   * saga: the reverse lookup is written first, then the bucket registry and the sorted-set
+   * row; a failure rolls everything back.
+   */
+  suspendUser?: Maybe<SuspendUserPayload>;
+  /**
+   * Lift a user's suspension (admins only); `NOT_FOUND` when the user is not suspended.
+   * The sorted-set row is deleted before the reverse lookup, so a failure never leaves a
+   * row that cannot be found again.
+   */
+  unsuspendUser?: Maybe<UnsuspendUserPayload>;
 };
 
 
@@ -86,6 +99,16 @@ export type MutationCreateUserArgs = {
 
 export type MutationDeletePostArgs = {
   input: DeletePostInput;
+};
+
+
+export type MutationSuspendUserArgs = {
+  input: SuspendUserInput;
+};
+
+
+export type MutationUnsuspendUserArgs = {
+  input: UnsuspendUserInput;
 };
 
 /**
@@ -138,6 +161,11 @@ export type Query = {
   node?: Maybe<Node>;
   /** Fetch up to 100 objects by global ID, in order; null for the ones that do not exist. */
   nodes: Array<Maybe<Node>>;
+  /**
+   * Suspended users, newest suspension first, paged seamlessly across time buckets.
+   * Admins only (`FORBIDDEN` otherwise).
+   */
+  suspendedUsers: SuspensionConnection;
   /** A user by username, or null. */
   userByUsername?: Maybe<User>;
   /** The signed-in user, or null when anonymous (or not yet created). */
@@ -155,8 +183,66 @@ export type QueryNodesArgs = {
 };
 
 
+export type QuerySuspendedUsersArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
 export type QueryUserByUsernameArgs = {
   username: Scalars['String']['input'];
+};
+
+export type SuspendUserInput = {
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** 1 to 500 characters. */
+  reason: Scalars['String']['input'];
+  /** When the suspension took effect; defaults to now. A past instant imports a historical suspension. */
+  suspendedAt?: InputMaybe<Scalars['DateTime']['input']>;
+  /** The global ID of the user to suspend. */
+  userId: Scalars['ID']['input'];
+};
+
+export type SuspendUserPayload = {
+  __typename?: 'SuspendUserPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  suspension: Suspension;
+};
+
+/** A suspension of a user (seed 000's sorted set of suspended users). */
+export type Suspension = {
+  __typename?: 'Suspension';
+  reason: Scalars['String']['output'];
+  suspendedAt: Scalars['DateTime']['output'];
+  user: User;
+};
+
+/** A page of suspensions, newest first. */
+export type SuspensionConnection = {
+  __typename?: 'SuspensionConnection';
+  edges: Array<SuspensionEdge>;
+  pageInfo: PageInfo;
+};
+
+/** A suspension and its cursor. */
+export type SuspensionEdge = {
+  __typename?: 'SuspensionEdge';
+  cursor: Scalars['String']['output'];
+  node: Suspension;
+};
+
+export type UnsuspendUserInput = {
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** The global ID of a suspended user. */
+  userId: Scalars['ID']['input'];
+};
+
+export type UnsuspendUserPayload = {
+  __typename?: 'UnsuspendUserPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  user: User;
 };
 
 /** A member of the site. */
@@ -171,6 +257,11 @@ export type User = Node & {
    * window.
    */
   posts: PostConnection;
+  /**
+   * The user's current suspension; null when not suspended. Visible to admins and to the
+   * user; anyone else gets `FORBIDDEN`.
+   */
+  suspension?: Maybe<Suspension>;
   /** Unique, 3 to 32 characters of a-z, 0-9 and _. */
   username: Scalars['String']['output'];
 };
@@ -282,6 +373,13 @@ export type ResolversTypes = {
   PostEdge: ResolverTypeWrapper<Omit<PostEdge, 'node'> & { node: ResolversTypes['Post'] }>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
+  SuspendUserInput: SuspendUserInput;
+  SuspendUserPayload: ResolverTypeWrapper<Omit<SuspendUserPayload, 'suspension'> & { suspension: ResolversTypes['Suspension'] }>;
+  Suspension: ResolverTypeWrapper<SuspensionModel>;
+  SuspensionConnection: ResolverTypeWrapper<Omit<SuspensionConnection, 'edges'> & { edges: Array<ResolversTypes['SuspensionEdge']> }>;
+  SuspensionEdge: ResolverTypeWrapper<Omit<SuspensionEdge, 'node'> & { node: ResolversTypes['Suspension'] }>;
+  UnsuspendUserInput: UnsuspendUserInput;
+  UnsuspendUserPayload: ResolverTypeWrapper<Omit<UnsuspendUserPayload, 'user'> & { user: ResolversTypes['User'] }>;
   User: ResolverTypeWrapper<UserModel>;
 };
 
@@ -305,6 +403,13 @@ export type ResolversParentTypes = {
   PostEdge: Omit<PostEdge, 'node'> & { node: ResolversParentTypes['Post'] };
   Query: Record<PropertyKey, never>;
   String: Scalars['String']['output'];
+  SuspendUserInput: SuspendUserInput;
+  SuspendUserPayload: Omit<SuspendUserPayload, 'suspension'> & { suspension: ResolversParentTypes['Suspension'] };
+  Suspension: SuspensionModel;
+  SuspensionConnection: Omit<SuspensionConnection, 'edges'> & { edges: Array<ResolversParentTypes['SuspensionEdge']> };
+  SuspensionEdge: Omit<SuspensionEdge, 'node'> & { node: ResolversParentTypes['Suspension'] };
+  UnsuspendUserInput: UnsuspendUserInput;
+  UnsuspendUserPayload: Omit<UnsuspendUserPayload, 'user'> & { user: ResolversParentTypes['User'] };
   User: UserModel;
 };
 
@@ -331,6 +436,8 @@ export type MutationResolvers<ContextType = RequestContext, ParentType extends R
   createPost?: Resolver<Maybe<ResolversTypes['CreatePostPayload']>, ParentType, ContextType, RequireFields<MutationCreatePostArgs, 'input'>>;
   createUser?: Resolver<Maybe<ResolversTypes['CreateUserPayload']>, ParentType, ContextType, RequireFields<MutationCreateUserArgs, 'input'>>;
   deletePost?: Resolver<Maybe<ResolversTypes['DeletePostPayload']>, ParentType, ContextType, RequireFields<MutationDeletePostArgs, 'input'>>;
+  suspendUser?: Resolver<Maybe<ResolversTypes['SuspendUserPayload']>, ParentType, ContextType, RequireFields<MutationSuspendUserArgs, 'input'>>;
+  unsuspendUser?: Resolver<Maybe<ResolversTypes['UnsuspendUserPayload']>, ParentType, ContextType, RequireFields<MutationUnsuspendUserArgs, 'input'>>;
 };
 
 export type NodeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Node'] = ResolversParentTypes['Node']> = {
@@ -365,8 +472,35 @@ export type PostEdgeResolvers<ContextType = RequestContext, ParentType extends R
 export type QueryResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
   node?: Resolver<Maybe<ResolversTypes['Node']>, ParentType, ContextType, RequireFields<QueryNodeArgs, 'id'>>;
   nodes?: Resolver<Array<Maybe<ResolversTypes['Node']>>, ParentType, ContextType, RequireFields<QueryNodesArgs, 'ids'>>;
+  suspendedUsers?: Resolver<ResolversTypes['SuspensionConnection'], ParentType, ContextType, Partial<QuerySuspendedUsersArgs>>;
   userByUsername?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType, RequireFields<QueryUserByUsernameArgs, 'username'>>;
   viewer?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType>;
+};
+
+export type SuspendUserPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['SuspendUserPayload'] = ResolversParentTypes['SuspendUserPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  suspension?: Resolver<ResolversTypes['Suspension'], ParentType, ContextType>;
+};
+
+export type SuspensionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Suspension'] = ResolversParentTypes['Suspension']> = {
+  reason?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  suspendedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  user?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
+};
+
+export type SuspensionConnectionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['SuspensionConnection'] = ResolversParentTypes['SuspensionConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['SuspensionEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type SuspensionEdgeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['SuspensionEdge'] = ResolversParentTypes['SuspensionEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['Suspension'], ParentType, ContextType>;
+};
+
+export type UnsuspendUserPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['UnsuspendUserPayload'] = ResolversParentTypes['UnsuspendUserPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  user?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
 };
 
 export type UserResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['User'] = ResolversParentTypes['User']> = {
@@ -374,6 +508,7 @@ export type UserResolvers<ContextType = RequestContext, ParentType extends Resol
   displayName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   posts?: Resolver<ResolversTypes['PostConnection'], ParentType, ContextType, Partial<UserPostsArgs>>;
+  suspension?: Resolver<Maybe<ResolversTypes['Suspension']>, ParentType, ContextType>;
   username?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
@@ -390,6 +525,11 @@ export type Resolvers<ContextType = RequestContext> = {
   PostConnection?: PostConnectionResolvers<ContextType>;
   PostEdge?: PostEdgeResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  SuspendUserPayload?: SuspendUserPayloadResolvers<ContextType>;
+  Suspension?: SuspensionResolvers<ContextType>;
+  SuspensionConnection?: SuspensionConnectionResolvers<ContextType>;
+  SuspensionEdge?: SuspensionEdgeResolvers<ContextType>;
+  UnsuspendUserPayload?: UnsuspendUserPayloadResolvers<ContextType>;
   User?: UserResolvers<ContextType>;
 };
 

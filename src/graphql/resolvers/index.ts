@@ -2,14 +2,16 @@
 import type { Resolvers } from '../__generated__/resolvers-types.js';
 import { DateTimeScalar } from '../scalars.js';
 import { nodeInterface, nodeQueries } from './node-resolvers.js';
+import { suspensionMutations, suspensionQueries, suspensionType, userSuspensionField } from './suspension-resolvers.js';
 import { postType, timelineMutations } from './timeline-resolvers.js';
 import { userMutations, userQueries, userType } from './user-resolvers.js';
 
 export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Node: nodeInterface,
-  Query: { ...nodeQueries, ...userQueries },
-  Mutation: { ...userMutations, ...timelineMutations },
-  User: userType,
+  Query: { ...nodeQueries, ...userQueries, ...suspensionQueries },
+  Mutation: { ...userMutations, ...timelineMutations, ...suspensionMutations },
+  User: { ...userType, ...userSuspensionField },
   Post: postType,
+  Suspension: suspensionType,
 };

@@ -1,7 +1,7 @@
 /** Relay Global Object Identification: `node`, `nodes`, and the Node interface. */
 import type { QueryResolvers, NodeResolvers } from '../__generated__/resolvers-types.js';
 import type { RequestContext } from '../context.js';
-import { badInput } from '../../features/errors.js';
+import { badInput } from '../../errors.js';
 import { parseGlobalId, type NodeRef } from '../ids.js';
 
 const MAX_NODES = 100;

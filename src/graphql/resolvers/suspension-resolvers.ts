@@ -1,0 +1,63 @@
+/** Suspended users: the admin connection, the per-user field, suspend and unsuspend. */
+import type {
+  MutationResolvers,
+  QueryResolvers,
+  SuspensionResolvers,
+  UserResolvers,
+} from '../__generated__/resolvers-types.js';
+import { requireAdmin, requireViewerId } from '../context.js';
+import { apiError } from '../errors.js';
+import { parseGlobalId } from '../ids.js';
+
+function userIdOf(id: string): string {
+  const ref = parseGlobalId(id, 'userId', 'User');
+  return ref.type === 'User' ? ref.userId : '';
+}
+
+export const suspensionQueries: Pick<QueryResolvers, 'suspendedUsers'> = {
+  suspendedUsers: (_root, args, ctx) => {
+    requireAdmin(ctx);
+    return ctx.suspensions.page(args);
+  },
+};
+
+export const suspensionMutations: Pick<MutationResolvers, 'suspendUser' | 'unsuspendUser'> = {
+  suspendUser: async (_root, { input }, ctx) => {
+    requireAdmin(ctx);
+    const suspension = await ctx.suspensions.suspend({
+      userId: userIdOf(input.userId),
+      reason: input.reason,
+      suspendedAt: input.suspendedAt ?? null,
+    });
+    ctx.loaders.suspensionByUserId.clear(suspension.userId).prime(suspension.userId, suspension);
+    return { suspension, clientMutationId: input.clientMutationId ?? null };
+  },
+  unsuspendUser: async (_root, { input }, ctx) => {
+    requireAdmin(ctx);
+    const userId = userIdOf(input.userId);
+    await ctx.suspensions.unsuspend(userId);
+    ctx.loaders.suspensionByUserId.clear(userId).prime(userId, null);
+    const user = await ctx.loaders.userById.load(userId);
+    if (!user) throw apiError('NOT_FOUND', 'no such user', 'userId');
+    return { user, clientMutationId: input.clientMutationId ?? null };
+  },
+};
+
+export const userSuspensionField: Pick<UserResolvers, 'suspension'> = {
+  suspension: async (user, _args, ctx) => {
+    // Admins see every suspension; a member sees only their own.
+    if (!ctx.viewer?.isAdmin) {
+      const viewerId = ctx.viewer ? await requireViewerId(ctx).catch(() => null) : null;
+      if (viewerId !== user.id) throw apiError('FORBIDDEN', "only admins and the user may see a user's suspension");
+    }
+    return ctx.loaders.suspensionByUserId.load(user.id);
+  },
+};
+
+export const suspensionType: SuspensionResolvers = {
+  user: async (s, _args, ctx) => {
+    const user = await ctx.loaders.userById.load(s.userId);
+    if (!user) throw new Error(`suspension of unknown user ${s.userId}`);
+    return user;
+  },
+};
