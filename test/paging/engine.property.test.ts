@@ -10,31 +10,12 @@ import { createCursorCodec } from '../../src/paging/cursor.js';
 import { pageFromSource, type PagingOptions } from '../../src/paging/engine.js';
 import type { Page } from '../../src/paging/types.js';
 import { ArraySource } from '../support/array-source.js';
+import { modelPage } from '../support/paging-model.js';
 
 const codec = createCursorCodec('property-test-secret');
 const options: PagingOptions = { connectionName: 'numbers', codec };
 
-/**
- * The model's answer for a page, from the data alone. Flags say whether rows exist
- * before the first edge and after the last one; on an empty page, on either side of
- * the cursor's position.
- */
-function modelPage(keys: readonly number[], dir: 'forward' | 'backward', n: number, cursor: number | undefined) {
-  const forward = dir === 'forward';
-  const candidates = cursor === undefined ? [...keys] : keys.filter((k) => (forward ? k > cursor : k < cursor));
-  const nodes = forward ? candidates.slice(0, n) : candidates.slice(Math.max(0, candidates.length - n));
-  const first = nodes[0];
-  const last = nodes[nodes.length - 1];
-  if (first !== undefined && last !== undefined) {
-    return { nodes, hasPreviousPage: keys.some((k) => k < first), hasNextPage: keys.some((k) => k > last) };
-  }
-  if (cursor === undefined) {
-    return { nodes, hasPreviousPage: !forward && keys.length > 0, hasNextPage: forward && keys.length > 0 };
-  }
-  return forward
-    ? { nodes, hasPreviousPage: keys.some((k) => k <= cursor), hasNextPage: keys.some((k) => k > cursor) }
-    : { nodes, hasPreviousPage: keys.some((k) => k < cursor), hasNextPage: keys.some((k) => k >= cursor) };
-}
+const byNumber = (a: number, b: number) => a - b;
 
 const step = fc.oneof(
   fc.record({ kind: fc.constant('next' as const), size: fc.integer({ min: 0, max: 7 }) }),
@@ -63,7 +44,7 @@ describe('paging engine properties', () => {
             nodes: current.edges.map((e) => e.node),
             hasPreviousPage: current.pageInfo.hasPreviousPage,
             hasNextPage: current.pageInfo.hasNextPage,
-          }).toEqual(modelPage(source.all, startBackward ? 'backward' : 'forward', startSize, undefined));
+          }).toEqual(modelPage(source.all, byNumber, startBackward ? 'backward' : 'forward', startSize, undefined));
           // Where the walk stands when a page comes back empty.
           let anchor: { start: string; end: string } | null = current.edges.length
             ? { start: current.pageInfo.startCursor!, end: current.pageInfo.endCursor! }
@@ -78,7 +59,7 @@ describe('paging engine properties', () => {
             } else {
               if (!anchor) {
                 current = await pageFromSource(source, { first: s.size }, options);
-                expect(current.edges.map((e) => e.node)).toEqual(modelPage(source.all, 'forward', s.size, undefined).nodes);
+                expect(current.edges.map((e) => e.node)).toEqual(modelPage(source.all, byNumber, 'forward', s.size, undefined).nodes);
               } else {
                 const forward = s.kind === 'next';
                 const cursor = forward ? anchor.end : anchor.start;
@@ -92,7 +73,7 @@ describe('paging engine properties', () => {
                   nodes: current.edges.map((e) => e.node),
                   hasPreviousPage: current.pageInfo.hasPreviousPage,
                   hasNextPage: current.pageInfo.hasNextPage,
-                }).toEqual(modelPage(source.all, forward ? 'forward' : 'backward', s.size, cursorKey));
+                }).toEqual(modelPage(source.all, byNumber, forward ? 'forward' : 'backward', s.size, cursorKey));
               }
               if (current.edges.length) {
                 anchor = { start: current.pageInfo.startCursor!, end: current.pageInfo.endCursor! };

@@ -10,14 +10,36 @@ export type FaultRule = (call: StoreCall) => boolean;
 /** Fails every call a rule matches with `InjectedFault`, until the rule is cleared. */
 export class FaultyStore extends StoreDecorator {
   private rule: FaultRule | null = null;
+  private crashAt: number | null = null;
   readonly calls: StoreCall[] = [];
 
   failWhen(rule: FaultRule | null): void {
     this.rule = rule;
   }
 
+  /** Fail only the call with this index (counted from now), once. */
+  failCall(index: number): void {
+    const target = this.calls.length + index;
+    this.failWhen(() => this.calls.length - 1 === target);
+  }
+
+  /**
+   * Simulate a crash: from the call with this index (counted from now) on, every call
+   * fails, as if the process had died; nothing after that point reaches the store.
+   */
+  crashAtCall(index: number): void {
+    this.crashAt = this.calls.length + index;
+  }
+
+  /** Back to normal: no rule, no crash. */
+  heal(): void {
+    this.rule = null;
+    this.crashAt = null;
+  }
+
   protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
     this.calls.push(call);
+    if (this.crashAt !== null && this.calls.length - 1 >= this.crashAt) throw new InjectedFault(`crashed before ${call.operation}`);
     if (this.rule?.(call)) throw new InjectedFault(`injected fault on ${call.operation} ${call.table ?? ''}`);
     return run();
   }

@@ -1,0 +1,157 @@
+/**
+ * Saga-ordered suspend and unsuspend under faults. A fault-injecting store fails, and
+ * separately "crashes" (every later call fails, nothing is compensated), at every store
+ * call of both sagas; recovery then runs as it would at the next start. Afterwards the
+ * invariants hold and the data is exactly the state before or after the operation.
+ */
+import { describe, expect, it } from 'vitest';
+import { aSuspension } from '../../src/features/suspensions/suspension-mother.js';
+import { sagaLogTable } from '../../src/saga/saga-log.js';
+import { SagaAbortedError } from '../../src/saga/saga-runner.js';
+import { FaultyStore } from '../support/faulty-store.js';
+import { memorySqliteStore } from '../support/stores.js';
+import { checkInvariants, prepare, snapshot, someUsers, suspensionsOver } from '../support/suspension-fixture.js';
+
+const NOW = new Date('2026-11-22T10:00:00.000Z');
+
+type Operation = 'suspend' | 'unsuspend';
+
+/** A store with three users: two already suspended (context), one the operation targets. */
+async function world(operation: Operation) {
+  const base = memorySqliteStore();
+  await prepare(base);
+  const ids = await someUsers(base, 3);
+  const { suspensions } = suspensionsOver(base);
+  await suspensions.suspend(aSuspension(ids[0]!, { reason: 'context one', suspendedAt: new Date('2026-09-09T09:00:00Z') }), NOW);
+  await suspensions.suspend(aSuspension(ids[1]!, { reason: 'context two', suspendedAt: new Date('2026-10-10T10:00:00Z') }), NOW);
+  if (operation === 'unsuspend') {
+    await suspensions.suspend(aSuspension(ids[2]!, { reason: 'under test', suspendedAt: new Date('2026-08-08T08:00:00Z') }), NOW);
+  }
+  const faulty = new FaultyStore(base);
+  const run = () => {
+    const f = suspensionsOver(faulty).suspensions;
+    return operation === 'suspend'
+      ? f.suspend({ userId: ids[2]!, reason: 'under test', suspendedAt: new Date('2026-11-11T11:00:00Z') }, NOW)
+      : f.unsuspend(ids[2]!);
+  };
+  // The next start: a fresh runner over the real store, no grace period.
+  const recover = () => suspensionsOver(base).sagas.recover(0);
+  // Users are random per world: name them by index so worlds compare.
+  const state = async () => {
+    const snap = await snapshot(base, ids);
+    const name = <T extends { userId: string }>(list: T[]) =>
+      list.map((x) => ({ ...x, userId: `user${ids.indexOf(x.userId)}` })).sort((a, b) => a.userId.localeCompare(b.userId));
+    return { sorted: name(snap.sorted), lookups: name(snap.lookups), openSagas: snap.openSagas };
+  };
+  return { base, faulty, ids, run, recover, state };
+}
+
+/** The state after a clean run of the operation, and the calls it made. */
+async function cleanRun(operation: Operation) {
+  const w = await world(operation);
+  const before = await w.state();
+  await w.run();
+  return { before, after: await w.state(), calls: [...w.faulty.calls] };
+}
+
+for (const operation of ['suspend', 'unsuspend'] as const) {
+  describe(`${operation} under faults`, () => {
+    it('makes the expected calls on a clean run', async () => {
+      const { before, after, calls } = await cleanRun(operation);
+      expect(before).not.toEqual(after);
+      expect(after.openSagas).toBe(0);
+      const order = calls.map((c) => `${c.operation} ${c.table}`);
+      if (operation === 'suspend') {
+        // Reverse lookup first, then the bucket registry, then the sorted-set row.
+        expect(order.filter((c) => !c.includes('saga_log'))).toEqual([
+          'getMany users',
+          'insertIfNotExists suspended_users',
+          'upsert status_buckets',
+          'upsert users_by_status',
+        ]);
+      } else {
+        // The sorted-set row goes first, then the reverse lookup.
+        expect(order.filter((c) => !c.includes('saga_log'))).toEqual([
+          'get suspended_users',
+          'delete users_by_status',
+          'get suspended_users',
+          'delete suspended_users',
+        ]);
+      }
+    });
+
+    it('fails at every call, compensates, and leaves the state before (or, for a finished unsuspension, after)', async () => {
+      const { before, after, calls } = await cleanRun(operation);
+      for (let k = 0; k < calls.length; k++) {
+        const w = await world(operation);
+        w.faulty.failCall(k);
+        const error = await w.run().then(
+          () => null,
+          (e: unknown) => e,
+        );
+        w.faulty.heal();
+        expect(error, `failing call ${k} (${calls[k]!.operation} ${calls[k]!.table})`).not.toBeNull();
+        const closedLast = k === calls.length - 1;
+        // Right after the error, before any recovery: nothing half-done is visible.
+        if (!closedLast) expect(await w.state(), `right after failing call ${k}`).toEqual(before);
+        await w.recover();
+        const state = await w.state();
+        const expected = closedLast && operation === 'unsuspend' ? after : before;
+        expect(state, `failing call ${k} (${calls[k]!.operation} ${calls[k]!.table})`).toEqual(expected);
+        expect(await checkInvariants(w.base, w.ids)).toEqual([]);
+        if (!closedLast && calls[k]!.table !== 'users' && !(operation === 'unsuspend' && k === 0)) {
+          expect(error).toBeInstanceOf(SagaAbortedError);
+          expect((error as SagaAbortedError).compensated).toBe(true);
+        }
+      }
+    });
+
+    it('crashes at every call, and recovery rolls the saga back (suspend) or forward (unsuspend)', async () => {
+      const { before, after, calls } = await cleanRun(operation);
+      const firstLogWrite = calls.findIndex((c) => c.table === sagaLogTable.name);
+      for (let k = 0; k <= calls.length; k++) {
+        const w = await world(operation);
+        w.faulty.crashAtCall(k);
+        await w.run().catch(() => undefined);
+        // At the moment of the crash the order already protects reachability: every
+        // sorted-set row has its reverse lookup (the reverse may briefly not hold).
+        const atCrash = await w.state();
+        for (const row of atCrash.sorted) expect(atCrash.lookups, `crash at call ${k}`).toContainEqual(row);
+        const report = await w.recover();
+        const state = await w.state();
+        const logged = k > firstLogWrite;
+        const finished = k === calls.length;
+        const expected = finished ? after : operation === 'unsuspend' && logged ? after : before;
+        expect(state, `crash at call ${k}`).toEqual(expected);
+        expect(await checkInvariants(w.base, w.ids), `crash at call ${k}`).toEqual([]);
+        if (logged && !finished) {
+          expect(report.rolledForward + report.rolledBack, `crash at call ${k}`).toBe(1);
+        }
+      }
+    });
+  });
+}
+
+describe('saga recovery', () => {
+  it('leaves a saga running in this process alone, and waits out the grace period for others', async () => {
+    const w = await world('suspend');
+    w.faulty.crashAtCall(3);
+    await w.run().catch(() => undefined);
+    const { sagas } = suspensionsOver(w.base);
+    expect(await sagas.recover(60_000)).toEqual({ rolledForward: 0, rolledBack: 0, failed: 0, skipped: 1 });
+    expect(await sagas.recover(0)).toEqual({ rolledForward: 0, rolledBack: 1, failed: 0, skipped: 0 });
+    expect(await checkInvariants(w.base, w.ids)).toEqual([]);
+  });
+
+  it('keeps a saga open when recovery itself fails, and finishes it on a later pass', async () => {
+    const w = await world('unsuspend');
+    w.faulty.crashAtCall(3);
+    await w.run().catch(() => undefined);
+    const flaky = new FaultyStore(w.base);
+    flaky.failWhen((c) => c.operation === 'delete');
+    expect(await suspensionsOver(flaky).sagas.recover(0)).toMatchObject({ failed: 1 });
+    expect((await snapshot(w.base, w.ids)).openSagas).toBe(1);
+    expect(await w.recover()).toMatchObject({ rolledForward: 1, failed: 0 });
+    expect(await checkInvariants(w.base, w.ids)).toEqual([]);
+  });
+});
