@@ -26,6 +26,12 @@ export interface SagaDefinition<P> {
    * undo it. (A saga that crashed while compensating is always undone.)
    */
   readonly recovery: 'forward' | 'backward';
+  /**
+   * The pivot: the index of the step after which the saga is committed. A failure in a
+   * later step does not compensate and does not fail the run: the saga stays in the log
+   * and recovery finishes it. Without a pivot every step can be compensated.
+   */
+  readonly pivot?: number;
   steps(store: Store): ReadonlyArray<SagaStep<P>>;
 }
 
@@ -95,6 +101,11 @@ export class SagaRunner {
           await steps[i]!.run(payload);
         }
       } catch (err) {
+        if (definition.pivot !== undefined && i > definition.pivot) {
+          // Committed: what is left is retriable housekeeping that recovery will finish.
+          this.options.logger?.warn({ err, sagaId, kind, step: i }, 'a step after the pivot failed; recovery will finish it');
+          return;
+        }
         let compensated = true;
         try {
           await this.compensate(sagaId, kind, payload, steps, i);
@@ -108,7 +119,21 @@ export class SagaRunner {
         if (err instanceof DomainError && compensated) throw err;
         throw new SagaAbortedError(kind, compensated, err);
       }
-      await this.log.close(sagaId);
+      try {
+        await this.log.close(sagaId);
+      } catch (err) {
+        // Every step is done. Past a pivot that is a success (recovery only closes the
+        // log). Otherwise recovery would undo it, so undo it now and report failure.
+        if (definition.pivot !== undefined) {
+          this.options.logger?.warn({ err, sagaId, kind }, 'closing the saga log failed; recovery will close it');
+          return;
+        }
+        const compensated = await this.compensate(sagaId, kind, payload, steps, steps.length - 1).then(
+          () => true,
+          () => false,
+        );
+        throw new SagaAbortedError(kind, compensated, err);
+      }
     } finally {
       this.options.inFlight.delete(sagaId);
     }
@@ -145,7 +170,8 @@ export class SagaRunner {
     const steps = definition.steps(this.options.store);
     this.options.inFlight.add(record.sagaId);
     try {
-      if (record.phase === 'forward' && definition.recovery === 'forward') {
+      const committed = definition.pivot !== undefined && record.step > definition.pivot;
+      if (record.phase === 'forward' && (definition.recovery === 'forward' || committed)) {
         // The step in progress may or may not have applied: steps are idempotent, run it again.
         for (let i = record.step; i < steps.length; i++) {
           await this.log.record(record.sagaId, record.kind, record.payload, i, 'forward');

@@ -6,11 +6,29 @@
  *   be unsuspended) nor in an unregistered bucket (paging always finds it).
  * - unsuspend deletes the sorted-set row first, then the lookup: "if we start the other
  *   way around and the second deletion fails, we'll be unable to delete that row".
+ *
+ * Buckets emptied by unsuspensions leave the registry, so paging never probes them.
+ * Pruning races a suspension into the same bucket; two rules keep every row reachable:
+ * the pruner re-checks after deleting the entry (and re-registers if a row appeared),
+ * and a suspension confirms its registration after writing its row. Whichever runs
+ * last, the entry exists whenever the bucket holds a row.
  */
 import { DomainError } from '../../errors.js';
 import type { SagaDefinition } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
 import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
+
+async function bucketIsEmpty(store: Store, bucket: string): Promise<boolean> {
+  const rows = await store.slice(usersByStatusTable, { partition: { bucket, status: SUSPENDED }, limit: 1 });
+  return rows.length === 0;
+}
+
+/** Drop an empty bucket from the registry (see the race note above). */
+async function pruneBucket(store: Store, bucket: string): Promise<void> {
+  if (!(await bucketIsEmpty(store, bucket))) return;
+  await store.delete(statusBucketsTable, { status: SUSPENDED, bucket });
+  if (!(await bucketIsEmpty(store, bucket))) await store.upsert(statusBucketsTable, { status: SUSPENDED, bucket });
+}
 
 /** What both sagas carry (JSON in the saga log). */
 export interface SuspensionPayload {
@@ -69,6 +87,11 @@ export const suspendSaga: SagaDefinition<SuspensionPayload> = {
       run: (p) => store.upsert(usersByStatusTable, sortedSetRow(p)),
       compensate: (p) => store.delete(usersByStatusTable, sortedSetKey(p)),
     },
+    {
+      name: 'confirm the bucket registration',
+      // Later than any prune that could not yet see the row (see the note above).
+      run: (p) => store.upsert(statusBucketsTable, { status: SUSPENDED, bucket: p.bucket }),
+    },
   ],
 };
 
@@ -76,6 +99,8 @@ export const unsuspendSaga: SagaDefinition<SuspensionPayload> = {
   kind: 'unsuspendUser',
   // Once the sorted-set row may be gone, finishing is the shortest way to consistency.
   recovery: 'forward',
+  // Deleting the lookup commits the unsuspension; pruning the bucket is housekeeping.
+  pivot: 1,
   steps: (store) => [
     {
       name: 'delete the sorted-set row',
@@ -89,6 +114,10 @@ export const unsuspendSaga: SagaDefinition<SuspensionPayload> = {
     {
       name: 'delete the reverse lookup',
       run: (p) => releaseLookup(store, p),
+    },
+    {
+      name: 'prune the bucket if it is empty',
+      run: (p) => pruneBucket(store, p.bucket),
     },
   ],
 };
