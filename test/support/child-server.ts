@@ -1,0 +1,69 @@
+/**
+ * The real server as a child process (`node --import tsx src/main.ts`), for tests that
+ * kill it: SIGKILL mid-saga, then a restart on the same SQLite file.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { TEST_AUTH_SECRET, TEST_CURSOR_SECRET } from './test-server.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A free loopback port. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A running child server. */
+export interface ChildServer {
+  readonly url: string;
+  readonly process: ChildProcess;
+  readonly output: () => string;
+  /** Resolves with the exit signal or code. */
+  readonly exited: Promise<NodeJS.Signals | number | null>;
+}
+
+/** Start the server on `sqlitePath` and wait until /readyz answers. */
+export async function startChildServer(sqlitePath: string, env: Record<string, string> = {}): Promise<ChildServer> {
+  const port = await freePort();
+  let output = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SQLITE_PATH: sqlitePath,
+      AUTH_SECRET: TEST_AUTH_SECRET,
+      CURSOR_SECRET: TEST_CURSOR_SECRET,
+      SEED_DEMO: 'false',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited early:\n${output}`);
+    try {
+      const res = await fetch(`${base}/readyz`);
+      if (res.ok) return { url: `${base}/graphql`, process: child, output: () => output, exited };
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  child.kill('SIGKILL');
+  throw new Error(`server did not become ready:\n${output}`);
+}
