@@ -42,7 +42,8 @@ export interface SuspensionsDeps {
 export const MAX_REASON_LENGTH = 500;
 const EARLIEST = Date.UTC(1970, 0, 1);
 
-function fromSortedSet(row: Row): Suspension {
+/** A suspension from a sorted-set row or a reverse-lookup row (same column names). */
+function suspensionFromRow(row: Row): Suspension {
   return {
     userId: row.user_id as string,
     reason: row.reason as string,
@@ -105,11 +106,7 @@ export class Suspensions {
       suspendedUsersTable,
       ids.map((user_id) => ({ user_id })),
     );
-    return rows.map((r) =>
-      r
-        ? { userId: r.user_id as string, reason: r.reason as string, suspendedAt: r.occurred_on as Date, bucket: r.bucket as string }
-        : null,
-    );
+    return rows.map((r) => (r ? suspensionFromRow(r) : null));
   }
 
   /** One page of suspensions, newest first, across buckets. */
@@ -135,7 +132,7 @@ export class Suspensions {
           store,
           table: usersByStatusTable,
           partition: { bucket, status: SUSPENDED },
-          toNode: fromSortedSet,
+          toNode: suspensionFromRow,
           rowOf: (s) => ({ occurred_on: s.suspendedAt, user_id: s.userId }),
         }),
       bucketOf: (s) => s.bucket,
