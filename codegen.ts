@@ -18,6 +18,8 @@ const config: CodegenConfig = {
           User: '../../features/users/users.js#User',
           Post: '../../features/timeline/timeline.js#Post',
           Suspension: '../../features/suspensions/suspensions.js#Suspension',
+          Meeting: '../../features/meetings/meetings.js#Meeting',
+          UserEdge: '../../paging/types.js#Edge<{ userId: string }>',
         },
         mapperTypeSuffix: 'Model',
         resolversNonOptionalTypename: false,

@@ -13,6 +13,8 @@ import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { meetingTables } from './features/meetings/meetings-tables.js';
+import { TokenSequence } from './features/meetings/meetings.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
 import { timelineTables } from './features/timeline/timeline-tables.js';
 import { userTables } from './features/users/users-tables.js';
@@ -26,12 +28,19 @@ import { sagaLogTable } from './saga/saga-log.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
 import { createHttpHandler } from './server.js';
 import { CassandraStore } from './store/cassandra/cassandra-store.js';
+import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import type { TableSpec } from './store/table.js';
 
 /** Every table the product declares. */
-export const ALL_TABLES: readonly TableSpec[] = [...userTables, ...timelineTables, ...suspensionTables, sagaLogTable];
+export const ALL_TABLES: readonly TableSpec[] = [
+  ...userTables,
+  ...timelineTables,
+  ...suspensionTables,
+  ...meetingTables,
+  sagaLogTable,
+];
 
 /** The SDL, read once from the project root (one level above src/ and dist/). */
 export const typeDefs = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');
@@ -92,7 +101,7 @@ function roundTripPlugin(): ApolloServerPlugin<RequestContext> {
 }
 
 /** Wire the application; `store` may be injected (tests pass an in-memory one). */
-export async function createApp(config: Config, deps: { logger: Logger; store?: Store }): Promise<App> {
+export async function createApp(config: Config, deps: { logger: Logger; store?: Store; clock?: Clock }): Promise<App> {
   const { logger } = deps;
   for (const name of config.devSecrets) {
     logger.warn(`${name} is not set: using the development secret. Set it before exposing this server.`);
@@ -109,6 +118,9 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     userLock: new KeyedLock(),
     suspensionBucket: config.suspensionBucket,
     sagaStepDelayMs: config.saga.stepDelayMs,
+    clock: deps.clock ?? new MonotonicClock(),
+    acceptanceTokens: new TokenSequence(),
+    acceptanceStrategy: config.acceptanceStrategy,
   };
   const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
   // Sagas a crash left open: roll them forward or back before serving.

@@ -31,6 +31,7 @@ export interface Config {
   readonly seedDemo: boolean;
   readonly bodyLimitBytes: number;
   readonly suspensionBucket: BucketGranularity;
+  readonly acceptanceStrategy: 'first-write-wins' | 'lwt';
   readonly saga: {
     readonly recoveryIntervalMs: number;
     readonly recoveryGraceMs: number;
@@ -84,6 +85,13 @@ export function parseReplication(raw: string): Replication {
   );
 }
 
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if ((allowed as readonly string[]).includes(raw)) return raw as T;
+  throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+}
+
 function granularity(raw: string): BucketGranularity {
   try {
     return parseGranularity(raw);
@@ -134,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     seedDemo: bool(env, 'SEED_DEMO', true),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_000_000, 1_000, 100_000_000),
     suspensionBucket: granularity(env.SUSPENSION_BUCKET ?? 'month'),
+    acceptanceStrategy: oneOf(env, 'ACCEPTANCE_STRATEGY', ['first-write-wins', 'lwt'] as const, 'first-write-wins'),
     saga: Object.freeze({
       recoveryIntervalMs: int(env, 'SAGA_RECOVERY_INTERVAL_MS', 30_000, 100, 86_400_000),
       recoveryGraceMs: int(env, 'SAGA_RECOVERY_GRACE_MS', 10_000, 0, 86_400_000),

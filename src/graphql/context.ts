@@ -3,6 +3,7 @@
  * features bound to it, and fresh DataLoaders.
  */
 import type { Logger } from 'pino';
+import { Meetings, type AcceptanceStrategy, type TokenSequence } from '../features/meetings/meetings.js';
 import type { BucketGranularity } from '../features/suspensions/buckets.js';
 import { suspensionSagas } from '../features/suspensions/suspension-sagas.js';
 import { Suspensions } from '../features/suspensions/suspensions.js';
@@ -11,6 +12,7 @@ import { Timeline } from '../features/timeline/timeline.js';
 import { Users } from '../features/users/users.js';
 import type { KeyedLock } from '../saga/keyed-lock.js';
 import { SagaRunner } from '../saga/saga-runner.js';
+import type { Clock } from '../store/clock.js';
 import type { Store } from '../store/port.js';
 import { CountingStore } from '../store/store-decorator.js';
 import type { Viewer } from './auth.js';
@@ -25,6 +27,7 @@ export interface RequestContext {
   readonly users: Users;
   readonly timeline: Timeline;
   readonly suspensions: Suspensions;
+  readonly meetings: Meetings;
   readonly loaders: Loaders;
 }
 
@@ -39,6 +42,10 @@ export interface ContextServices {
   readonly userLock: KeyedLock;
   readonly suspensionBucket: BucketGranularity;
   readonly sagaStepDelayMs: number;
+  /** The process's write clock (monotonic: timestamps never repeat). */
+  readonly clock: Clock;
+  readonly acceptanceTokens: TokenSequence;
+  readonly acceptanceStrategy: AcceptanceStrategy;
 }
 
 /** Every saga definition the product runs. */
@@ -68,7 +75,22 @@ export function createRequestContext(services: ContextServices, viewer: Viewer |
     lock: services.userLock,
     granularity: services.suspensionBucket,
   });
-  return { viewer, store, users, timeline, suspensions, loaders: createLoaders({ users, timeline, suspensions }) };
+  const meetings = new Meetings({
+    store,
+    codec: services.codec,
+    clock: services.clock,
+    tokens: services.acceptanceTokens,
+    strategy: services.acceptanceStrategy,
+  });
+  return {
+    viewer,
+    store,
+    users,
+    timeline,
+    suspensions,
+    meetings,
+    loaders: createLoaders({ users, timeline, suspensions, meetings }),
+  };
 }
 
 /** The viewer if an admin; UNAUTHENTICATED or FORBIDDEN otherwise. */

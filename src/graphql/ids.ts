@@ -12,11 +12,25 @@ const TIMEUUID = /^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}
 /** What a global id points at. */
 export type NodeRef =
   | { readonly type: 'User'; readonly userId: string }
+  | { readonly type: 'Meeting'; readonly meetingId: string }
   | { readonly type: 'Post'; readonly authorId: string; readonly postId: string };
 
 /** The global id of a user. */
 export function userGlobalId(userId: string): string {
   return toGlobalId('User', userId);
+}
+
+/** The global id of a meeting. */
+export function meetingGlobalId(meetingId: string): string {
+  return toGlobalId('Meeting', meetingId);
+}
+
+/** The id inside a global id of the expected type (BAD_USER_INPUT otherwise). */
+export function localIdOf(id: string, argument: string, type: 'User' | 'Meeting'): string {
+  const ref = parseGlobalId(id, argument, type);
+  if (ref.type === 'User') return ref.userId;
+  if (ref.type === 'Meeting') return ref.meetingId;
+  throw badInput(argument, `\`${argument}\` is not a valid ${type} ID`);
 }
 
 /** The global id of a post: its author and its timeuuid. */
@@ -33,6 +47,7 @@ export function parseGlobalId(id: string, argument: string, expected?: NodeRef['
   if (toGlobalId(type, local) !== id) throw fail();
   let ref: NodeRef | null = null;
   if (type === 'User' && UUID.test(local)) ref = { type, userId: local };
+  if (type === 'Meeting' && UUID.test(local)) ref = { type, meetingId: local };
   if (type === 'Post') {
     const [authorId, postId, rest] = local.split(':');
     if (rest === undefined && authorId && postId && UUID.test(authorId) && TIMEUUID.test(postId)) {

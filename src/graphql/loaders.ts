@@ -4,6 +4,7 @@
  * return results in key order, with null for misses.
  */
 import DataLoader from 'dataloader';
+import type { Meeting, Meetings } from '../features/meetings/meetings.js';
 import type { Suspension, Suspensions } from '../features/suspensions/suspensions.js';
 import type { Post, Timeline } from '../features/timeline/timeline.js';
 import type { User, Users } from '../features/users/users.js';
@@ -14,10 +15,12 @@ export interface Loaders {
   readonly userIdByUsername: DataLoader<string, string | null>;
   readonly postByKey: DataLoader<{ authorId: string; postId: string }, Post | null, string>;
   readonly suspensionByUserId: DataLoader<string, Suspension | null>;
+  readonly meetingById: DataLoader<string, Meeting | null>;
+  readonly acceptanceCount: DataLoader<string, number>;
 }
 
 /** Fresh loaders for one request. */
-export function createLoaders(features: { users: Users; timeline: Timeline; suspensions: Suspensions }): Loaders {
+export function createLoaders(features: { users: Users; timeline: Timeline; suspensions: Suspensions; meetings: Meetings }): Loaders {
   return {
     userById: new DataLoader((ids) => features.users.byIds(ids)),
     userIdByUsername: new DataLoader((names) => features.users.idsByUsername(names)),
@@ -25,5 +28,7 @@ export function createLoaders(features: { users: Users; timeline: Timeline; susp
       cacheKeyFn: (k) => `${k.authorId}:${k.postId}`,
     }),
     suspensionByUserId: new DataLoader((ids) => features.suspensions.byUserIds(ids)),
+    meetingById: new DataLoader((ids) => features.meetings.byIds(ids)),
+    acceptanceCount: new DataLoader((ids) => features.meetings.countsByIds(ids)),
   };
 }

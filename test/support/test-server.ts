@@ -7,6 +7,7 @@ import pino from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { authKey, signToken } from '../../src/graphql/auth.js';
+import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 
@@ -36,7 +37,9 @@ export interface TestServer {
 }
 
 /** Start a server; `wrap` may decorate the store (fault injection). */
-export async function startTestServer(options: { wrap?: (store: Store) => Store; env?: Record<string, string> } = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: { wrap?: (store: Store) => Store; env?: Record<string, string>; clock?: Clock } = {},
+): Promise<TestServer> {
   const db = new Database(':memory:');
   const base = new SqliteStore({ database: db });
   const store = options.wrap ? options.wrap(base) : base;
@@ -46,7 +49,7 @@ export async function startTestServer(options: { wrap?: (store: Store) => Store;
     SQLITE_PATH: ':memory:',
     ...options.env,
   });
-  const app = await createApp(config, { logger: pino({ level: 'silent' }), store });
+  const app = await createApp(config, { logger: pino({ level: 'silent' }), store, clock: options.clock });
   const port = await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}/graphql`;
   return {

@@ -4,6 +4,8 @@ import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } f
 import type { User as UserModel } from '../../features/users/users.js';
 import type { Post as PostModel } from '../../features/timeline/timeline.js';
 import type { Suspension as SuspensionModel } from '../../features/suspensions/suspensions.js';
+import type { Meeting as MeetingModel } from '../../features/meetings/meetings.js';
+import type { Edge as EdgeModel } from '../../paging/types.js';
 import type { RequestContext } from '../context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -21,6 +23,32 @@ export type Scalars = {
    * "2026-11-22T10:33:40.000Z".
    */
   DateTime: { input: Date; output: Date; }
+};
+
+export type AcceptMeetingInput = {
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** The global ID of the meeting. */
+  meetingId: Scalars['ID']['input'];
+};
+
+export type AcceptMeetingPayload = {
+  __typename?: 'AcceptMeetingPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** True when this request counted the viewer; false for a repeat acceptance. */
+  counted: Scalars['Boolean']['output'];
+  meeting: Meeting;
+};
+
+export type CreateMeetingInput = {
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** 1 to 200 characters. */
+  title: Scalars['String']['input'];
+};
+
+export type CreateMeetingPayload = {
+  __typename?: 'CreateMeetingPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  meeting: Meeting;
 };
 
 export type CreatePostInput = {
@@ -61,8 +89,44 @@ export type DeletePostPayload = {
   deletedPostId: Scalars['ID']['output'];
 };
 
+/**
+ * A meeting people accept. Acceptances are counted exactly once per user without Paxos
+ * (seed 001: first write wins through `USING TIMESTAMP (2^63-1 - now)`, then `WRITETIME`
+ * tells whether this request's write won, then a counter increment).
+ */
+export type Meeting = Node & {
+  __typename?: 'Meeting';
+  /** How many distinct users accepted. */
+  acceptanceCount: Scalars['Int']['output'];
+  /** The users who accepted, ordered by user id. */
+  acceptedBy: UserConnection;
+  id: Scalars['ID']['output'];
+  title: Scalars['String']['output'];
+};
+
+
+/**
+ * A meeting people accept. Acceptances are counted exactly once per user without Paxos
+ * (seed 001: first write wins through `USING TIMESTAMP (2^63-1 - now)`, then `WRITETIME`
+ * tells whether this request's write won, then a counter increment).
+ */
+export type MeetingAcceptedByArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+};
+
 export type Mutation = {
   __typename?: 'Mutation';
+  /**
+   * Accept a meeting as the viewer. Each user is counted once, however many times and
+   * however concurrently they accept. Acceptances are final: the acceptance is written
+   * with a timestamp near 2^63-1, and only a tombstone at least that high could delete it.
+   */
+  acceptMeeting?: Maybe<AcceptMeetingPayload>;
+  /** Create a meeting (members). */
+  createMeeting?: Maybe<CreateMeetingPayload>;
   /** Publish a post as the viewer. */
   createPost?: Maybe<CreatePostPayload>;
   /**
@@ -72,6 +136,13 @@ export type Mutation = {
   createUser?: Maybe<CreateUserPayload>;
   /** Delete one of the viewer's posts. Another user's post is `FORBIDDEN`. */
   deletePost?: Maybe<DeletePostPayload>;
+  /**
+   * Recompute a meeting's acceptance count from its acceptances and repair the counter
+   * (admins only). It exists because counter increments are not idempotent: an increment
+   * that timed out may or may not have applied, so a counter can drift from the set of
+   * acceptances, which cannot. Run it while the meeting is quiet.
+   */
+  reconcileMeeting?: Maybe<ReconcileMeetingPayload>;
   /**
    * Suspend a user (admins only). Suspending a suspended user is `CONFLICT`. Runs as a
    * saga: the reverse lookup is written first, then the bucket registry and the sorted-set
@@ -87,6 +158,16 @@ export type Mutation = {
 };
 
 
+export type MutationAcceptMeetingArgs = {
+  input: AcceptMeetingInput;
+};
+
+
+export type MutationCreateMeetingArgs = {
+  input: CreateMeetingInput;
+};
+
+
 export type MutationCreatePostArgs = {
   input: CreatePostInput;
 };
@@ -99,6 +180,11 @@ export type MutationCreateUserArgs = {
 
 export type MutationDeletePostArgs = {
   input: DeletePostInput;
+};
+
+
+export type MutationReconcileMeetingArgs = {
+  input: ReconcileMeetingInput;
 };
 
 
@@ -195,6 +281,19 @@ export type QueryUserByUsernameArgs = {
   username: Scalars['String']['input'];
 };
 
+export type ReconcileMeetingInput = {
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  meetingId: Scalars['ID']['input'];
+};
+
+export type ReconcileMeetingPayload = {
+  __typename?: 'ReconcileMeetingPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  meeting: Meeting;
+  /** The counter's value before the repair. */
+  previousCount: Scalars['Int']['output'];
+};
+
 export type SuspendUserInput = {
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 500 characters. */
@@ -275,6 +374,20 @@ export type UserPostsArgs = {
   last?: InputMaybe<Scalars['Int']['input']>;
 };
 
+/** A page of users. */
+export type UserConnection = {
+  __typename?: 'UserConnection';
+  edges: Array<UserEdge>;
+  pageInfo: PageInfo;
+};
+
+/** A user and its cursor. */
+export type UserEdge = {
+  __typename?: 'UserEdge';
+  cursor: Scalars['String']['output'];
+  node: User;
+};
+
 
 
 export type ResolverTypeWrapper<T> = Promise<T> | T;
@@ -348,6 +461,7 @@ export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = 
 /** Mapping of interface types */
 export type ResolversInterfaceTypes<_RefType extends Record<string, unknown>> = {
   Node:
+    | ( MeetingModel )
     | ( PostModel )
     | ( UserModel )
   ;
@@ -355,7 +469,11 @@ export type ResolversInterfaceTypes<_RefType extends Record<string, unknown>> = 
 
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = {
+  AcceptMeetingInput: AcceptMeetingInput;
+  AcceptMeetingPayload: ResolverTypeWrapper<Omit<AcceptMeetingPayload, 'meeting'> & { meeting: ResolversTypes['Meeting'] }>;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
+  CreateMeetingInput: CreateMeetingInput;
+  CreateMeetingPayload: ResolverTypeWrapper<Omit<CreateMeetingPayload, 'meeting'> & { meeting: ResolversTypes['Meeting'] }>;
   CreatePostInput: CreatePostInput;
   CreatePostPayload: ResolverTypeWrapper<Omit<CreatePostPayload, 'post'> & { post: ResolversTypes['Post'] }>;
   CreateUserInput: CreateUserInput;
@@ -365,6 +483,7 @@ export type ResolversTypes = {
   DeletePostPayload: ResolverTypeWrapper<DeletePostPayload>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
+  Meeting: ResolverTypeWrapper<MeetingModel>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Node: ResolverTypeWrapper<ResolversInterfaceTypes<ResolversTypes>['Node']>;
   PageInfo: ResolverTypeWrapper<PageInfo>;
@@ -372,6 +491,8 @@ export type ResolversTypes = {
   PostConnection: ResolverTypeWrapper<Omit<PostConnection, 'edges'> & { edges: Array<ResolversTypes['PostEdge']> }>;
   PostEdge: ResolverTypeWrapper<Omit<PostEdge, 'node'> & { node: ResolversTypes['Post'] }>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  ReconcileMeetingInput: ReconcileMeetingInput;
+  ReconcileMeetingPayload: ResolverTypeWrapper<Omit<ReconcileMeetingPayload, 'meeting'> & { meeting: ResolversTypes['Meeting'] }>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   SuspendUserInput: SuspendUserInput;
   SuspendUserPayload: ResolverTypeWrapper<Omit<SuspendUserPayload, 'suspension'> & { suspension: ResolversTypes['Suspension'] }>;
@@ -381,11 +502,17 @@ export type ResolversTypes = {
   UnsuspendUserInput: UnsuspendUserInput;
   UnsuspendUserPayload: ResolverTypeWrapper<Omit<UnsuspendUserPayload, 'user'> & { user: ResolversTypes['User'] }>;
   User: ResolverTypeWrapper<UserModel>;
+  UserConnection: ResolverTypeWrapper<Omit<UserConnection, 'edges'> & { edges: Array<ResolversTypes['UserEdge']> }>;
+  UserEdge: ResolverTypeWrapper<EdgeModel<{ userId: string }>>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
 export type ResolversParentTypes = {
+  AcceptMeetingInput: AcceptMeetingInput;
+  AcceptMeetingPayload: Omit<AcceptMeetingPayload, 'meeting'> & { meeting: ResolversParentTypes['Meeting'] };
   Boolean: Scalars['Boolean']['output'];
+  CreateMeetingInput: CreateMeetingInput;
+  CreateMeetingPayload: Omit<CreateMeetingPayload, 'meeting'> & { meeting: ResolversParentTypes['Meeting'] };
   CreatePostInput: CreatePostInput;
   CreatePostPayload: Omit<CreatePostPayload, 'post'> & { post: ResolversParentTypes['Post'] };
   CreateUserInput: CreateUserInput;
@@ -395,6 +522,7 @@ export type ResolversParentTypes = {
   DeletePostPayload: DeletePostPayload;
   ID: Scalars['ID']['output'];
   Int: Scalars['Int']['output'];
+  Meeting: MeetingModel;
   Mutation: Record<PropertyKey, never>;
   Node: ResolversInterfaceTypes<ResolversParentTypes>['Node'];
   PageInfo: PageInfo;
@@ -402,6 +530,8 @@ export type ResolversParentTypes = {
   PostConnection: Omit<PostConnection, 'edges'> & { edges: Array<ResolversParentTypes['PostEdge']> };
   PostEdge: Omit<PostEdge, 'node'> & { node: ResolversParentTypes['Post'] };
   Query: Record<PropertyKey, never>;
+  ReconcileMeetingInput: ReconcileMeetingInput;
+  ReconcileMeetingPayload: Omit<ReconcileMeetingPayload, 'meeting'> & { meeting: ResolversParentTypes['Meeting'] };
   String: Scalars['String']['output'];
   SuspendUserInput: SuspendUserInput;
   SuspendUserPayload: Omit<SuspendUserPayload, 'suspension'> & { suspension: ResolversParentTypes['Suspension'] };
@@ -411,6 +541,19 @@ export type ResolversParentTypes = {
   UnsuspendUserInput: UnsuspendUserInput;
   UnsuspendUserPayload: Omit<UnsuspendUserPayload, 'user'> & { user: ResolversParentTypes['User'] };
   User: UserModel;
+  UserConnection: Omit<UserConnection, 'edges'> & { edges: Array<ResolversParentTypes['UserEdge']> };
+  UserEdge: EdgeModel<{ userId: string }>;
+};
+
+export type AcceptMeetingPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['AcceptMeetingPayload'] = ResolversParentTypes['AcceptMeetingPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  counted?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  meeting?: Resolver<ResolversTypes['Meeting'], ParentType, ContextType>;
+};
+
+export type CreateMeetingPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['CreateMeetingPayload'] = ResolversParentTypes['CreateMeetingPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  meeting?: Resolver<ResolversTypes['Meeting'], ParentType, ContextType>;
 };
 
 export type CreatePostPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['CreatePostPayload'] = ResolversParentTypes['CreatePostPayload']> = {
@@ -432,16 +575,27 @@ export type DeletePostPayloadResolvers<ContextType = RequestContext, ParentType 
   deletedPostId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
 };
 
+export type MeetingResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Meeting'] = ResolversParentTypes['Meeting']> = {
+  acceptanceCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  acceptedBy?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, Partial<MeetingAcceptedByArgs>>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  title?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
 export type MutationResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
+  acceptMeeting?: Resolver<Maybe<ResolversTypes['AcceptMeetingPayload']>, ParentType, ContextType, RequireFields<MutationAcceptMeetingArgs, 'input'>>;
+  createMeeting?: Resolver<Maybe<ResolversTypes['CreateMeetingPayload']>, ParentType, ContextType, RequireFields<MutationCreateMeetingArgs, 'input'>>;
   createPost?: Resolver<Maybe<ResolversTypes['CreatePostPayload']>, ParentType, ContextType, RequireFields<MutationCreatePostArgs, 'input'>>;
   createUser?: Resolver<Maybe<ResolversTypes['CreateUserPayload']>, ParentType, ContextType, RequireFields<MutationCreateUserArgs, 'input'>>;
   deletePost?: Resolver<Maybe<ResolversTypes['DeletePostPayload']>, ParentType, ContextType, RequireFields<MutationDeletePostArgs, 'input'>>;
+  reconcileMeeting?: Resolver<Maybe<ResolversTypes['ReconcileMeetingPayload']>, ParentType, ContextType, RequireFields<MutationReconcileMeetingArgs, 'input'>>;
   suspendUser?: Resolver<Maybe<ResolversTypes['SuspendUserPayload']>, ParentType, ContextType, RequireFields<MutationSuspendUserArgs, 'input'>>;
   unsuspendUser?: Resolver<Maybe<ResolversTypes['UnsuspendUserPayload']>, ParentType, ContextType, RequireFields<MutationUnsuspendUserArgs, 'input'>>;
 };
 
 export type NodeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Node'] = ResolversParentTypes['Node']> = {
-  __resolveType: TypeResolveFn<'Post' | 'User', ParentType, ContextType>;
+  __resolveType: TypeResolveFn<'Meeting' | 'Post' | 'User', ParentType, ContextType>;
 };
 
 export type PageInfoResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
@@ -475,6 +629,12 @@ export type QueryResolvers<ContextType = RequestContext, ParentType extends Reso
   suspendedUsers?: Resolver<ResolversTypes['SuspensionConnection'], ParentType, ContextType, Partial<QuerySuspendedUsersArgs>>;
   userByUsername?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType, RequireFields<QueryUserByUsernameArgs, 'username'>>;
   viewer?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType>;
+};
+
+export type ReconcileMeetingPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ReconcileMeetingPayload'] = ResolversParentTypes['ReconcileMeetingPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  meeting?: Resolver<ResolversTypes['Meeting'], ParentType, ContextType>;
+  previousCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type SuspendUserPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['SuspendUserPayload'] = ResolversParentTypes['SuspendUserPayload']> = {
@@ -513,11 +673,24 @@ export type UserResolvers<ContextType = RequestContext, ParentType extends Resol
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
+export type UserConnectionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['UserConnection'] = ResolversParentTypes['UserConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['UserEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type UserEdgeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['UserEdge'] = ResolversParentTypes['UserEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
+};
+
 export type Resolvers<ContextType = RequestContext> = {
+  AcceptMeetingPayload?: AcceptMeetingPayloadResolvers<ContextType>;
+  CreateMeetingPayload?: CreateMeetingPayloadResolvers<ContextType>;
   CreatePostPayload?: CreatePostPayloadResolvers<ContextType>;
   CreateUserPayload?: CreateUserPayloadResolvers<ContextType>;
   DateTime?: GraphQLScalarType;
   DeletePostPayload?: DeletePostPayloadResolvers<ContextType>;
+  Meeting?: MeetingResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
   Node?: NodeResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
@@ -525,11 +698,14 @@ export type Resolvers<ContextType = RequestContext> = {
   PostConnection?: PostConnectionResolvers<ContextType>;
   PostEdge?: PostEdgeResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  ReconcileMeetingPayload?: ReconcileMeetingPayloadResolvers<ContextType>;
   SuspendUserPayload?: SuspendUserPayloadResolvers<ContextType>;
   Suspension?: SuspensionResolvers<ContextType>;
   SuspensionConnection?: SuspensionConnectionResolvers<ContextType>;
   SuspensionEdge?: SuspensionEdgeResolvers<ContextType>;
   UnsuspendUserPayload?: UnsuspendUserPayloadResolvers<ContextType>;
   User?: UserResolvers<ContextType>;
+  UserConnection?: UserConnectionResolvers<ContextType>;
+  UserEdge?: UserEdgeResolvers<ContextType>;
 };
 

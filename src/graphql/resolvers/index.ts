@@ -1,6 +1,7 @@
 /** Every resolver of schema.graphql, checked against the generated resolver types. */
 import type { Resolvers } from '../__generated__/resolvers-types.js';
 import { DateTimeScalar } from '../scalars.js';
+import { meetingMutations, meetingType, userEdgeType } from './meeting-resolvers.js';
 import { nodeInterface, nodeQueries } from './node-resolvers.js';
 import { suspensionMutations, suspensionQueries, suspensionType, userSuspensionField } from './suspension-resolvers.js';
 import { postType, timelineMutations } from './timeline-resolvers.js';
@@ -10,8 +11,10 @@ export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Node: nodeInterface,
   Query: { ...nodeQueries, ...userQueries, ...suspensionQueries },
-  Mutation: { ...userMutations, ...timelineMutations, ...suspensionMutations },
+  Mutation: { ...userMutations, ...timelineMutations, ...suspensionMutations, ...meetingMutations },
   User: { ...userType, ...userSuspensionField },
   Post: postType,
   Suspension: suspensionType,
+  Meeting: meetingType,
+  UserEdge: userEdgeType,
 };

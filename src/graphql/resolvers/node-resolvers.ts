@@ -7,7 +7,14 @@ import { parseGlobalId, type NodeRef } from '../ids.js';
 const MAX_NODES = 100;
 
 function load(ctx: RequestContext, ref: NodeRef) {
-  return ref.type === 'User' ? ctx.loaders.userById.load(ref.userId) : ctx.loaders.postByKey.load(ref);
+  switch (ref.type) {
+    case 'User':
+      return ctx.loaders.userById.load(ref.userId);
+    case 'Post':
+      return ctx.loaders.postByKey.load(ref);
+    case 'Meeting':
+      return ctx.loaders.meetingById.load(ref.meetingId);
+  }
 }
 
 export const nodeQueries: Pick<QueryResolvers, 'node' | 'nodes'> = {
@@ -21,5 +28,5 @@ export const nodeQueries: Pick<QueryResolvers, 'node' | 'nodes'> = {
 };
 
 export const nodeInterface: NodeResolvers = {
-  __resolveType: (obj) => ('postId' in obj ? 'Post' : 'User'),
+  __resolveType: (obj) => ('postId' in obj ? 'Post' : 'meetingId' in obj ? 'Meeting' : 'User'),
 };

@@ -7,12 +7,9 @@ import type {
 } from '../__generated__/resolvers-types.js';
 import { requireAdmin, requireViewerId } from '../context.js';
 import { apiError } from '../errors.js';
-import { parseGlobalId } from '../ids.js';
+import { localIdOf } from '../ids.js';
 
-function userIdOf(id: string): string {
-  const ref = parseGlobalId(id, 'userId', 'User');
-  return ref.type === 'User' ? ref.userId : '';
-}
+const userIdOf = (id: string) => localIdOf(id, 'userId', 'User');
 
 export const suspensionQueries: Pick<QueryResolvers, 'suspendedUsers'> = {
   suspendedUsers: (_root, args, ctx) => {

@@ -1,0 +1,176 @@
+/**
+ * Meeting acceptances (seed 001): a unique counter without Paxos. Each acceptance is
+ * written `USING TIMESTAMP (2^63-1 - now)`, so the first write of a (meeting, user)
+ * wins; reading back the cell's write time (and our token) tells whether this request's
+ * write won, and only then is the counter incremented.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { DomainError, checkText } from '../../errors.js';
+import type { CursorCodec } from '../../paging/cursor.js';
+import { pageFromSource } from '../../paging/engine.js';
+import { sliceSource } from '../../paging/slice-source.js';
+import type { Page, PageArgs } from '../../paging/types.js';
+import type { Clock } from '../../store/clock.js';
+import { MAX_TIMESTAMP, type Store } from '../../store/port.js';
+import type { Row } from '../../store/table.js';
+import { meetingAcceptanceCountsTable, meetingUsersTable, meetingsTable } from './meetings-tables.js';
+
+/** A meeting as the API shows it. */
+export interface Meeting {
+  readonly meetingId: string;
+  readonly title: string;
+  readonly createdBy: string;
+  readonly createdAt: Date;
+}
+
+/** One acceptance: who, and when their first acceptance was written. */
+export interface Acceptance {
+  readonly meetingId: string;
+  readonly userId: string;
+  readonly acceptedAt: Date;
+}
+
+/**
+ * How acceptances are made unique: seed 001's first-write-wins timestamps, or a
+ * lightweight transaction (`INSERT … IF NOT EXISTS`, Paxos) for comparison.
+ */
+export type AcceptanceStrategy = 'first-write-wins' | 'lwt';
+
+/** What the feature needs. */
+export interface MeetingsDeps {
+  readonly store: Store;
+  readonly codec: CursorCodec;
+  /** Shared by the whole process: its timestamps never repeat. */
+  readonly clock: Clock;
+  /** Shared by the whole process: hands out the decreasing part of tokens. */
+  readonly tokens: TokenSequence;
+  readonly strategy: AcceptanceStrategy;
+}
+
+/**
+ * Tokens that sort lower the later they are made (in one process). On a timestamp tie
+ * Cassandra keeps the greater value; with decreasing tokens a later request loses the
+ * tie even when an earlier one has already read back its win and counted.
+ */
+export class TokenSequence {
+  private next = 0n;
+  private static readonly TOP = (1n << 64n) - 1n;
+
+  /** A token: 16 hex digits decreasing per call, then random hex for uniqueness across processes. */
+  take(): string {
+    const seq = TokenSequence.TOP - this.next++;
+    return `${seq.toString(16).padStart(16, '0')}${randomBytes(8).toString('hex')}`;
+  }
+}
+
+function meetingFromRow(row: Row): Meeting {
+  return {
+    meetingId: row.meeting_id as string,
+    title: row.title as string,
+    createdBy: row.created_by as string,
+    createdAt: row.created_at as Date,
+  };
+}
+
+function acceptanceFromRow(row: Row): Acceptance {
+  return { meetingId: row.meeting_id as string, userId: row.user_id as string, acceptedAt: row.accepted_at as Date };
+}
+
+/** The meetings feature. */
+export class Meetings {
+  constructor(private readonly deps: MeetingsDeps) {}
+
+  /** Create a meeting. */
+  async create(input: { title: string }, createdBy: string, now = new Date()): Promise<Meeting> {
+    const title = checkText('title', input.title, 1, 200);
+    const meeting: Meeting = { meetingId: randomUUID(), title, createdBy, createdAt: now };
+    await this.deps.store.upsert(meetingsTable, {
+      meeting_id: meeting.meetingId,
+      title,
+      created_by: createdBy,
+      created_at: now,
+    });
+    return meeting;
+  }
+
+  /** Meetings by id, in order, null for misses (one round trip). */
+  async byIds(ids: readonly string[]): Promise<Array<Meeting | null>> {
+    const rows = await this.deps.store.getMany(meetingsTable, ids.map((meeting_id) => ({ meeting_id })));
+    return rows.map((r) => (r ? meetingFromRow(r) : null));
+  }
+
+  /** Acceptance counts by meeting id, in order (0 when none; one round trip). */
+  async countsByIds(ids: readonly string[]): Promise<number[]> {
+    const rows = await this.deps.store.getMany(meetingAcceptanceCountsTable, ids.map((meeting_id) => ({ meeting_id })));
+    return rows.map((r) => Number((r?.acceptance_count as bigint | null) ?? 0n));
+  }
+
+  /**
+   * Accept a meeting as `userId`. Returns whether this request was counted: true for
+   * the user's first acceptance, false for a repeat. Acceptances are final.
+   */
+  async accept(meetingId: string, userId: string, now = new Date()): Promise<{ counted: boolean }> {
+    const [meeting] = await this.byIds([meetingId]);
+    if (!meeting) throw new DomainError('NOT_FOUND', 'no such meeting', 'meetingId');
+    const { store } = this.deps;
+    const key = { meeting_id: meetingId, user_id: userId };
+    const token = this.deps.tokens.take();
+    let won: boolean;
+    if (this.deps.strategy === 'lwt') {
+      const result = await store.insertIfNotExists(meetingUsersTable, { ...key, accepted_at: now, token });
+      won = result.applied;
+    } else {
+      // seed 001: the earlier the write, the higher its timestamp, so the first write wins.
+      const timestamp = MAX_TIMESTAMP - this.deps.clock.nowMicros();
+      await store.upsert(meetingUsersTable, { ...key, accepted_at: now, token }, { timestamp });
+      // Did my write win? Its write time and its token must both be mine: two requests
+      // in one microsecond share a timestamp, and then the token decides.
+      const cells = await store.readCells(meetingUsersTable, key, ['token']);
+      won = cells.writetime.token === timestamp && cells.row?.token === token;
+    }
+    if (won) await store.increment(meetingAcceptanceCountsTable, { meeting_id: meetingId }, { acceptance_count: 1 });
+    return { counted: won };
+  }
+
+  /**
+   * Recompute a meeting's count from its acceptances and repair the counter. Counter
+   * increments are not idempotent: one that timed out may or may not have applied, so
+   * the counter can drift; the set of acceptances cannot. Run it when acceptances are
+   * quiet: an acceptance between the count and the repair is counted twice.
+   */
+  async reconcile(meetingId: string): Promise<{ previousCount: number; acceptanceCount: number }> {
+    const [meeting] = await this.byIds([meetingId]);
+    if (!meeting) throw new DomainError('NOT_FOUND', 'no such meeting', 'meetingId');
+    const { store } = this.deps;
+    let actual = 0;
+    let after: Row | undefined;
+    // Walk the partition in chunks rather than one unbounded read.
+    for (;;) {
+      const rows = await store.slice(meetingUsersTable, {
+        partition: { meeting_id: meetingId },
+        limit: 1_000,
+        ...(after ? { lower: { values: [after.user_id!], inclusive: false } } : {}),
+      });
+      actual += rows.length;
+      if (rows.length < 1_000) break;
+      after = rows[rows.length - 1];
+    }
+    const [previous] = await this.countsByIds([meetingId]);
+    const delta = actual - previous!;
+    if (delta !== 0) await store.increment(meetingAcceptanceCountsTable, { meeting_id: meetingId }, { acceptance_count: delta });
+    return { previousCount: previous!, acceptanceCount: actual };
+  }
+
+  /** One page of the users who accepted, in clustering order (by user id). */
+  acceptedBy(meetingId: string, args: PageArgs): Promise<Page<Acceptance>> {
+    const source = sliceSource<Acceptance>({
+      id: `Meeting.acceptedBy:${meetingId}`,
+      store: this.deps.store,
+      table: meetingUsersTable,
+      partition: { meeting_id: meetingId },
+      toNode: acceptanceFromRow,
+      rowOf: (a) => ({ user_id: a.userId }),
+    });
+    return pageFromSource(source, args, { connectionName: 'acceptedBy', codec: this.deps.codec });
+  }
+}
