@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { directoryTables } from './features/directory/directory-tables.js';
 import { meetingTables } from './features/meetings/meetings-tables.js';
 import { TokenSequence } from './features/meetings/meetings.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
@@ -39,6 +40,7 @@ export const ALL_TABLES: readonly TableSpec[] = [
   ...timelineTables,
   ...suspensionTables,
   ...meetingTables,
+  ...directoryTables,
   sagaLogTable,
 ];
 

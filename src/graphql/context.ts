@@ -3,6 +3,7 @@
  * features bound to it, and fresh DataLoaders.
  */
 import type { Logger } from 'pino';
+import { Directory } from '../features/directory/directory.js';
 import { Meetings, type AcceptanceStrategy, type TokenSequence } from '../features/meetings/meetings.js';
 import type { BucketGranularity } from '../features/suspensions/buckets.js';
 import { suspensionSagas } from '../features/suspensions/suspension-sagas.js';
@@ -28,6 +29,7 @@ export interface RequestContext {
   readonly timeline: Timeline;
   readonly suspensions: Suspensions;
   readonly meetings: Meetings;
+  readonly directory: Directory;
   readonly loaders: Loaders;
 }
 
@@ -65,7 +67,14 @@ export function createSagaRunner(services: ContextServices, store: Store = servi
 /** Build the context of one request. */
 export function createRequestContext(services: ContextServices, viewer: Viewer | null): RequestContext {
   const store = new CountingStore(services.store);
-  const users = new Users(store);
+  // The directory filters hits through the request's user loader (created below).
+  let loaders: Loaders | undefined;
+  const directory = new Directory({
+    store,
+    codec: services.codec,
+    loadUsers: async (ids) => (await loaders!.userById.loadMany(ids)).map((u) => (u instanceof Error ? null : u)),
+  });
+  const users = new Users(store, (userId, values) => directory.plan(userId, values, []));
   const timeline = new Timeline(store, services.codec);
   const suspensions = new Suspensions({
     store,
@@ -82,15 +91,8 @@ export function createRequestContext(services: ContextServices, viewer: Viewer |
     tokens: services.acceptanceTokens,
     strategy: services.acceptanceStrategy,
   });
-  return {
-    viewer,
-    store,
-    users,
-    timeline,
-    suspensions,
-    meetings,
-    loaders: createLoaders({ users, timeline, suspensions, meetings }),
-  };
+  loaders = createLoaders({ users, timeline, suspensions, meetings });
+  return { viewer, store, users, timeline, suspensions, meetings, directory, loaders };
 }
 
 /** The viewer if an admin; UNAUTHENTICATED or FORBIDDEN otherwise. */

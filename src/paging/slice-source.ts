@@ -2,7 +2,7 @@
  * The simplest ordered source: one partition of one table, in clustering order. The
  * cursor key is the row's clustering tuple, so a page is one slice from the cursor.
  */
-import type { Store } from '../store/port.js';
+import type { ClusteringBound, Store } from '../store/port.js';
 import type { CqlType, CqlValue, Row, TableSpec } from '../store/table.js';
 import { compareValues, validateValue } from '../store/values.js';
 import type { CursorKey, CursorKeyPart, Direction, OrderedSource } from './types.js';
@@ -63,6 +63,8 @@ export interface SliceSourceOptions<N> {
   readonly store: Store;
   readonly table: TableSpec;
   readonly partition: Row;
+  /** A fixed clustering range the connection is limited to (a prefix search, say). */
+  readonly range?: { readonly lower?: ClusteringBound; readonly upper?: ClusteringBound };
   /** Turn a row into the node the connection shows. */
   readonly toNode: (row: Row) => N;
   /** The row a node came from (its clustering values). */
@@ -76,12 +78,15 @@ export function sliceSource<N>(options: SliceSourceOptions<N>): OrderedSource<N>
     id: options.id,
     async read(from: CursorKey | undefined, direction: Direction, limit: number): Promise<N[]> {
       const values = from ? clusteringFromKey(table, from) : null;
-      const bound = values ? { values, inclusive: true } : undefined;
+      const cursor = values ? { values, inclusive: true } : undefined;
+      const range = options.range ?? {};
+      // The cursor replaces the range's bound on the side the read starts from.
       const rows = await store.slice(table, {
         partition,
         limit,
         reverse: direction === 'backward',
-        ...(direction === 'forward' ? { lower: bound } : { upper: bound }),
+        lower: direction === 'forward' ? (cursor ?? range.lower) : range.lower,
+        upper: direction === 'forward' ? range.upper : (cursor ?? range.upper),
       });
       return rows.map(toNode);
     },

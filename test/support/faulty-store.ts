@@ -49,3 +49,18 @@ export class FaultyStore extends StoreDecorator {
 export class InjectedFault extends Error {
   override readonly name = 'InjectedFault';
 }
+
+/** Delays every call, so concurrent requests interleave their reads and writes. */
+export class SlowStore extends StoreDecorator {
+  constructor(
+    inner: ConstructorParameters<typeof StoreDecorator>[0],
+    private readonly delayMs: number,
+  ) {
+    super(inner);
+  }
+
+  protected async around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
+    await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    return run();
+  }
+}

@@ -1,10 +1,23 @@
 /** Tables of the users feature (seed 000's `users` plus a username lookup). */
 import { defineTable } from '../../store/table.js';
 
-/** One row per user, by id. */
+/**
+ * One row per user, by id. `location_ts` / `last_name_ts` name the directory index
+ * entries that are current (see features/directory): written in the same batch as the
+ * values, they let readers drop stale index hits.
+ */
 export const usersTable = defineTable({
   name: 'users',
-  columns: { user_id: 'uuid', username: 'text', display_name: 'text', created_at: 'timestamp' },
+  columns: {
+    user_id: 'uuid',
+    username: 'text',
+    display_name: 'text',
+    created_at: 'timestamp',
+    location: 'text',
+    last_name: 'text',
+    location_ts: 'timeuuid',
+    last_name_ts: 'timeuuid',
+  },
   partitionKey: ['user_id'],
 });
 

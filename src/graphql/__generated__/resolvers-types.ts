@@ -67,6 +67,10 @@ export type CreateUserInput = {
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 80 characters. */
   displayName: Scalars['String']['input'];
+  /** 1 to 100 characters. */
+  lastName?: InputMaybe<Scalars['String']['input']>;
+  /** 1 to 100 characters. */
+  location?: InputMaybe<Scalars['String']['input']>;
   /** 3 to 32 characters of a-z, 0-9 and _; must be free. */
   username: Scalars['String']['input'];
 };
@@ -155,6 +159,11 @@ export type Mutation = {
    * row that cannot be found again.
    */
   unsuspendUser?: Maybe<UnsuspendUserPayload>;
+  /**
+   * Update a user's profile (the user or an admin). The directory indexes are updated in
+   * the same logged batch, without locks (seed 004).
+   */
+  updateUser?: Maybe<UpdateUserPayload>;
 };
 
 
@@ -195,6 +204,11 @@ export type MutationSuspendUserArgs = {
 
 export type MutationUnsuspendUserArgs = {
   input: UnsuspendUserInput;
+};
+
+
+export type MutationUpdateUserArgs = {
+  input: UpdateUserInput;
 };
 
 /**
@@ -254,6 +268,16 @@ export type Query = {
   suspendedUsers: SuspensionConnection;
   /** A user by username, or null. */
   userByUsername?: Maybe<User>;
+  /**
+   * Users whose last name starts with `prefix` (case-insensitive), ordered by last name
+   * then user id. An empty prefix lists everyone with a last name.
+   */
+  usersByLastName: UserConnection;
+  /**
+   * Users in a location (case-insensitive exact match), ordered by user id. Served by a
+   * hand-built composite index (seed 004); stale entries are filtered on read.
+   */
+  usersByLocation: UserConnection;
   /** The signed-in user, or null when anonymous (or not yet created). */
   viewer?: Maybe<User>;
 };
@@ -279,6 +303,24 @@ export type QuerySuspendedUsersArgs = {
 
 export type QueryUserByUsernameArgs = {
   username: Scalars['String']['input'];
+};
+
+
+export type QueryUsersByLastNameArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+  prefix: Scalars['String']['input'];
+};
+
+
+export type QueryUsersByLocationArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+  location: Scalars['String']['input'];
 };
 
 export type ReconcileMeetingInput = {
@@ -344,12 +386,34 @@ export type UnsuspendUserPayload = {
   user: User;
 };
 
+export type UpdateUserInput = {
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** Omitted or null: unchanged. */
+  displayName?: InputMaybe<Scalars['String']['input']>;
+  /** The global ID of the user: the viewer's own, or anyone's for an admin. */
+  id: Scalars['ID']['input'];
+  /** Omitted or null: unchanged; an empty string clears it. */
+  lastName?: InputMaybe<Scalars['String']['input']>;
+  /** Omitted or null: unchanged; an empty string clears it. */
+  location?: InputMaybe<Scalars['String']['input']>;
+};
+
+export type UpdateUserPayload = {
+  __typename?: 'UpdateUserPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  user: User;
+};
+
 /** A member of the site. */
 export type User = Node & {
   __typename?: 'User';
   createdAt: Scalars['DateTime']['output'];
   displayName: Scalars['String']['output'];
   id: Scalars['ID']['output'];
+  /** The user's last name; searchable by prefix with `usersByLastName`. */
+  lastName?: Maybe<Scalars['String']['output']>;
+  /** Where the user is; searchable with `usersByLocation`. */
+  location?: Maybe<Scalars['String']['output']>;
   /**
    * The user's posts, newest first. Page with `first`/`after` forward or `last`/`before`
    * backward (at most 100 per page, 20 by default); `after` and `before` together bound a
@@ -501,6 +565,8 @@ export type ResolversTypes = {
   SuspensionEdge: ResolverTypeWrapper<Omit<SuspensionEdge, 'node'> & { node: ResolversTypes['Suspension'] }>;
   UnsuspendUserInput: UnsuspendUserInput;
   UnsuspendUserPayload: ResolverTypeWrapper<Omit<UnsuspendUserPayload, 'user'> & { user: ResolversTypes['User'] }>;
+  UpdateUserInput: UpdateUserInput;
+  UpdateUserPayload: ResolverTypeWrapper<Omit<UpdateUserPayload, 'user'> & { user: ResolversTypes['User'] }>;
   User: ResolverTypeWrapper<UserModel>;
   UserConnection: ResolverTypeWrapper<Omit<UserConnection, 'edges'> & { edges: Array<ResolversTypes['UserEdge']> }>;
   UserEdge: ResolverTypeWrapper<EdgeModel<{ userId: string }>>;
@@ -540,6 +606,8 @@ export type ResolversParentTypes = {
   SuspensionEdge: Omit<SuspensionEdge, 'node'> & { node: ResolversParentTypes['Suspension'] };
   UnsuspendUserInput: UnsuspendUserInput;
   UnsuspendUserPayload: Omit<UnsuspendUserPayload, 'user'> & { user: ResolversParentTypes['User'] };
+  UpdateUserInput: UpdateUserInput;
+  UpdateUserPayload: Omit<UpdateUserPayload, 'user'> & { user: ResolversParentTypes['User'] };
   User: UserModel;
   UserConnection: Omit<UserConnection, 'edges'> & { edges: Array<ResolversParentTypes['UserEdge']> };
   UserEdge: EdgeModel<{ userId: string }>;
@@ -592,6 +660,7 @@ export type MutationResolvers<ContextType = RequestContext, ParentType extends R
   reconcileMeeting?: Resolver<Maybe<ResolversTypes['ReconcileMeetingPayload']>, ParentType, ContextType, RequireFields<MutationReconcileMeetingArgs, 'input'>>;
   suspendUser?: Resolver<Maybe<ResolversTypes['SuspendUserPayload']>, ParentType, ContextType, RequireFields<MutationSuspendUserArgs, 'input'>>;
   unsuspendUser?: Resolver<Maybe<ResolversTypes['UnsuspendUserPayload']>, ParentType, ContextType, RequireFields<MutationUnsuspendUserArgs, 'input'>>;
+  updateUser?: Resolver<Maybe<ResolversTypes['UpdateUserPayload']>, ParentType, ContextType, RequireFields<MutationUpdateUserArgs, 'input'>>;
 };
 
 export type NodeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Node'] = ResolversParentTypes['Node']> = {
@@ -628,6 +697,8 @@ export type QueryResolvers<ContextType = RequestContext, ParentType extends Reso
   nodes?: Resolver<Array<Maybe<ResolversTypes['Node']>>, ParentType, ContextType, RequireFields<QueryNodesArgs, 'ids'>>;
   suspendedUsers?: Resolver<ResolversTypes['SuspensionConnection'], ParentType, ContextType, Partial<QuerySuspendedUsersArgs>>;
   userByUsername?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType, RequireFields<QueryUserByUsernameArgs, 'username'>>;
+  usersByLastName?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, RequireFields<QueryUsersByLastNameArgs, 'prefix'>>;
+  usersByLocation?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, RequireFields<QueryUsersByLocationArgs, 'location'>>;
   viewer?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType>;
 };
 
@@ -663,10 +734,17 @@ export type UnsuspendUserPayloadResolvers<ContextType = RequestContext, ParentTy
   user?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
 };
 
+export type UpdateUserPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['UpdateUserPayload'] = ResolversParentTypes['UpdateUserPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  user?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
+};
+
 export type UserResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['User'] = ResolversParentTypes['User']> = {
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   displayName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  lastName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  location?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   posts?: Resolver<ResolversTypes['PostConnection'], ParentType, ContextType, Partial<UserPostsArgs>>;
   suspension?: Resolver<Maybe<ResolversTypes['Suspension']>, ParentType, ContextType>;
   username?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -704,6 +782,7 @@ export type Resolvers<ContextType = RequestContext> = {
   SuspensionConnection?: SuspensionConnectionResolvers<ContextType>;
   SuspensionEdge?: SuspensionEdgeResolvers<ContextType>;
   UnsuspendUserPayload?: UnsuspendUserPayloadResolvers<ContextType>;
+  UpdateUserPayload?: UpdateUserPayloadResolvers<ContextType>;
   User?: UserResolvers<ContextType>;
   UserConnection?: UserConnectionResolvers<ContextType>;
   UserEdge?: UserEdgeResolvers<ContextType>;

@@ -1,10 +1,12 @@
 /** Users: lookups, the viewer, and `createUser`. Thin: ids and arguments in, one feature call. */
 import type { MutationResolvers, QueryResolvers, UserResolvers } from '../__generated__/resolvers-types.js';
-import { requireViewer } from '../context.js';
+import { requireViewer, requireViewerId } from '../context.js';
 import { apiError } from '../errors.js';
-import { userGlobalId } from '../ids.js';
+import { localIdOf, userGlobalId } from '../ids.js';
 
-export const userQueries: Pick<QueryResolvers, 'viewer' | 'userByUsername'> = {
+export const userQueries: Pick<QueryResolvers, 'viewer' | 'userByUsername' | 'usersByLocation' | 'usersByLastName'> = {
+  usersByLocation: (_root, { location, ...args }, ctx) => ctx.directory.byLocation(location, args),
+  usersByLastName: (_root, { prefix, ...args }, ctx) => ctx.directory.byLastName(prefix, args),
   viewer: async (_root, _args, ctx) => {
     if (!ctx.viewer) return null;
     const id = await ctx.loaders.userIdByUsername.load(ctx.viewer.username);
@@ -16,13 +18,30 @@ export const userQueries: Pick<QueryResolvers, 'viewer' | 'userByUsername'> = {
   },
 };
 
-export const userMutations: Pick<MutationResolvers, 'createUser'> = {
+export const userMutations: Pick<MutationResolvers, 'createUser' | 'updateUser'> = {
+  updateUser: async (_root, { input }, ctx) => {
+    const userId = localIdOf(input.id, 'id', 'User');
+    const viewer = requireViewer(ctx);
+    if (!viewer.isAdmin && (await requireViewerId(ctx)) !== userId) {
+      throw apiError('FORBIDDEN', 'only the user or an admin may update a profile');
+    }
+    await ctx.directory.update(userId, input);
+    ctx.loaders.userById.clear(userId);
+    const user = await ctx.loaders.userById.load(userId);
+    if (!user) throw apiError('NOT_FOUND', 'no such user', 'id');
+    return { user, clientMutationId: input.clientMutationId ?? null };
+  },
   createUser: async (_root, { input }, ctx) => {
     const viewer = requireViewer(ctx);
     if (!viewer.isAdmin && viewer.username !== input.username) {
       throw apiError('FORBIDDEN', 'a token may only create the user named by its subject (or be an admin\'s)');
     }
-    const user = await ctx.users.create({ username: input.username, displayName: input.displayName });
+    const user = await ctx.users.create({
+      username: input.username,
+      displayName: input.displayName,
+      location: input.location,
+      lastName: input.lastName,
+    });
     ctx.loaders.userById.prime(user.id, user);
     ctx.loaders.userIdByUsername.prime(user.username, user.id);
     return { user, clientMutationId: input.clientMutationId ?? null };

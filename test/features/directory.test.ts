@@ -1,0 +1,126 @@
+/**
+ * The user directory (seed 004) on the embedded store: prefix paging over 5,000 users
+ * in both directions equals a reference sort; stale entries never show and pages
+ * around them stay full; an unknown location is an empty connection.
+ */
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Directory, bucketOf, indexKeyOf } from '../../src/features/directory/directory.js';
+import { directoryTables, userIndexTable } from '../../src/features/directory/directory-tables.js';
+import { aUser } from '../../src/features/users/user-mother.js';
+import { userTables } from '../../src/features/users/users-tables.js';
+import { Users, type User } from '../../src/features/users/users.js';
+import type { IndexHit } from '../../src/features/directory/directory.js';
+import type { Page, PageArgs } from '../../src/paging/types.js';
+import { newTimeuuid } from '../../src/store/timeuuid.js';
+import { codec } from '../support/suspension-fixture.js';
+import { memorySqliteStore } from '../support/stores.js';
+
+const LAST_NAMES = ['Smith', 'smythe', 'Smalls', 'Sánchez', 'Søren', 'Schmidt', 'Jones', 'Jónsson', 'O\u2019Brien', 'Zhang', '张', 'Ng', 'Ávila', 'Abbott'];
+const LOCATIONS = ['Paris', 'Lyon', 'Oslo', 'São Paulo'];
+
+function directoryOver(store: ReturnType<typeof memorySqliteStore>) {
+  let users!: Users;
+  const directory = new Directory({ store, codec, loadUsers: (ids) => users.byIds(ids) });
+  users = new Users(store, (id, values) => directory.plan(id, values, []));
+  return { users, directory };
+}
+
+/** Walk a whole connection forward, then backward from the end; both must agree. */
+async function walk(fetch: (args: PageArgs) => Promise<Page<IndexHit>>, size: number) {
+  const forward: IndexHit[] = [];
+  let page = await fetch({ first: size });
+  expect(page.pageInfo.hasPreviousPage).toBe(false);
+  forward.push(...page.edges.map((e) => e.node));
+  while (page.pageInfo.hasNextPage) {
+    page = await fetch({ first: size, after: page.pageInfo.endCursor });
+    expect(page.edges.length === size || !page.pageInfo.hasNextPage).toBe(true);
+    expect(page.pageInfo.hasPreviousPage).toBe(true);
+    forward.push(...page.edges.map((e) => e.node));
+  }
+  const backward: IndexHit[] = [];
+  page = await fetch({ last: size });
+  expect(page.pageInfo.hasNextPage).toBe(false);
+  backward.unshift(...page.edges.map((e) => e.node));
+  while (page.pageInfo.hasPreviousPage) {
+    page = await fetch({ last: size, before: page.pageInfo.startCursor });
+    expect(page.edges.length === size || !page.pageInfo.hasPreviousPage).toBe(true);
+    backward.unshift(...page.edges.map((e) => e.node));
+  }
+  return { forward: forward.map((h) => h.userId), backward: backward.map((h) => h.userId) };
+}
+
+function byNameThenId(a: User, b: User): number {
+  const c = Buffer.compare(Buffer.from(indexKeyOf(a.lastName!)), Buffer.from(indexKeyOf(b.lastName!)));
+  return c !== 0 ? c : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+describe('the user directory', () => {
+  const store = memorySqliteStore();
+  const { users, directory } = directoryOver(store);
+  const everyone: User[] = [];
+
+  beforeAll(async () => {
+    await store.ensureTables([...userTables, ...directoryTables]);
+    // 5,000 users, deterministic: last names with suffixes so prefixes nest.
+    const gen = fc.sample(fc.tuple(fc.constantFrom(...LAST_NAMES), fc.nat(40), fc.constantFrom(...LOCATIONS)), { numRuns: 5_000, seed: 42 });
+    for (const [name, n, location] of gen) {
+      everyone.push(await users.create({ ...aUser(), lastName: n % 3 === 0 ? name : `${name}${n}`, location }));
+    }
+  }, 120_000);
+
+  it('pages every prefix forward and backward exactly like a reference sort', async () => {
+    for (const prefix of ['', 's', 'SM', 'smi', 'sá', 'j', '张', 'o\u2019b', 'zz']) {
+      const key = indexKeyOf(prefix);
+      const expected = everyone.filter((u) => indexKeyOf(u.lastName!).startsWith(key)).sort(byNameThenId).map((u) => u.id);
+      const { forward, backward } = await walk((args) => directory.byLastName(prefix, args), prefix === '' ? 97 : 13);
+      expect(forward, `prefix "${prefix}"`).toEqual(expected);
+      expect(backward, `prefix "${prefix}"`).toEqual(expected);
+    }
+  }, 120_000);
+
+  it('lists a location by user id, case-insensitively, across its shards', async () => {
+    const expected = everyone.filter((u) => u.location === 'São Paulo').map((u) => u.id).sort();
+    const { forward, backward } = await walk((args) => directory.byLocation('são paulo', args), 50);
+    expect(forward).toEqual(expected);
+    expect(backward).toEqual(expected);
+  });
+
+  it('gives an empty connection with both flags false for a location nobody has', async () => {
+    const page = await directory.byLocation('Atlantis', { first: 10 });
+    expect(page).toEqual({ edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } });
+  });
+
+  it('never shows a stale entry written by hand, and keeps the pages around it full and exact', async () => {
+    const smiths = everyone.filter((u) => indexKeyOf(u.lastName!).startsWith('smi')).sort(byNameThenId);
+    const victim = everyone.find((u) => u.lastName === 'Jones')!;
+    // A stale hit: the victim "is" a Smith in the index, between the 3rd and 4th Smith.
+    const third = smiths[2]!;
+    const staleValue = `${indexKeyOf(third.lastName!)}`;
+    const ts = newTimeuuid();
+    await store.upsert(userIndexTable, { index_name: 'last_name', bucket: bucketOf('last_name', staleValue, victim.id), value: staleValue, user_id: victim.id, ts });
+    await store.upsert(userIndexTable, { index_name: 'location', bucket: bucketOf('location', 'atlantis', victim.id), value: 'atlantis', user_id: victim.id, ts });
+
+    const first = await directory.byLastName('smi', { first: 5 });
+    expect(first.edges.map((e) => e.node.userId)).toEqual(smiths.slice(0, 5).map((u) => u.id));
+    expect(first.pageInfo).toMatchObject({ hasPreviousPage: false, hasNextPage: true });
+    const back = await directory.byLastName('smi', { last: 3, before: first.edges[4]!.cursor });
+    expect(back.edges.map((e) => e.node.userId)).toEqual(smiths.slice(1, 4).map((u) => u.id));
+    expect(back.pageInfo).toMatchObject({ hasPreviousPage: true, hasNextPage: true });
+    const { forward } = await walk((args) => directory.byLastName('smi', args), 4);
+    expect(forward).toEqual(smiths.map((u) => u.id));
+    expect(await directory.byLocation('Atlantis', { first: 10 })).toMatchObject({ edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false } });
+  });
+
+  it('moves a user between indexes on update, and clears with an empty string', async () => {
+    const u = everyone.find((x) => x.location === 'Oslo')!;
+    await directory.update(u.id, { location: 'Bergen', lastName: 'Zzyzx' });
+    expect((await directory.byLocation('bergen', { first: 5 })).edges.map((e) => e.node.userId)).toEqual([u.id]);
+    expect((await directory.byLastName('zzy', { first: 5 })).edges.map((e) => e.node.userId)).toEqual([u.id]);
+    const oslo = await walk((args) => directory.byLocation('oslo', args), 100);
+    expect(oslo.forward).not.toContain(u.id);
+    await directory.update(u.id, { location: '' });
+    expect((await directory.byLocation('bergen', { first: 5 })).edges).toEqual([]);
+    expect((await users.byIds([u.id]))[0]).toMatchObject({ location: null, lastName: 'Zzyzx' });
+  });
+});
