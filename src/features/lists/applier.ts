@@ -1,0 +1,170 @@
+/**
+ * The ledger list's background applier (seed 002): applies each list's transactions
+ * in id order, a move in the seed's three idempotent steps:
+ *   1. soft delete the old item and insert the new one (one single-partition batch);
+ *   2. hard delete the old item and the soft delete marker (with the item's index);
+ *   3. delete the transaction.
+ * Re-running a transaction from any point is harmless. One applier per list at a time:
+ * within a process a per-list lock serialises it; run the server's applier in one
+ * process per cluster (LIST_APPLIER=off elsewhere).
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../../store/clock.js';
+import { MonotonicClock } from '../../store/clock.js';
+import type { Mutation, Store } from '../../store/port.js';
+import { KeyedLock } from '../../saga/keyed-lock.js';
+import { readTransactions, type ListTx } from './ledger.js';
+import {
+  PENDING_SHARDS,
+  listItemIndexTable,
+  listItemsTable,
+  listTransactionsTable,
+  pendingListsTable,
+  pendingShardOf,
+} from './lists-tables.js';
+
+/** Where to stop inside a move, to reproduce the seed's walkthrough states. */
+export interface ApplyOptions {
+  readonly stopAfterStep?: 1 | 2;
+}
+
+/** Applies pending list transactions. */
+export class ListApplier {
+  private readonly lock = new KeyedLock();
+  private timer: NodeJS.Timeout | null = null;
+  private readonly clock: Clock;
+
+  constructor(
+    private readonly store: Store,
+    private readonly options: { clock?: Clock; logger?: Logger } = {},
+  ) {
+    this.clock = options.clock ?? new MonotonicClock();
+  }
+
+  /** Apply the oldest pending transaction of a list; false when there is none. */
+  applyNext(listId: string, options: ApplyOptions = {}): Promise<boolean> {
+    return this.lock.with(listId, async () => {
+      const [tx] = await readTransactions(this.store, listId, 1);
+      if (!tx) return false;
+      await this.apply(listId, tx, options);
+      return true;
+    });
+  }
+
+  /** Apply every pending transaction of a list; returns how many. */
+  async drain(listId: string): Promise<number> {
+    let n = 0;
+    while (await this.applyNext(listId)) n++;
+    return n;
+  }
+
+  /** Drain every list marked as pending, and unmark the drained ones. */
+  async runOnce(): Promise<number> {
+    let applied = 0;
+    for (let shard = 0; shard < PENDING_SHARDS; shard++) {
+      const marks = await this.store.slice(pendingListsTable, { partition: { shard }, limit: 10_000 });
+      for (const mark of marks) {
+        const listId = mark.list_id as string;
+        applied += await this.drain(listId);
+        // Unmark with the time of a read that found the log empty: an append after that
+        // re-marks with a later timestamp, and that mark survives this delete.
+        const checkedAt = this.clock.nowMicros();
+        const left = await readTransactions(this.store, listId, 1);
+        if (left.length === 0) {
+          await this.store.delete(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId }, { timestamp: checkedAt });
+        }
+      }
+    }
+    return applied;
+  }
+
+  /** Run `runOnce` every `intervalMs` until stopped; `kick` runs it soon. */
+  start(intervalMs: number): void {
+    if (this.timer) return;
+    let running = false;
+    const tick = async () => {
+      if (running) return;
+      running = true;
+      try {
+        await this.runOnce();
+      } catch (err) {
+        this.options.logger?.error({ err }, 'list applier pass failed; will retry');
+      } finally {
+        running = false;
+      }
+    };
+    this.timer = setInterval(() => void tick(), intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stop the background loop. */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private async apply(listId: string, tx: ListTx, options: ApplyOptions): Promise<void> {
+    const { store } = this;
+    const index = await store.get(listItemIndexTable, { item_id: tx.itemId });
+    const at = index && index.list_id === listId ? { weight: index.weight as bigint, seq: index.seq as bigint } : null;
+    const label = (index?.label as string | undefined) ?? '';
+    const row = (p: { weight: bigint; seq: bigint }, deleted: boolean) => ({
+      list_id: listId,
+      weight: p.weight,
+      seq: p.seq,
+      item_id: tx.itemId,
+      deleted,
+    });
+    const indexRow = (p: { weight: bigint; seq: bigint }, l: string) => ({
+      item_id: tx.itemId,
+      list_id: listId,
+      weight: p.weight,
+      seq: p.seq,
+      label: l,
+    });
+    const batch = (mutations: Mutation[]) => store.batch(mutations);
+    switch (tx.kind) {
+      case 'add':
+        await batch([
+          { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label: tx.label } },
+          { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, tx.label) },
+        ]);
+        break;
+      case 'move': {
+        // A move of an item that no longer exists, or one already through step 2: nothing to do.
+        if (!at || (at.weight === tx.to.weight && at.seq === tx.to.seq)) break;
+        // 1. Soft delete the old item and insert the new one.
+        await batch([
+          { kind: 'upsert', table: listItemsTable, row: { ...row(at, true), label } },
+          { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label } },
+        ]);
+        if (options.stopAfterStep === 1) return;
+        // 2. Hard delete the old item and the soft delete marker.
+        await batch([
+          { kind: 'delete', table: listItemsTable, key: row(at, false) },
+          { kind: 'delete', table: listItemsTable, key: row(at, true) },
+          { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, label) },
+        ]);
+        if (options.stopAfterStep === 2) return;
+        break;
+      }
+      case 'rename':
+        if (!at) break;
+        await batch([
+          { kind: 'upsert', table: listItemsTable, row: { ...row(at, false), label: tx.label } },
+          { kind: 'upsert', table: listItemIndexTable, row: indexRow(at, tx.label) },
+        ]);
+        break;
+      case 'remove':
+        if (!at) break;
+        await batch([
+          { kind: 'delete', table: listItemsTable, key: row(at, false) },
+          { kind: 'delete', table: listItemsTable, key: row(at, true) },
+          { kind: 'delete', table: listItemIndexTable, key: { item_id: tx.itemId } },
+        ]);
+        break;
+    }
+    // 3. Delete the transaction.
+    await store.delete(listTransactionsTable, { list_id: listId, tx_id: tx.txId });
+  }
+}

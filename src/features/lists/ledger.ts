@@ -1,0 +1,214 @@
+/**
+ * The ledger list's reader (seed 002). Every change to a list is a transaction in the
+ * list's log until the applier has applied it; a reader applies the pending ones, in
+ * transaction-id order, to its local copy of what it read, exactly as the seed's
+ * `get()` does:
+ *   1. if the moved item has been soft deleted, the transaction is in flight (after the
+ *      applier's step 1): skip it;
+ *   2. try to remove the item from its old position; if it is missing the transaction
+ *      is in flight (between steps 2 and 3): skip it;
+ *   3. insert the item at its new position;
+ *   4. filter out the soft deletes left by step 1;
+ *   5. sort.
+ * A page reads only part of the list, so the local copy is the page's slice plus the
+ * stored rows at the current position and at the target of every item a pending
+ * transaction touches (probed by key): enough to run the same steps exactly. Reads happen in this order:
+ * transactions, index, probes, slice; with the applier running between any two of
+ * them, every interleaving still yields the state after the transactions.
+ */
+import { compareValues } from '../../store/values.js';
+import type { Row } from '../../store/table.js';
+import type { Store } from '../../store/port.js';
+import { comparePositions, type Position } from './positions.js';
+import { listItemIndexTable, listItemsTable, listTransactionsTable } from './lists-tables.js';
+
+/** A pending change to a list. */
+export type ListTx =
+  | { readonly txId: string; readonly kind: 'add'; readonly itemId: string; readonly to: Position; readonly label: string }
+  | { readonly txId: string; readonly kind: 'move'; readonly itemId: string; readonly to: Position }
+  | { readonly txId: string; readonly kind: 'rename'; readonly itemId: string; readonly label: string }
+  | { readonly txId: string; readonly kind: 'remove'; readonly itemId: string };
+
+/** An item as the API shows it. */
+export interface ListItem {
+  readonly listId: string;
+  readonly itemId: string;
+  readonly label: string;
+  readonly weight: bigint;
+  readonly seq: bigint;
+}
+
+/** A stored `list_items` row as the reader holds it. */
+interface LocalRow {
+  readonly weight: bigint;
+  readonly seq: bigint;
+  readonly itemId: string;
+  readonly deleted: boolean;
+  label: string;
+}
+
+const rowKey = (p: Position, itemId: string, deleted: boolean) => `${p.weight}|${p.seq}|${itemId}|${deleted ? 1 : 0}`;
+
+/** The payload JSON of a transaction (bigints as strings). */
+export function txToRow(listId: string, tx: ListTx): Row {
+  const { txId, kind, itemId, ...rest } = tx as ListTx & { to?: Position; label?: string };
+  const payload: Record<string, string> = {};
+  if (rest.to) Object.assign(payload, { weight: rest.to.weight.toString(), seq: rest.to.seq.toString() });
+  if (rest.label !== undefined) payload.label = rest.label;
+  return { list_id: listId, tx_id: txId, kind, item_id: itemId, payload: JSON.stringify(payload) };
+}
+
+function txFromRow(row: Row): ListTx {
+  const p = JSON.parse(row.payload as string) as { weight?: string; seq?: string; label?: string };
+  const base = { txId: row.tx_id as string, itemId: row.item_id as string };
+  const to = p.weight !== undefined ? { weight: BigInt(p.weight), seq: BigInt(p.seq!) } : undefined;
+  switch (row.kind) {
+    case 'add':
+      return { ...base, kind: 'add', to: to!, label: p.label! };
+    case 'move':
+      return { ...base, kind: 'move', to: to! };
+    case 'rename':
+      return { ...base, kind: 'rename', label: p.label! };
+    default:
+      return { ...base, kind: 'remove' };
+  }
+}
+
+/** The pending transactions of a list, oldest first (one round trip). */
+export async function readTransactions(store: Store, listId: string, limit = 100_000): Promise<ListTx[]> {
+  const rows = await store.slice(listTransactionsTable, { partition: { list_id: listId }, limit });
+  return rows.map(txFromRow);
+}
+
+/** Order of live items: position, then item id (uuid order, as the clustering key). */
+export function compareItems(a: { weight: bigint; seq: bigint; itemId: string }, b: { weight: bigint; seq: bigint; itemId: string }): number {
+  return comparePositions(a, b) || compareValues('uuid', a.itemId, b.itemId);
+}
+
+/** What one ledger read asks for: items by id, and/or a slice from a position. */
+export interface LedgerQuery {
+  readonly itemIds?: readonly string[];
+  readonly slice?: {
+    readonly from?: { weight: bigint; seq: bigint; itemId: string };
+    readonly direction: 'forward' | 'backward';
+    readonly limit: number;
+  };
+}
+
+/** The effective state read: live items in order, and where each touched item stands. */
+export interface LedgerView {
+  /** Live items in list order, restricted to what the slice covered (all items asked for otherwise). */
+  readonly items: ListItem[];
+  /** Effective state of every item asked for or touched by a pending transaction (null: absent). */
+  readonly byId: ReadonlyMap<string, ListItem | null>;
+}
+
+/** Read a list's effective state: stored rows with the pending transactions applied. */
+export async function readLedger(store: Store, listId: string, query: LedgerQuery): Promise<LedgerView> {
+  // 1. Transactions first: a transaction the applier finishes after this read is seen
+  //    either still pending (and applied here) or already applied in the rows below.
+  const txs = await readTransactions(store, listId);
+  const ids = [...new Set([...(query.itemIds ?? []), ...txs.map((t) => t.itemId)])];
+  // 2. Where each touched item is stored.
+  const indexRows = ids.length ? await store.getMany(listItemIndexTable, ids.map((item_id) => ({ item_id }))) : [];
+  const position = new Map<string, Position | null>();
+  ids.forEach((id, i) => {
+    const r = indexRows[i];
+    position.set(id, r && r.list_id === listId ? { weight: r.weight as bigint, seq: r.seq as bigint } : null);
+  });
+  // 3. The stored rows at those positions (original and soft-delete marker).
+  const local = new Map<string, LocalRow>();
+  const probeKeys: Row[] = [];
+  const probe = (id: string, p: Position) => {
+    for (const deleted of [false, true]) probeKeys.push({ list_id: listId, weight: p.weight, seq: p.seq, item_id: id, deleted });
+  };
+  for (const [id, p] of position) if (p) probe(id, p);
+  // Targets too: the applier may have moved an item there since the index was read.
+  for (const tx of txs) if (tx.kind === 'add' || tx.kind === 'move') probe(tx.itemId, tx.to);
+  const put = (r: Row) => {
+    const row: LocalRow = {
+      weight: r.weight as bigint,
+      seq: r.seq as bigint,
+      itemId: r.item_id as string,
+      deleted: r.deleted as boolean,
+      label: r.label as string,
+    };
+    local.set(rowKey(row, row.itemId, row.deleted), row);
+  };
+  if (probeKeys.length) for (const r of await store.getMany(listItemsTable, probeKeys)) if (r) put(r);
+  // 4. The slice, widened by what pending transactions can hide (a row and a marker each).
+  let covers: (item: { weight: bigint; seq: bigint; itemId: string }) => boolean = () => true;
+  if (query.slice) {
+    const { from, direction, limit } = query.slice;
+    const want = limit + 2 * txs.length + 1;
+    const bound = from ? { values: [from.weight, from.seq, from.itemId], inclusive: true } : undefined;
+    const rows = await store.slice(listItemsTable, {
+      partition: { list_id: listId },
+      limit: want,
+      reverse: direction === 'backward',
+      ...(direction === 'forward' ? { lower: bound } : { upper: bound }),
+    });
+    rows.forEach(put);
+    const sign = direction === 'forward' ? 1 : -1;
+    const last = rows.length === want ? rows[rows.length - 1]! : undefined;
+    const lastKey = last && { weight: last.weight as bigint, seq: last.seq as bigint, itemId: last.item_id as string };
+    // Only what lies between the start and the last row read is known completely.
+    covers = (item) =>
+      (!from || sign * compareItems(item, from) >= 0) && (!lastKey || sign * compareItems(item, lastKey) <= 0);
+  }
+
+  // The seed's steps, transaction by transaction, on the local copy.
+  for (const tx of txs) {
+    const at = position.get(tx.itemId) ?? null;
+    switch (tx.kind) {
+      case 'add': {
+        const existing = local.get(rowKey(tx.to, tx.itemId, false));
+        if (!existing) local.set(rowKey(tx.to, tx.itemId, false), { ...tx.to, itemId: tx.itemId, deleted: false, label: tx.label });
+        position.set(tx.itemId, tx.to);
+        break;
+      }
+      case 'move': {
+        if (!at) break; // the item does not exist (removed): nothing to move
+        position.set(tx.itemId, tx.to);
+        // 1. soft deleted: in flight after the applier's step 1, the new row is stored.
+        if (local.has(rowKey(at, tx.itemId, true))) break;
+        // 2. missing from its old position: in flight between steps 2 and 3.
+        const original = local.get(rowKey(at, tx.itemId, false));
+        if (!original) break;
+        local.delete(rowKey(at, tx.itemId, false));
+        // 3. insert at the new position.
+        local.set(rowKey(tx.to, tx.itemId, false), { ...tx.to, itemId: tx.itemId, deleted: false, label: original.label });
+        break;
+      }
+      case 'rename': {
+        const row = at && local.get(rowKey(at, tx.itemId, false));
+        if (row) row.label = tx.label;
+        break;
+      }
+      case 'remove': {
+        if (!at) break;
+        local.delete(rowKey(at, tx.itemId, false));
+        local.delete(rowKey(at, tx.itemId, true));
+        position.set(tx.itemId, null);
+        break;
+      }
+    }
+  }
+  // 4. Filter the soft deletes (each marker and the row it shadows).
+  for (const row of [...local.values()]) {
+    if (row.deleted) {
+      local.delete(rowKey(row, row.itemId, true));
+      local.delete(rowKey(row, row.itemId, false));
+    }
+  }
+  // 5. Sort.
+  const live = [...local.values()]
+    .map((r): ListItem => ({ listId, itemId: r.itemId, label: r.label, weight: r.weight, seq: r.seq }))
+    .sort(compareItems);
+  const byId = new Map<string, ListItem | null>();
+  for (const id of position.keys()) byId.set(id, null);
+  for (const item of live) if (byId.has(item.itemId) && position.get(item.itemId) !== null) byId.set(item.itemId, item);
+  const items = live.filter(covers);
+  if (query.slice?.direction === 'backward') items.reverse();
+  return { items: query.slice ? items.slice(0, query.slice.limit) : items, byId };
+}

@@ -1,0 +1,184 @@
+/**
+ * Ordered lists that people rearrange by hand (seed 002's ledger list). Every change is
+ * appended to the list's transaction log; readers apply pending transactions to what
+ * they read, and the background applier makes them permanent. Pages are exact while
+ * transactions are pending.
+ */
+import { randomUUID } from 'node:crypto';
+import { DomainError, badInput, checkText } from '../../errors.js';
+import type { CursorCodec } from '../../paging/cursor.js';
+import { pageFromSource } from '../../paging/engine.js';
+import type { CursorKey, Direction, OrderedSource, Page, PageArgs } from '../../paging/types.js';
+import type { Clock } from '../../store/clock.js';
+import type { Store } from '../../store/port.js';
+import type { Row } from '../../store/table.js';
+import { newTimeuuid } from '../../store/timeuuid.js';
+import { compareItems, readLedger, txToRow, type ListItem, type ListTx } from './ledger.js';
+import { listTransactionsTable, listsTable, pendingListsTable, pendingShardOf } from './lists-tables.js';
+import { positionBetween } from './positions.js';
+
+export type { ListItem } from './ledger.js';
+
+/** A list as the API shows it. */
+export interface OrderedList {
+  readonly listId: string;
+  readonly title: string;
+  readonly ownerId: string;
+  readonly createdAt: Date;
+}
+
+/** What the feature needs. */
+export interface ListsDeps {
+  readonly store: Store;
+  readonly codec: CursorCodec;
+  /** The process clock: new positions take its time as their seq. */
+  readonly clock: Clock;
+  /** Called after a transaction is appended (the server wakes its applier). */
+  readonly onAppend?: (listId: string) => void;
+}
+
+function listFromRow(row: Row): OrderedList {
+  return {
+    listId: row.list_id as string,
+    title: row.title as string,
+    ownerId: row.owner_id as string,
+    createdAt: row.created_at as Date,
+  };
+}
+
+const KEY = /^-?\d{1,20}$/;
+
+/** A connection over a ledger list: the key is (weight, seq, item id). */
+function ledgerSource(store: Store, listId: string): OrderedSource<ListItem> {
+  const position = (key: CursorKey) => ({ weight: BigInt(key[0] as string), seq: BigInt(key[1] as string), itemId: key[2] as string });
+  return {
+    id: `OrderedList.items:${listId}`,
+    async read(from: CursorKey | undefined, direction: Direction, limit: number) {
+      const view = await readLedger(store, listId, { slice: { from: from && position(from), direction, limit } });
+      return view.items;
+    },
+    keyOf: (item) => [item.weight.toString(), item.seq.toString(), item.itemId],
+    compare: (a, b) => compareItems(position(a), position(b)),
+    isKey: (key) =>
+      key.length === 3 &&
+      typeof key[0] === 'string' &&
+      KEY.test(key[0]) &&
+      typeof key[1] === 'string' &&
+      KEY.test(key[1]) &&
+      typeof key[2] === 'string' &&
+      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(key[2]),
+  };
+}
+
+/** The ordered-lists feature. */
+export class Lists {
+  constructor(private readonly deps: ListsDeps) {}
+
+  /** Create a list. */
+  async create(title: string, ownerId: string, now = new Date()): Promise<OrderedList> {
+    const list: OrderedList = { listId: randomUUID(), title: checkText('title', title, 1, 200), ownerId, createdAt: now };
+    await this.deps.store.upsert(listsTable, { list_id: list.listId, title: list.title, owner_id: ownerId, created_at: now });
+    return list;
+  }
+
+  /** Lists by id, in order, null for misses (one round trip). */
+  async byIds(ids: readonly string[]): Promise<Array<OrderedList | null>> {
+    const rows = await this.deps.store.getMany(listsTable, ids.map((list_id) => ({ list_id })));
+    return rows.map((r) => (r ? listFromRow(r) : null));
+  }
+
+  /** Items of one list by id, as they stand with pending transactions applied. */
+  async itemsByIds(listId: string, itemIds: readonly string[]): Promise<Array<ListItem | null>> {
+    const view = await readLedger(this.deps.store, listId, { itemIds });
+    return itemIds.map((id) => view.byId.get(id) ?? null);
+  }
+
+  /** One page of a list's items, in order. */
+  items(listId: string, args: PageArgs): Promise<Page<ListItem>> {
+    return pageFromSource(ledgerSource(this.deps.store, listId), args, { connectionName: 'items', codec: this.deps.codec });
+  }
+
+  /** Add an item at the end, or before `beforeItemId`. */
+  async add(listId: string, label: string, beforeItemId?: string | null): Promise<ListItem> {
+    const text = checkText('label', label, 1, 200);
+    await this.requireList(listId);
+    const to = beforeItemId
+      ? await this.slotBefore(listId, await this.requireItem(listId, beforeItemId, 'beforeItemId'), undefined)
+      : await this.slotAtEnd(listId);
+    const itemId = randomUUID();
+    await this.append(listId, { txId: newTimeuuid(), kind: 'add', itemId, to, label: text });
+    return { listId, itemId, label: text, ...to };
+  }
+
+  /** Move an item before one item or after another (exactly one of the two). */
+  async move(listId: string, itemId: string, target: { beforeItemId?: string | null; afterItemId?: string | null }): Promise<ListItem> {
+    const before = target.beforeItemId ?? null;
+    const after = target.afterItemId ?? null;
+    if ((before === null) === (after === null)) {
+      throw badInput(before === null ? 'beforeItemId' : 'afterItemId', 'give exactly one of `beforeItemId` and `afterItemId`');
+    }
+    const item = await this.requireItem(listId, itemId, 'itemId');
+    const anchorId = (before ?? after)!;
+    if (anchorId === itemId) throw badInput(before ? 'beforeItemId' : 'afterItemId', 'an item cannot be moved relative to itself');
+    const anchor = await this.requireItem(listId, anchorId, before ? 'beforeItemId' : 'afterItemId');
+    const to = before ? await this.slotBefore(listId, anchor, itemId) : await this.slotAfter(listId, anchor, itemId);
+    await this.append(listId, { txId: newTimeuuid(), kind: 'move', itemId, to });
+    return { ...item, ...to };
+  }
+
+  /** Change an item's label. */
+  async rename(listId: string, itemId: string, label: string): Promise<ListItem> {
+    const text = checkText('label', label, 1, 200);
+    const item = await this.requireItem(listId, itemId, 'itemId');
+    await this.append(listId, { txId: newTimeuuid(), kind: 'rename', itemId, label: text });
+    return { ...item, label: text };
+  }
+
+  /** Remove an item. */
+  async remove(listId: string, itemId: string): Promise<void> {
+    await this.requireItem(listId, itemId, 'itemId');
+    await this.append(listId, { txId: newTimeuuid(), kind: 'remove', itemId });
+  }
+
+  private async requireList(listId: string): Promise<OrderedList> {
+    const [list] = await this.byIds([listId]);
+    if (!list) throw new DomainError('NOT_FOUND', 'no such list', 'listId');
+    return list;
+  }
+
+  private async requireItem(listId: string, itemId: string, argument: string): Promise<ListItem> {
+    const [item] = await this.itemsByIds(listId, [itemId]);
+    if (!item) throw new DomainError('NOT_FOUND', `\`${argument}\` names no item of this list`, argument);
+    return item;
+  }
+
+  /** The effective neighbours next to `anchor`, skipping the item being moved. */
+  private async neighbour(listId: string, anchor: ListItem, direction: Direction, skip: string | undefined): Promise<ListItem | undefined> {
+    const view = await readLedger(this.deps.store, listId, { slice: { from: anchor, direction, limit: 3 } });
+    return view.items.find((i) => i.itemId !== anchor.itemId && i.itemId !== skip);
+  }
+
+  private async slotBefore(listId: string, anchor: ListItem, moving: string | undefined) {
+    const previous = await this.neighbour(listId, anchor, 'backward', moving);
+    return positionBetween(previous, anchor, this.deps.clock.nowMicros());
+  }
+
+  private async slotAfter(listId: string, anchor: ListItem, moving: string | undefined) {
+    const next = await this.neighbour(listId, anchor, 'forward', moving);
+    return positionBetween(anchor, next, this.deps.clock.nowMicros());
+  }
+
+  private async slotAtEnd(listId: string) {
+    const view = await readLedger(this.deps.store, listId, { slice: { direction: 'backward', limit: 1 } });
+    return positionBetween(view.items[0], undefined, this.deps.clock.nowMicros());
+  }
+
+  /** Append a transaction and mark the list pending, in one logged batch. */
+  private async append(listId: string, tx: ListTx): Promise<void> {
+    await this.deps.store.batch([
+      { kind: 'upsert', table: listTransactionsTable, row: txToRow(listId, tx) },
+      { kind: 'upsert', table: pendingListsTable, row: { shard: pendingShardOf(listId), list_id: listId } },
+    ]);
+    this.deps.onAppend?.(listId);
+  }
+}

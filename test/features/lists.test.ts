@@ -1,0 +1,225 @@
+/**
+ * Ordered lists (seed 002's ledger list): the seed's walkthrough states read the same,
+ * a model-based test of concurrent clients against a serial reference, and a list of
+ * 10,000 items paged end to end in both directions.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ListApplier } from '../../src/features/lists/applier.js';
+import { compareItems } from '../../src/features/lists/ledger.js';
+import { listItemsTable, listTables, listTransactionsTable } from '../../src/features/lists/lists-tables.js';
+import { Lists } from '../../src/features/lists/lists.js';
+import { MonotonicClock } from '../../src/store/clock.js';
+import type { Mutation } from '../../src/store/port.js';
+import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
+import { modelPage } from '../support/paging-model.js';
+import { memorySqliteStore } from '../support/stores.js';
+import { codec } from '../support/suspension-fixture.js';
+
+/** Records every transaction appended, so a reference can apply them all in id order. */
+class TxRecorder extends StoreDecorator {
+  readonly appended: Array<{ txId: string; kind: string; itemId: string; payload: string }> = [];
+  protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
+    return run();
+  }
+  override batch(mutations: readonly Mutation[]): Promise<void> {
+    for (const m of mutations) {
+      if (m.kind === 'upsert' && m.table === listTransactionsTable) {
+        this.appended.push({ txId: m.row.tx_id as string, kind: m.row.kind as string, itemId: m.row.item_id as string, payload: m.row.payload as string });
+      }
+    }
+    return super.batch(mutations);
+  }
+}
+
+/** The serial reference: every transaction applied in id order to an empty list. */
+function reference(appended: TxRecorder['appended']): Array<{ itemId: string; label: string; weight: bigint; seq: bigint }> {
+  const items = new Map<string, { itemId: string; label: string; weight: bigint; seq: bigint }>();
+  const byTime = [...appended].sort((a, b) => timeOf(a.txId) - timeOf(b.txId) || (a.txId < b.txId ? -1 : 1));
+  for (const tx of byTime) {
+    const p = JSON.parse(tx.payload) as { weight?: string; seq?: string; label?: string };
+    const item = items.get(tx.itemId);
+    if (tx.kind === 'add') items.set(tx.itemId, { itemId: tx.itemId, label: p.label!, weight: BigInt(p.weight!), seq: BigInt(p.seq!) });
+    else if (tx.kind === 'move' && item) items.set(tx.itemId, { ...item, weight: BigInt(p.weight!), seq: BigInt(p.seq!) });
+    else if (tx.kind === 'rename' && item) items.set(tx.itemId, { ...item, label: p.label! });
+    else if (tx.kind === 'remove') items.delete(tx.itemId);
+  }
+  return [...items.values()].sort(compareItems);
+}
+
+/** 100 ns ticks of a timeuuid (the order of transaction ids). */
+function timeOf(id: string): number {
+  const h = id.replace(/-/g, '');
+  return Number((BigInt(`0x${h.slice(13, 16)}`) << 48n) | (BigInt(`0x${h.slice(8, 12)}`) << 32n) | BigInt(`0x${h.slice(0, 8)}`));
+}
+
+async function setup() {
+  const base = memorySqliteStore();
+  await base.ensureTables(listTables);
+  const store = new TxRecorder(base);
+  const lists = new Lists({ store, codec, clock: new MonotonicClock() });
+  const applier = new ListApplier(store);
+  const list = await lists.create('Countries', '00000000-0000-4000-8000-000000000001');
+  return { base, store, lists, applier, listId: list.listId };
+}
+
+async function allLabels(lists: Lists, listId: string, size = 7): Promise<string[]> {
+  const out: string[] = [];
+  let page = await lists.items(listId, { first: size });
+  out.push(...page.edges.map((e) => e.node.label));
+  while (page.pageInfo.hasNextPage) {
+    page = await lists.items(listId, { first: size, after: page.pageInfo.endCursor });
+    out.push(...page.edges.map((e) => e.node.label));
+  }
+  return out;
+}
+
+describe('ordered lists (ledger)', () => {
+  it("gives identical reads in the seed's three walkthrough states", async () => {
+    const { base, lists, applier, listId } = await setup();
+    const countries = ['Andorra', 'Belgium', 'Chile', 'Denmark', 'Egypt', 'France', 'Greece'];
+    const ids: string[] = [];
+    for (const c of countries) ids.push((await lists.add(listId, c)).itemId);
+    await applier.drain(listId);
+    // Move Greece before Belgium and Andorra after Egypt.
+    await lists.move(listId, ids[6]!, { beforeItemId: ids[1] });
+    await lists.move(listId, ids[0]!, { afterItemId: ids[4] });
+    const expected = ['Greece', 'Belgium', 'Chile', 'Denmark', 'Egypt', 'Andorra', 'France'];
+    // Pending, not applied: the stored rows have not changed.
+    expect(await allLabels(lists, listId, 2)).toEqual(expected);
+    const stored = async () => (await base.slice(listItemsTable, { partition: { list_id: listId }, limit: 100 })).map((r) => `${r.label}${r.deleted ? '(deleted)' : ''}`);
+    expect(await stored()).toEqual(countries);
+
+    // Stopped after step 1: the soft delete marker and the new row are both there.
+    await applier.applyNext(listId, { stopAfterStep: 1 });
+    expect((await stored()).filter((l) => l.startsWith('Greece'))).toEqual(['Greece', 'Greece', 'Greece(deleted)']);
+    expect(await allLabels(lists, listId, 2)).toEqual(expected);
+    // Stopped after step 2: only the new row, the transaction still pending.
+    await applier.applyNext(listId, { stopAfterStep: 2 });
+    expect((await stored()).filter((l) => l.startsWith('Greece'))).toEqual(['Greece']);
+    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toHaveLength(2);
+    expect(await allLabels(lists, listId, 2)).toEqual(expected);
+    // Finished: no transaction left.
+    await applier.drain(listId);
+    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toEqual([]);
+    expect(await stored()).toEqual(expected);
+    expect(await allLabels(lists, listId, 2)).toEqual(expected);
+  });
+
+  it('refuses bad moves and changes nothing', async () => {
+    const { lists, applier, listId } = await setup();
+    const other = await lists.create('Other', '00000000-0000-4000-8000-000000000001');
+    const a = await lists.add(listId, 'a');
+    const b = await lists.add(listId, 'b');
+    const elsewhere = await lists.add(other.listId, 'x');
+    await applier.drain(listId);
+    await expect(lists.move(listId, a.itemId, {})).rejects.toMatchObject({ code: 'BAD_USER_INPUT' });
+    await expect(lists.move(listId, a.itemId, { beforeItemId: b.itemId, afterItemId: b.itemId })).rejects.toMatchObject({ code: 'BAD_USER_INPUT' });
+    await expect(lists.move(listId, a.itemId, { beforeItemId: a.itemId })).rejects.toMatchObject({ code: 'BAD_USER_INPUT' });
+    await expect(lists.move(listId, a.itemId, { beforeItemId: elsewhere.itemId })).rejects.toMatchObject({ code: 'NOT_FOUND', argument: 'beforeItemId' });
+    await expect(lists.move(listId, '00000000-0000-4000-8000-00000000beef', { beforeItemId: b.itemId })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(lists.remove(listId, elsewhere.itemId)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(await allLabels(lists, listId)).toEqual(['a', 'b']);
+  });
+
+  it('matches a serial reference under concurrent adds, moves, renames and removes, applier steps and reads', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            mutations: fc.array(
+              fc.record({
+                kind: fc.constantFrom('add', 'move', 'rename', 'remove'),
+                a: fc.nat(),
+                b: fc.nat(),
+                before: fc.boolean(),
+                atEnd: fc.boolean(),
+              }),
+              { minLength: 1, maxLength: 5 },
+            ),
+            applier: fc.array(fc.constantFrom<1 | 2 | undefined>(1, 2, undefined), { maxLength: 4 }),
+            reads: fc.array(fc.record({ forward: fc.boolean(), size: fc.integer({ min: 1, max: 6 }), at: fc.nat() }), { maxLength: 4 }),
+          }),
+          { minLength: 1, maxLength: 8 },
+        ),
+        async (rounds) => {
+          const { store, lists, applier, listId } = await setup();
+          for (let i = 0; i < 6; i++) await lists.add(listId, `seed-${i}`);
+          let label = 0;
+          for (const round of rounds) {
+            const live = reference(store.appended);
+            const pick = (n: number) => live[n % Math.max(1, live.length)];
+            // Clients at once, with applier steps in between.
+            const ops: Array<Promise<unknown>> = round.mutations.map((m) => {
+              const x = pick(m.a);
+              const y = pick(m.b);
+              const ignoreRefusals = (p: Promise<unknown>) => p.catch((e: { code?: string }) => {
+                if (!e.code) throw e; // refusals are fine (the item may be gone); crashes are not
+              });
+              if (m.kind === 'add' || !x) return ignoreRefusals(lists.add(listId, `item-${label++}`, m.atEnd || !y ? null : y.itemId));
+              if (m.kind === 'move' && y && y.itemId !== x.itemId) {
+                return ignoreRefusals(lists.move(listId, x.itemId, m.before ? { beforeItemId: y.itemId } : { afterItemId: y.itemId }));
+              }
+              if (m.kind === 'rename') return ignoreRefusals(lists.rename(listId, x.itemId, `renamed-${label++}`));
+              if (m.kind === 'remove') return ignoreRefusals(lists.remove(listId, x.itemId));
+              return Promise.resolve();
+            });
+            ops.push(...round.applier.map((step) => applier.applyNext(listId, { stopAfterStep: step })));
+            await Promise.all(ops);
+            // Reads (with applier steps racing them) must equal the reference.
+            const expected = reference(store.appended);
+            const checks = round.reads.map(async (r) => {
+              const cursorItem = expected[r.at % Math.max(1, expected.length)];
+              const cursor = cursorItem ? codec.encodeCursor(`OrderedList.items:${listId}`, [cursorItem.weight.toString(), cursorItem.seq.toString(), cursorItem.itemId]) : null;
+              const args = r.forward ? { first: r.size, after: cursor } : { last: r.size, before: cursor };
+              const page = await lists.items(listId, args);
+              const want = modelPage(expected, compareItems, r.forward ? 'forward' : 'backward', r.size, cursorItem);
+              expect({
+                nodes: page.edges.map((e) => ({ itemId: e.node.itemId, label: e.node.label, weight: e.node.weight, seq: e.node.seq })),
+                hasPreviousPage: page.pageInfo.hasPreviousPage,
+                hasNextPage: page.pageInfo.hasNextPage,
+              }).toEqual(want);
+            });
+            await Promise.all([...checks, applier.applyNext(listId, { stopAfterStep: 1 })]);
+          }
+          // Once the applier has finished, the stored list itself is the reference.
+          await applier.drain(listId);
+          const final = reference(store.appended);
+          expect(await allLabels(lists, listId, 5)).toEqual(final.map((i) => i.label));
+        },
+      ),
+      { numRuns: 40 },
+    );
+  }, 120_000);
+
+  it('pages a list of 10,000 items end to end in both directions, exactly', async () => {
+    const { lists, applier, listId } = await setup();
+    const labels: string[] = [];
+    for (let i = 0; i < 10_000; i++) {
+      labels.push(`n${String(i).padStart(5, '0')}`);
+      await lists.add(listId, labels[i]!);
+      if (i % 10 === 9) await applier.drain(listId);
+    }
+    await applier.drain(listId);
+    const forward: string[] = [];
+    let page = await lists.items(listId, { first: 100 });
+    forward.push(...page.edges.map((e) => e.node.label));
+    let pages = 1;
+    while (page.pageInfo.hasNextPage) {
+      page = await lists.items(listId, { first: 100, after: page.pageInfo.endCursor });
+      forward.push(...page.edges.map((e) => e.node.label));
+      pages++;
+    }
+    expect(pages).toBe(100);
+    expect(forward).toEqual(labels);
+    const backward: string[] = [];
+    page = await lists.items(listId, { last: 100 });
+    backward.unshift(...page.edges.map((e) => e.node.label));
+    while (page.pageInfo.hasPreviousPage) {
+      page = await lists.items(listId, { last: 100, before: page.pageInfo.startCursor });
+      backward.unshift(...page.edges.map((e) => e.node.label));
+    }
+    expect(backward).toEqual(labels);
+  }, 120_000);
+});
+
