@@ -19,6 +19,8 @@ const config: CodegenConfig = {
           Post: '../../features/timeline/timeline.js#Post',
           Suspension: '../../features/suspensions/suspensions.js#Suspension',
           Meeting: '../../features/meetings/meetings.js#Meeting',
+          OrderedList: '../../features/lists/lists.js#OrderedList',
+          ListItem: '../../features/lists/lists.js#ListItem',
           UserEdge: '../../paging/types.js#Edge<{ userId: string }>',
         },
         mapperTypeSuffix: 'Model',

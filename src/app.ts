@@ -14,6 +14,8 @@ import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { directoryTables } from './features/directory/directory-tables.js';
+import { ListApplier } from './features/lists/applier.js';
+import { listTables } from './features/lists/lists-tables.js';
 import { meetingTables } from './features/meetings/meetings-tables.js';
 import { TokenSequence } from './features/meetings/meetings.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
@@ -41,6 +43,7 @@ export const ALL_TABLES: readonly TableSpec[] = [
   ...suspensionTables,
   ...meetingTables,
   ...directoryTables,
+  ...listTables,
   sagaLogTable,
 ];
 
@@ -112,6 +115,16 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   await store.ensureTables(ALL_TABLES);
   const codec = createCursorCodec(config.cursorSecret);
   const key = authKey(config.authSecret);
+  const clock = deps.clock ?? new MonotonicClock();
+  // The ledger-list applier, started with the server: woken after each append, and on a timer.
+  const applier = new ListApplier(store, { clock, logger });
+  let closed = false;
+  const wake = () => {
+    setImmediate(() => {
+      if (!closed) void applier.runOnce().catch((err: unknown) => logger.error({ err }, 'list applier pass failed'));
+    });
+  };
+  if (config.listApplier) applier.start(config.listApplierIntervalMs);
   const services: ContextServices = {
     store,
     codec,
@@ -120,7 +133,8 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     userLock: new KeyedLock(),
     suspensionBucket: config.suspensionBucket,
     sagaStepDelayMs: config.saga.stepDelayMs,
-    clock: deps.clock ?? new MonotonicClock(),
+    clock,
+    onListAppend: config.listApplier ? wake : undefined,
     acceptanceTokens: new TokenSequence(),
     acceptanceStrategy: config.acceptanceStrategy,
   };
@@ -169,7 +183,9 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       });
     },
     async close() {
+      closed = true;
       recoveryTimer.stop();
+      applier.stop();
       await new Promise<void>((resolve) => {
         httpServer.close(() => resolve());
         httpServer.closeIdleConnections();

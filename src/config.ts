@@ -32,6 +32,9 @@ export interface Config {
   readonly bodyLimitBytes: number;
   readonly suspensionBucket: BucketGranularity;
   readonly acceptanceStrategy: 'first-write-wins' | 'lwt';
+  /** Run the ordered-list applier in this process. */
+  readonly listApplier: boolean;
+  readonly listApplierIntervalMs: number;
   readonly saga: {
     readonly recoveryIntervalMs: number;
     readonly recoveryGraceMs: number;
@@ -143,6 +146,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_000_000, 1_000, 100_000_000),
     suspensionBucket: granularity(env.SUSPENSION_BUCKET ?? 'month'),
     acceptanceStrategy: oneOf(env, 'ACCEPTANCE_STRATEGY', ['first-write-wins', 'lwt'] as const, 'first-write-wins'),
+    listApplier: bool(env, 'LIST_APPLIER', true),
+    listApplierIntervalMs: int(env, 'LIST_APPLIER_INTERVAL_MS', 1_000, 10, 3_600_000),
     saga: Object.freeze({
       recoveryIntervalMs: int(env, 'SAGA_RECOVERY_INTERVAL_MS', 30_000, 100, 86_400_000),
       recoveryGraceMs: int(env, 'SAGA_RECOVERY_GRACE_MS', 10_000, 0, 86_400_000),

@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import { Directory } from '../features/directory/directory.js';
+import { Lists } from '../features/lists/lists.js';
 import { Meetings, type AcceptanceStrategy, type TokenSequence } from '../features/meetings/meetings.js';
 import type { BucketGranularity } from '../features/suspensions/buckets.js';
 import { suspensionSagas } from '../features/suspensions/suspension-sagas.js';
@@ -30,6 +31,7 @@ export interface RequestContext {
   readonly suspensions: Suspensions;
   readonly meetings: Meetings;
   readonly directory: Directory;
+  readonly lists: Lists;
   readonly loaders: Loaders;
 }
 
@@ -48,6 +50,8 @@ export interface ContextServices {
   readonly clock: Clock;
   readonly acceptanceTokens: TokenSequence;
   readonly acceptanceStrategy: AcceptanceStrategy;
+  /** Wakes the list applier after a list transaction is appended. */
+  readonly onListAppend?: (listId: string) => void;
 }
 
 /** Every saga definition the product runs. */
@@ -91,8 +95,9 @@ export function createRequestContext(services: ContextServices, viewer: Viewer |
     tokens: services.acceptanceTokens,
     strategy: services.acceptanceStrategy,
   });
-  loaders = createLoaders({ users, timeline, suspensions, meetings });
-  return { viewer, store, users, timeline, suspensions, meetings, directory, loaders };
+  const lists = new Lists({ store, codec: services.codec, clock: services.clock, onAppend: services.onListAppend });
+  loaders = createLoaders({ users, timeline, suspensions, meetings, lists });
+  return { viewer, store, users, timeline, suspensions, meetings, directory, lists, loaders };
 }
 
 /** The viewer if an admin; UNAUTHENTICATED or FORBIDDEN otherwise. */

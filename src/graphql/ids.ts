@@ -13,6 +13,8 @@ const TIMEUUID = /^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}
 export type NodeRef =
   | { readonly type: 'User'; readonly userId: string }
   | { readonly type: 'Meeting'; readonly meetingId: string }
+  | { readonly type: 'OrderedList'; readonly listId: string }
+  | { readonly type: 'ListItem'; readonly listId: string; readonly itemId: string }
   | { readonly type: 'Post'; readonly authorId: string; readonly postId: string };
 
 /** The global id of a user. */
@@ -25,11 +27,29 @@ export function meetingGlobalId(meetingId: string): string {
   return toGlobalId('Meeting', meetingId);
 }
 
+/** The global id of an ordered list. */
+export function listGlobalId(listId: string): string {
+  return toGlobalId('OrderedList', listId);
+}
+
+/** The global id of a list item: its list and its id (the list never changes). */
+export function listItemGlobalId(item: { listId: string; itemId: string }): string {
+  return toGlobalId('ListItem', `${item.listId}:${item.itemId}`);
+}
+
+/** A list item's global id, parsed (BAD_USER_INPUT otherwise). */
+export function listItemRefOf(id: string, argument: string): { listId: string; itemId: string } {
+  const ref = parseGlobalId(id, argument, 'ListItem');
+  if (ref.type !== 'ListItem') throw badInput(argument, `\`${argument}\` is not a valid ListItem ID`);
+  return ref;
+}
+
 /** The id inside a global id of the expected type (BAD_USER_INPUT otherwise). */
-export function localIdOf(id: string, argument: string, type: 'User' | 'Meeting'): string {
+export function localIdOf(id: string, argument: string, type: 'User' | 'Meeting' | 'OrderedList'): string {
   const ref = parseGlobalId(id, argument, type);
   if (ref.type === 'User') return ref.userId;
   if (ref.type === 'Meeting') return ref.meetingId;
+  if (ref.type === 'OrderedList') return ref.listId;
   throw badInput(argument, `\`${argument}\` is not a valid ${type} ID`);
 }
 
@@ -48,6 +68,11 @@ export function parseGlobalId(id: string, argument: string, expected?: NodeRef['
   let ref: NodeRef | null = null;
   if (type === 'User' && UUID.test(local)) ref = { type, userId: local };
   if (type === 'Meeting' && UUID.test(local)) ref = { type, meetingId: local };
+  if (type === 'OrderedList' && UUID.test(local)) ref = { type, listId: local };
+  if (type === 'ListItem') {
+    const [listId, itemId, rest] = local.split(':');
+    if (rest === undefined && listId && itemId && UUID.test(listId) && UUID.test(itemId)) ref = { type, listId, itemId };
+  }
   if (type === 'Post') {
     const [authorId, postId, rest] = local.split(':');
     if (rest === undefined && authorId && postId && UUID.test(authorId) && TIMEUUID.test(postId)) {

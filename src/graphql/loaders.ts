@@ -4,6 +4,7 @@
  * return results in key order, with null for misses.
  */
 import DataLoader from 'dataloader';
+import type { ListItem, Lists, OrderedList } from '../features/lists/lists.js';
 import type { Meeting, Meetings } from '../features/meetings/meetings.js';
 import type { Suspension, Suspensions } from '../features/suspensions/suspensions.js';
 import type { Post, Timeline } from '../features/timeline/timeline.js';
@@ -17,10 +18,18 @@ export interface Loaders {
   readonly suspensionByUserId: DataLoader<string, Suspension | null>;
   readonly meetingById: DataLoader<string, Meeting | null>;
   readonly acceptanceCount: DataLoader<string, number>;
+  readonly listById: DataLoader<string, OrderedList | null>;
+  readonly listItemByRef: DataLoader<{ listId: string; itemId: string }, ListItem | null, string>;
 }
 
 /** Fresh loaders for one request. */
-export function createLoaders(features: { users: Users; timeline: Timeline; suspensions: Suspensions; meetings: Meetings }): Loaders {
+export function createLoaders(features: {
+  users: Users;
+  timeline: Timeline;
+  suspensions: Suspensions;
+  meetings: Meetings;
+  lists: Lists;
+}): Loaders {
   return {
     userById: new DataLoader((ids) => features.users.byIds(ids)),
     userIdByUsername: new DataLoader((names) => features.users.idsByUsername(names)),
@@ -30,5 +39,20 @@ export function createLoaders(features: { users: Users; timeline: Timeline; susp
     suspensionByUserId: new DataLoader((ids) => features.suspensions.byUserIds(ids)),
     meetingById: new DataLoader((ids) => features.meetings.byIds(ids)),
     acceptanceCount: new DataLoader((ids) => features.meetings.countsByIds(ids)),
+    listById: new DataLoader((ids) => features.lists.byIds(ids)),
+    // One ledger read per list, however many of its items are asked for.
+    listItemByRef: new DataLoader(
+      async (refs) => {
+        const byList = new Map<string, string[]>();
+        for (const r of refs) byList.set(r.listId, [...(byList.get(r.listId) ?? []), r.itemId]);
+        const found = new Map<string, ListItem | null>();
+        for (const [listId, itemIds] of byList) {
+          const items = await features.lists.itemsByIds(listId, itemIds);
+          itemIds.forEach((id, i) => found.set(`${listId}:${id}`, items[i] ?? null));
+        }
+        return refs.map((r) => found.get(`${r.listId}:${r.itemId}`) ?? null);
+      },
+      { cacheKeyFn: (r) => `${r.listId}:${r.itemId}` },
+    ),
   };
 }

@@ -5,6 +5,7 @@ import type { User as UserModel } from '../../features/users/users.js';
 import type { Post as PostModel } from '../../features/timeline/timeline.js';
 import type { Suspension as SuspensionModel } from '../../features/suspensions/suspensions.js';
 import type { Meeting as MeetingModel } from '../../features/meetings/meetings.js';
+import type { OrderedList as OrderedListModel, ListItem as ListItemModel } from '../../features/lists/lists.js';
 import type { Edge as EdgeModel } from '../../paging/types.js';
 import type { RequestContext } from '../context.js';
 export type Maybe<T> = T | null;
@@ -37,6 +38,33 @@ export type AcceptMeetingPayload = {
   /** True when this request counted the viewer; false for a repeat acceptance. */
   counted: Scalars['Boolean']['output'];
   meeting: Meeting;
+};
+
+export type AddListItemInput = {
+  /** Insert before this item of the same list; omitted: at the end. */
+  beforeItemId?: InputMaybe<Scalars['ID']['input']>;
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** 1 to 200 characters. */
+  label: Scalars['String']['input'];
+  listId: Scalars['ID']['input'];
+};
+
+export type AddListItemPayload = {
+  __typename?: 'AddListItemPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  item: ListItem;
+};
+
+export type CreateListInput = {
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** 1 to 200 characters. */
+  title: Scalars['String']['input'];
+};
+
+export type CreateListPayload = {
+  __typename?: 'CreateListPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  list: OrderedList;
 };
 
 export type CreateMeetingInput = {
@@ -93,6 +121,28 @@ export type DeletePostPayload = {
   deletedPostId: Scalars['ID']['output'];
 };
 
+/** An item of an ordered list. */
+export type ListItem = Node & {
+  __typename?: 'ListItem';
+  id: Scalars['ID']['output'];
+  label: Scalars['String']['output'];
+  list: OrderedList;
+};
+
+/** A page of list items. */
+export type ListItemConnection = {
+  __typename?: 'ListItemConnection';
+  edges: Array<ListItemEdge>;
+  pageInfo: PageInfo;
+};
+
+/** A list item and its cursor. */
+export type ListItemEdge = {
+  __typename?: 'ListItemEdge';
+  cursor: Scalars['String']['output'];
+  node: ListItem;
+};
+
 /**
  * A meeting people accept. Acceptances are counted exactly once per user without Paxos
  * (seed 001: first write wins through `USING TIMESTAMP (2^63-1 - now)`, then `WRITETIME`
@@ -121,6 +171,21 @@ export type MeetingAcceptedByArgs = {
   last?: InputMaybe<Scalars['Int']['input']>;
 };
 
+export type MoveListItemInput = {
+  /** Move right after this item. Exactly one of the two. */
+  afterItemId?: InputMaybe<Scalars['ID']['input']>;
+  /** Move right before this item (before the first item: to the top). Exactly one of the two. */
+  beforeItemId?: InputMaybe<Scalars['ID']['input']>;
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  itemId: Scalars['ID']['input'];
+};
+
+export type MoveListItemPayload = {
+  __typename?: 'MoveListItemPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  item: ListItem;
+};
+
 export type Mutation = {
   __typename?: 'Mutation';
   /**
@@ -129,6 +194,10 @@ export type Mutation = {
    * with a timestamp near 2^63-1, and only a tombstone at least that high could delete it.
    */
   acceptMeeting?: Maybe<AcceptMeetingPayload>;
+  /** Add an item (the list's owner or an admin). */
+  addListItem?: Maybe<AddListItemPayload>;
+  /** Create an ordered list owned by the viewer. */
+  createList?: Maybe<CreateListPayload>;
   /** Create a meeting (members). */
   createMeeting?: Maybe<CreateMeetingPayload>;
   /** Publish a post as the viewer. */
@@ -141,12 +210,21 @@ export type Mutation = {
   /** Delete one of the viewer's posts. Another user's post is `FORBIDDEN`. */
   deletePost?: Maybe<DeletePostPayload>;
   /**
+   * Move an item before or after another item of the same list (the owner or an admin).
+   * Concurrent moves of one item resolve to one final position, in transaction order.
+   */
+  moveListItem?: Maybe<MoveListItemPayload>;
+  /**
    * Recompute a meeting's acceptance count from its acceptances and repair the counter
    * (admins only). It exists because counter increments are not idempotent: an increment
    * that timed out may or may not have applied, so a counter can drift from the set of
    * acceptances, which cannot. Run it while the meeting is quiet.
    */
   reconcileMeeting?: Maybe<ReconcileMeetingPayload>;
+  /** Remove an item (the owner or an admin). */
+  removeListItem?: Maybe<RemoveListItemPayload>;
+  /** Rename an item (the owner or an admin). */
+  renameListItem?: Maybe<RenameListItemPayload>;
   /**
    * Suspend a user (admins only). Suspending a suspended user is `CONFLICT`. Runs as a
    * saga: the reverse lookup is written first, then the bucket registry and the sorted-set
@@ -172,6 +250,16 @@ export type MutationAcceptMeetingArgs = {
 };
 
 
+export type MutationAddListItemArgs = {
+  input: AddListItemInput;
+};
+
+
+export type MutationCreateListArgs = {
+  input: CreateListInput;
+};
+
+
 export type MutationCreateMeetingArgs = {
   input: CreateMeetingInput;
 };
@@ -192,8 +280,23 @@ export type MutationDeletePostArgs = {
 };
 
 
+export type MutationMoveListItemArgs = {
+  input: MoveListItemInput;
+};
+
+
 export type MutationReconcileMeetingArgs = {
   input: ReconcileMeetingInput;
+};
+
+
+export type MutationRemoveListItemArgs = {
+  input: RemoveListItemInput;
+};
+
+
+export type MutationRenameListItemArgs = {
+  input: RenameListItemInput;
 };
 
 
@@ -218,6 +321,32 @@ export type MutationUpdateUserArgs = {
 export type Node = {
   /** The global ID of the object. */
   id: Scalars['ID']['output'];
+};
+
+/**
+ * A list whose order people set by hand (seed 002's ledger list). Every change is a
+ * transaction applied in order by a background applier; reads apply pending transactions,
+ * so pages are exact at any moment.
+ */
+export type OrderedList = Node & {
+  __typename?: 'OrderedList';
+  id: Scalars['ID']['output'];
+  /** The items in their hand-set order. */
+  items: ListItemConnection;
+  title: Scalars['String']['output'];
+};
+
+
+/**
+ * A list whose order people set by hand (seed 002's ledger list). Every change is a
+ * transaction applied in order by a background applier; reads apply pending transactions,
+ * so pages are exact at any moment.
+ */
+export type OrderedListItemsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
 };
 
 /**
@@ -334,6 +463,29 @@ export type ReconcileMeetingPayload = {
   meeting: Meeting;
   /** The counter's value before the repair. */
   previousCount: Scalars['Int']['output'];
+};
+
+export type RemoveListItemInput = {
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  itemId: Scalars['ID']['input'];
+};
+
+export type RemoveListItemPayload = {
+  __typename?: 'RemoveListItemPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  removedItemId: Scalars['ID']['output'];
+};
+
+export type RenameListItemInput = {
+  clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  itemId: Scalars['ID']['input'];
+  label: Scalars['String']['input'];
+};
+
+export type RenameListItemPayload = {
+  __typename?: 'RenameListItemPayload';
+  clientMutationId?: Maybe<Scalars['String']['output']>;
+  item: ListItem;
 };
 
 export type SuspendUserInput = {
@@ -525,7 +677,9 @@ export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = 
 /** Mapping of interface types */
 export type ResolversInterfaceTypes<_RefType extends Record<string, unknown>> = {
   Node:
+    | ( ListItemModel )
     | ( MeetingModel )
+    | ( OrderedListModel )
     | ( PostModel )
     | ( UserModel )
   ;
@@ -535,7 +689,11 @@ export type ResolversInterfaceTypes<_RefType extends Record<string, unknown>> = 
 export type ResolversTypes = {
   AcceptMeetingInput: AcceptMeetingInput;
   AcceptMeetingPayload: ResolverTypeWrapper<Omit<AcceptMeetingPayload, 'meeting'> & { meeting: ResolversTypes['Meeting'] }>;
+  AddListItemInput: AddListItemInput;
+  AddListItemPayload: ResolverTypeWrapper<Omit<AddListItemPayload, 'item'> & { item: ResolversTypes['ListItem'] }>;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
+  CreateListInput: CreateListInput;
+  CreateListPayload: ResolverTypeWrapper<Omit<CreateListPayload, 'list'> & { list: ResolversTypes['OrderedList'] }>;
   CreateMeetingInput: CreateMeetingInput;
   CreateMeetingPayload: ResolverTypeWrapper<Omit<CreateMeetingPayload, 'meeting'> & { meeting: ResolversTypes['Meeting'] }>;
   CreatePostInput: CreatePostInput;
@@ -547,9 +705,15 @@ export type ResolversTypes = {
   DeletePostPayload: ResolverTypeWrapper<DeletePostPayload>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
+  ListItem: ResolverTypeWrapper<ListItemModel>;
+  ListItemConnection: ResolverTypeWrapper<Omit<ListItemConnection, 'edges'> & { edges: Array<ResolversTypes['ListItemEdge']> }>;
+  ListItemEdge: ResolverTypeWrapper<Omit<ListItemEdge, 'node'> & { node: ResolversTypes['ListItem'] }>;
   Meeting: ResolverTypeWrapper<MeetingModel>;
+  MoveListItemInput: MoveListItemInput;
+  MoveListItemPayload: ResolverTypeWrapper<Omit<MoveListItemPayload, 'item'> & { item: ResolversTypes['ListItem'] }>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Node: ResolverTypeWrapper<ResolversInterfaceTypes<ResolversTypes>['Node']>;
+  OrderedList: ResolverTypeWrapper<OrderedListModel>;
   PageInfo: ResolverTypeWrapper<PageInfo>;
   Post: ResolverTypeWrapper<PostModel>;
   PostConnection: ResolverTypeWrapper<Omit<PostConnection, 'edges'> & { edges: Array<ResolversTypes['PostEdge']> }>;
@@ -557,6 +721,10 @@ export type ResolversTypes = {
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   ReconcileMeetingInput: ReconcileMeetingInput;
   ReconcileMeetingPayload: ResolverTypeWrapper<Omit<ReconcileMeetingPayload, 'meeting'> & { meeting: ResolversTypes['Meeting'] }>;
+  RemoveListItemInput: RemoveListItemInput;
+  RemoveListItemPayload: ResolverTypeWrapper<RemoveListItemPayload>;
+  RenameListItemInput: RenameListItemInput;
+  RenameListItemPayload: ResolverTypeWrapper<Omit<RenameListItemPayload, 'item'> & { item: ResolversTypes['ListItem'] }>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   SuspendUserInput: SuspendUserInput;
   SuspendUserPayload: ResolverTypeWrapper<Omit<SuspendUserPayload, 'suspension'> & { suspension: ResolversTypes['Suspension'] }>;
@@ -576,7 +744,11 @@ export type ResolversTypes = {
 export type ResolversParentTypes = {
   AcceptMeetingInput: AcceptMeetingInput;
   AcceptMeetingPayload: Omit<AcceptMeetingPayload, 'meeting'> & { meeting: ResolversParentTypes['Meeting'] };
+  AddListItemInput: AddListItemInput;
+  AddListItemPayload: Omit<AddListItemPayload, 'item'> & { item: ResolversParentTypes['ListItem'] };
   Boolean: Scalars['Boolean']['output'];
+  CreateListInput: CreateListInput;
+  CreateListPayload: Omit<CreateListPayload, 'list'> & { list: ResolversParentTypes['OrderedList'] };
   CreateMeetingInput: CreateMeetingInput;
   CreateMeetingPayload: Omit<CreateMeetingPayload, 'meeting'> & { meeting: ResolversParentTypes['Meeting'] };
   CreatePostInput: CreatePostInput;
@@ -588,9 +760,15 @@ export type ResolversParentTypes = {
   DeletePostPayload: DeletePostPayload;
   ID: Scalars['ID']['output'];
   Int: Scalars['Int']['output'];
+  ListItem: ListItemModel;
+  ListItemConnection: Omit<ListItemConnection, 'edges'> & { edges: Array<ResolversParentTypes['ListItemEdge']> };
+  ListItemEdge: Omit<ListItemEdge, 'node'> & { node: ResolversParentTypes['ListItem'] };
   Meeting: MeetingModel;
+  MoveListItemInput: MoveListItemInput;
+  MoveListItemPayload: Omit<MoveListItemPayload, 'item'> & { item: ResolversParentTypes['ListItem'] };
   Mutation: Record<PropertyKey, never>;
   Node: ResolversInterfaceTypes<ResolversParentTypes>['Node'];
+  OrderedList: OrderedListModel;
   PageInfo: PageInfo;
   Post: PostModel;
   PostConnection: Omit<PostConnection, 'edges'> & { edges: Array<ResolversParentTypes['PostEdge']> };
@@ -598,6 +776,10 @@ export type ResolversParentTypes = {
   Query: Record<PropertyKey, never>;
   ReconcileMeetingInput: ReconcileMeetingInput;
   ReconcileMeetingPayload: Omit<ReconcileMeetingPayload, 'meeting'> & { meeting: ResolversParentTypes['Meeting'] };
+  RemoveListItemInput: RemoveListItemInput;
+  RemoveListItemPayload: RemoveListItemPayload;
+  RenameListItemInput: RenameListItemInput;
+  RenameListItemPayload: Omit<RenameListItemPayload, 'item'> & { item: ResolversParentTypes['ListItem'] };
   String: Scalars['String']['output'];
   SuspendUserInput: SuspendUserInput;
   SuspendUserPayload: Omit<SuspendUserPayload, 'suspension'> & { suspension: ResolversParentTypes['Suspension'] };
@@ -617,6 +799,16 @@ export type AcceptMeetingPayloadResolvers<ContextType = RequestContext, ParentTy
   clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   counted?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   meeting?: Resolver<ResolversTypes['Meeting'], ParentType, ContextType>;
+};
+
+export type AddListItemPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['AddListItemPayload'] = ResolversParentTypes['AddListItemPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  item?: Resolver<ResolversTypes['ListItem'], ParentType, ContextType>;
+};
+
+export type CreateListPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['CreateListPayload'] = ResolversParentTypes['CreateListPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  list?: Resolver<ResolversTypes['OrderedList'], ParentType, ContextType>;
 };
 
 export type CreateMeetingPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['CreateMeetingPayload'] = ResolversParentTypes['CreateMeetingPayload']> = {
@@ -643,6 +835,23 @@ export type DeletePostPayloadResolvers<ContextType = RequestContext, ParentType 
   deletedPostId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
 };
 
+export type ListItemResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ListItem'] = ResolversParentTypes['ListItem']> = {
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  label?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  list?: Resolver<ResolversTypes['OrderedList'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
+export type ListItemConnectionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ListItemConnection'] = ResolversParentTypes['ListItemConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['ListItemEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type ListItemEdgeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ListItemEdge'] = ResolversParentTypes['ListItemEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['ListItem'], ParentType, ContextType>;
+};
+
 export type MeetingResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Meeting'] = ResolversParentTypes['Meeting']> = {
   acceptanceCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   acceptedBy?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, Partial<MeetingAcceptedByArgs>>;
@@ -651,20 +860,37 @@ export type MeetingResolvers<ContextType = RequestContext, ParentType extends Re
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
+export type MoveListItemPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['MoveListItemPayload'] = ResolversParentTypes['MoveListItemPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  item?: Resolver<ResolversTypes['ListItem'], ParentType, ContextType>;
+};
+
 export type MutationResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
   acceptMeeting?: Resolver<Maybe<ResolversTypes['AcceptMeetingPayload']>, ParentType, ContextType, RequireFields<MutationAcceptMeetingArgs, 'input'>>;
+  addListItem?: Resolver<Maybe<ResolversTypes['AddListItemPayload']>, ParentType, ContextType, RequireFields<MutationAddListItemArgs, 'input'>>;
+  createList?: Resolver<Maybe<ResolversTypes['CreateListPayload']>, ParentType, ContextType, RequireFields<MutationCreateListArgs, 'input'>>;
   createMeeting?: Resolver<Maybe<ResolversTypes['CreateMeetingPayload']>, ParentType, ContextType, RequireFields<MutationCreateMeetingArgs, 'input'>>;
   createPost?: Resolver<Maybe<ResolversTypes['CreatePostPayload']>, ParentType, ContextType, RequireFields<MutationCreatePostArgs, 'input'>>;
   createUser?: Resolver<Maybe<ResolversTypes['CreateUserPayload']>, ParentType, ContextType, RequireFields<MutationCreateUserArgs, 'input'>>;
   deletePost?: Resolver<Maybe<ResolversTypes['DeletePostPayload']>, ParentType, ContextType, RequireFields<MutationDeletePostArgs, 'input'>>;
+  moveListItem?: Resolver<Maybe<ResolversTypes['MoveListItemPayload']>, ParentType, ContextType, RequireFields<MutationMoveListItemArgs, 'input'>>;
   reconcileMeeting?: Resolver<Maybe<ResolversTypes['ReconcileMeetingPayload']>, ParentType, ContextType, RequireFields<MutationReconcileMeetingArgs, 'input'>>;
+  removeListItem?: Resolver<Maybe<ResolversTypes['RemoveListItemPayload']>, ParentType, ContextType, RequireFields<MutationRemoveListItemArgs, 'input'>>;
+  renameListItem?: Resolver<Maybe<ResolversTypes['RenameListItemPayload']>, ParentType, ContextType, RequireFields<MutationRenameListItemArgs, 'input'>>;
   suspendUser?: Resolver<Maybe<ResolversTypes['SuspendUserPayload']>, ParentType, ContextType, RequireFields<MutationSuspendUserArgs, 'input'>>;
   unsuspendUser?: Resolver<Maybe<ResolversTypes['UnsuspendUserPayload']>, ParentType, ContextType, RequireFields<MutationUnsuspendUserArgs, 'input'>>;
   updateUser?: Resolver<Maybe<ResolversTypes['UpdateUserPayload']>, ParentType, ContextType, RequireFields<MutationUpdateUserArgs, 'input'>>;
 };
 
 export type NodeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Node'] = ResolversParentTypes['Node']> = {
-  __resolveType: TypeResolveFn<'Meeting' | 'Post' | 'User', ParentType, ContextType>;
+  __resolveType: TypeResolveFn<'ListItem' | 'Meeting' | 'OrderedList' | 'Post' | 'User', ParentType, ContextType>;
+};
+
+export type OrderedListResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['OrderedList'] = ResolversParentTypes['OrderedList']> = {
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  items?: Resolver<ResolversTypes['ListItemConnection'], ParentType, ContextType, Partial<OrderedListItemsArgs>>;
+  title?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type PageInfoResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
@@ -706,6 +932,16 @@ export type ReconcileMeetingPayloadResolvers<ContextType = RequestContext, Paren
   clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   meeting?: Resolver<ResolversTypes['Meeting'], ParentType, ContextType>;
   previousCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type RemoveListItemPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['RemoveListItemPayload'] = ResolversParentTypes['RemoveListItemPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  removedItemId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+};
+
+export type RenameListItemPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['RenameListItemPayload'] = ResolversParentTypes['RenameListItemPayload']> = {
+  clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  item?: Resolver<ResolversTypes['ListItem'], ParentType, ContextType>;
 };
 
 export type SuspendUserPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['SuspendUserPayload'] = ResolversParentTypes['SuspendUserPayload']> = {
@@ -763,20 +999,29 @@ export type UserEdgeResolvers<ContextType = RequestContext, ParentType extends R
 
 export type Resolvers<ContextType = RequestContext> = {
   AcceptMeetingPayload?: AcceptMeetingPayloadResolvers<ContextType>;
+  AddListItemPayload?: AddListItemPayloadResolvers<ContextType>;
+  CreateListPayload?: CreateListPayloadResolvers<ContextType>;
   CreateMeetingPayload?: CreateMeetingPayloadResolvers<ContextType>;
   CreatePostPayload?: CreatePostPayloadResolvers<ContextType>;
   CreateUserPayload?: CreateUserPayloadResolvers<ContextType>;
   DateTime?: GraphQLScalarType;
   DeletePostPayload?: DeletePostPayloadResolvers<ContextType>;
+  ListItem?: ListItemResolvers<ContextType>;
+  ListItemConnection?: ListItemConnectionResolvers<ContextType>;
+  ListItemEdge?: ListItemEdgeResolvers<ContextType>;
   Meeting?: MeetingResolvers<ContextType>;
+  MoveListItemPayload?: MoveListItemPayloadResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
   Node?: NodeResolvers<ContextType>;
+  OrderedList?: OrderedListResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
   Post?: PostResolvers<ContextType>;
   PostConnection?: PostConnectionResolvers<ContextType>;
   PostEdge?: PostEdgeResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
   ReconcileMeetingPayload?: ReconcileMeetingPayloadResolvers<ContextType>;
+  RemoveListItemPayload?: RemoveListItemPayloadResolvers<ContextType>;
+  RenameListItemPayload?: RenameListItemPayloadResolvers<ContextType>;
   SuspendUserPayload?: SuspendUserPayloadResolvers<ContextType>;
   Suspension?: SuspensionResolvers<ContextType>;
   SuspensionConnection?: SuspensionConnectionResolvers<ContextType>;

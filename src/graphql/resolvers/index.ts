@@ -1,6 +1,7 @@
 /** Every resolver of schema.graphql, checked against the generated resolver types. */
 import type { Resolvers } from '../__generated__/resolvers-types.js';
 import { DateTimeScalar } from '../scalars.js';
+import { listItemType, listMutations, orderedListType } from './list-resolvers.js';
 import { meetingMutations, meetingType, userEdgeType } from './meeting-resolvers.js';
 import { nodeInterface, nodeQueries } from './node-resolvers.js';
 import { suspensionMutations, suspensionQueries, suspensionType, userSuspensionField } from './suspension-resolvers.js';
@@ -11,10 +12,12 @@ export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Node: nodeInterface,
   Query: { ...nodeQueries, ...userQueries, ...suspensionQueries },
-  Mutation: { ...userMutations, ...timelineMutations, ...suspensionMutations, ...meetingMutations },
+  Mutation: { ...userMutations, ...timelineMutations, ...suspensionMutations, ...meetingMutations, ...listMutations },
   User: { ...userType, ...userSuspensionField },
   Post: postType,
   Suspension: suspensionType,
   Meeting: meetingType,
   UserEdge: userEdgeType,
+  OrderedList: orderedListType,
+  ListItem: listItemType,
 };

@@ -14,6 +14,10 @@ function load(ctx: RequestContext, ref: NodeRef) {
       return ctx.loaders.postByKey.load(ref);
     case 'Meeting':
       return ctx.loaders.meetingById.load(ref.meetingId);
+    case 'OrderedList':
+      return ctx.loaders.listById.load(ref.listId);
+    case 'ListItem':
+      return ctx.loaders.listItemByRef.load(ref);
   }
 }
 
@@ -28,5 +32,6 @@ export const nodeQueries: Pick<QueryResolvers, 'node' | 'nodes'> = {
 };
 
 export const nodeInterface: NodeResolvers = {
-  __resolveType: (obj) => ('postId' in obj ? 'Post' : 'meetingId' in obj ? 'Meeting' : 'User'),
+  __resolveType: (obj) =>
+    'postId' in obj ? 'Post' : 'meetingId' in obj ? 'Meeting' : 'itemId' in obj ? 'ListItem' : 'listId' in obj ? 'OrderedList' : 'User',
 };

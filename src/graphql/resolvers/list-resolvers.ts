@@ -1,0 +1,77 @@
+/** Ordered lists (seed 002): the list and item types and the list mutations. */
+import type { ListItemResolvers, MutationResolvers, OrderedListResolvers } from '../__generated__/resolvers-types.js';
+import { requireViewer, requireViewerId, type RequestContext } from '../context.js';
+import { apiError } from '../errors.js';
+import { listGlobalId, listItemGlobalId, listItemRefOf, localIdOf } from '../ids.js';
+
+/** The list, if the viewer owns it or is an admin. */
+async function writableList(ctx: RequestContext, listId: string, argument: string) {
+  const viewer = requireViewer(ctx);
+  const list = await ctx.loaders.listById.load(listId);
+  if (!list) throw apiError('NOT_FOUND', 'no such list', argument);
+  if (!viewer.isAdmin && list.ownerId !== (await requireViewerId(ctx))) {
+    throw apiError('FORBIDDEN', "only the list's owner or an admin may change it");
+  }
+  return list;
+}
+
+/** An item id that must belong to `listId`: another list's item is BAD_USER_INPUT. */
+function sameListItem(id: string | null | undefined, argument: string, listId: string): string | null {
+  if (id === null || id === undefined) return null;
+  const ref = listItemRefOf(id, argument);
+  if (ref.listId !== listId) throw apiError('BAD_USER_INPUT', `\`${argument}\` belongs to another list`, argument);
+  return ref.itemId;
+}
+
+export const listMutations: Pick<
+  MutationResolvers,
+  'createList' | 'addListItem' | 'moveListItem' | 'renameListItem' | 'removeListItem'
+> = {
+  createList: async (_root, { input }, ctx) => {
+    const ownerId = await requireViewerId(ctx);
+    const list = await ctx.lists.create(input.title, ownerId);
+    ctx.loaders.listById.prime(list.listId, list);
+    return { list, clientMutationId: input.clientMutationId ?? null };
+  },
+  addListItem: async (_root, { input }, ctx) => {
+    const listId = localIdOf(input.listId, 'listId', 'OrderedList');
+    const before = sameListItem(input.beforeItemId, 'beforeItemId', listId);
+    await writableList(ctx, listId, 'listId');
+    const item = await ctx.lists.add(listId, input.label, before);
+    return { item, clientMutationId: input.clientMutationId ?? null };
+  },
+  moveListItem: async (_root, { input }, ctx) => {
+    const { listId, itemId } = listItemRefOf(input.itemId, 'itemId');
+    const beforeItemId = sameListItem(input.beforeItemId, 'beforeItemId', listId);
+    const afterItemId = sameListItem(input.afterItemId, 'afterItemId', listId);
+    await writableList(ctx, listId, 'itemId');
+    const item = await ctx.lists.move(listId, itemId, { beforeItemId, afterItemId });
+    return { item, clientMutationId: input.clientMutationId ?? null };
+  },
+  renameListItem: async (_root, { input }, ctx) => {
+    const { listId, itemId } = listItemRefOf(input.itemId, 'itemId');
+    await writableList(ctx, listId, 'itemId');
+    const item = await ctx.lists.rename(listId, itemId, input.label);
+    return { item, clientMutationId: input.clientMutationId ?? null };
+  },
+  removeListItem: async (_root, { input }, ctx) => {
+    const ref = listItemRefOf(input.itemId, 'itemId');
+    await writableList(ctx, ref.listId, 'itemId');
+    await ctx.lists.remove(ref.listId, ref.itemId);
+    return { removedItemId: listItemGlobalId(ref), clientMutationId: input.clientMutationId ?? null };
+  },
+};
+
+export const orderedListType: OrderedListResolvers = {
+  id: (list) => listGlobalId(list.listId),
+  items: (list, args, ctx) => ctx.lists.items(list.listId, args),
+};
+
+export const listItemType: ListItemResolvers = {
+  id: (item) => listItemGlobalId(item),
+  list: async (item, _args, ctx) => {
+    const list = await ctx.loaders.listById.load(item.listId);
+    if (!list) throw new Error(`item of unknown list ${item.listId}`);
+    return list;
+  },
+};
