@@ -161,6 +161,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     apollo,
     logger,
     bodyLimitBytes: config.bodyLimitBytes,
+    playground: config.playground,
     ping: () => store.ping(),
     contextFor: async (req) => {
       const header = req.headers.authorization;

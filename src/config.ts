@@ -32,6 +32,8 @@ export interface Config {
   readonly bodyLimitBytes: number;
   readonly suspensionBucket: BucketGranularity;
   readonly acceptanceStrategy: 'first-write-wins' | 'lwt';
+  /** Serve the GraphiQL playground at GET /graphql. */
+  readonly playground: boolean;
   /** Run the ordered-list applier in this process. */
   readonly listApplier: boolean;
   readonly listApplierIntervalMs: number;
@@ -147,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     suspensionBucket: granularity(env.SUSPENSION_BUCKET ?? 'month'),
     acceptanceStrategy: oneOf(env, 'ACCEPTANCE_STRATEGY', ['first-write-wins', 'lwt'] as const, 'first-write-wins'),
     listApplier: bool(env, 'LIST_APPLIER', true),
+    playground: bool(env, 'PLAYGROUND', true),
     listApplierIntervalMs: int(env, 'LIST_APPLIER_INTERVAL_MS', 1_000, 10, 3_600_000),
     saga: Object.freeze({
       recoveryIntervalMs: int(env, 'SAGA_RECOVERY_INTERVAL_MS', 30_000, 100, 86_400_000),

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloServer, BaseContext } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
 import type { Logger } from 'pino';
+import { playgroundAsset, playgroundHtml } from './graphql/playground.js';
 
 /** What the HTTP handler needs. */
 export interface HttpHandlerOptions<C extends BaseContext> {
@@ -17,6 +18,8 @@ export interface HttpHandlerOptions<C extends BaseContext> {
   readonly ping: () => Promise<void>;
   readonly logger: Logger;
   readonly bodyLimitBytes: number;
+  /** Serve the GraphiQL playground at GET /graphql for browsers. */
+  readonly playground: boolean;
 }
 
 class BodyTooLarge extends Error {}
@@ -60,7 +63,27 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
           return sendJson(res, 503, { status: 'unavailable', reason: 'the store does not answer' });
         }
       }
+      if (options.playground && req.method === 'GET' && url.pathname.startsWith('/playground/')) {
+        const asset = playgroundAsset(url.pathname);
+        if (asset) {
+          res.writeHead(200, { 'content-type': asset.type, 'cache-control': 'public, max-age=86400' });
+          res.end(asset.body);
+          return;
+        }
+      }
       if (url.pathname !== '/graphql') return sendJson(res, 404, { error: `no route ${url.pathname}; try /graphql` });
+      // A browser opening /graphql (no query in the URL) gets the playground.
+      if (
+        options.playground &&
+        req.method === 'GET' &&
+        !url.searchParams.has('query') &&
+        (req.headers.accept ?? '').includes('text/html')
+      ) {
+        const html = playgroundHtml();
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html) });
+        res.end(html);
+        return;
+      }
       if (req.method !== 'GET' && req.method !== 'POST') {
         res.setHeader('allow', 'GET, POST');
         return requestError(res, 405, `method ${req.method} is not allowed on /graphql; use GET or POST`);
