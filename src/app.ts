@@ -87,6 +87,29 @@ export function createStore(config: Config): Store {
   return new SqliteStore({ database: new Database(config.sqlitePath) });
 }
 
+/**
+ * The process-wide services features are built from (the server and `npm run seed`
+ * share this wiring).
+ */
+export function createServices(
+  config: Config,
+  deps: { store: Store; logger: Logger; clock: Clock; onListAppend?: (listId: string) => void },
+): ContextServices {
+  return {
+    store: deps.store,
+    codec: createCursorCodec(config.cursorSecret),
+    logger: deps.logger,
+    sagasInFlight: new Set(),
+    userLock: new KeyedLock(),
+    suspensionBucket: config.suspensionBucket,
+    sagaStepDelayMs: config.saga.stepDelayMs,
+    clock: deps.clock,
+    onListAppend: deps.onListAppend,
+    acceptanceTokens: new TokenSequence(),
+    acceptanceStrategy: config.acceptanceStrategy,
+  };
+}
+
 /** Reports the store round trips of each request in `extensions.storeRoundTrips`. */
 function roundTripPlugin(): ApolloServerPlugin<RequestContext> {
   return {
@@ -113,7 +136,6 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   }
   const store = deps.store ?? createStore(config);
   await store.ensureTables(ALL_TABLES);
-  const codec = createCursorCodec(config.cursorSecret);
   const key = authKey(config.authSecret);
   const clock = deps.clock ?? new MonotonicClock();
   // The ledger-list applier, started with the server: woken after each append, and on a timer.
@@ -125,19 +147,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     });
   };
   if (config.listApplier) applier.start(config.listApplierIntervalMs);
-  const services: ContextServices = {
-    store,
-    codec,
-    logger,
-    sagasInFlight: new Set(),
-    userLock: new KeyedLock(),
-    suspensionBucket: config.suspensionBucket,
-    sagaStepDelayMs: config.saga.stepDelayMs,
-    clock,
-    onListAppend: config.listApplier ? wake : undefined,
-    acceptanceTokens: new TokenSequence(),
-    acceptanceStrategy: config.acceptanceStrategy,
-  };
+  const services = createServices(config, { store, logger, clock, onListAppend: config.listApplier ? wake : undefined });
   const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
   // Sagas a crash left open: roll them forward or back before serving.
   const startup = await recoverSagas();
@@ -173,7 +183,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
 
   return {
     store,
-    codec,
+    codec: services.codec,
     httpServer,
     services,
     recoverSagas,

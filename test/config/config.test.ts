@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEV_AUTH_SECRET, loadConfig, parseReplication } from '../src/config.js';
+import { ConfigError, DEV_AUTH_SECRET, loadConfig, parseReplication } from '../../src/config.js';
 
 describe('configuration', () => {
   it('defaults to the embedded store with development secrets, and says so', () => {
