@@ -24,6 +24,7 @@ import { userTables } from './features/users/users-tables.js';
 import { authKey, viewerFromAuthorization } from './graphql/auth.js';
 import { createRequestContext, createSagaRunner, type ContextServices, type RequestContext } from './graphql/context.js';
 import { createFormatError } from './graphql/errors.js';
+import { limitProtections } from './graphql/limits.js';
 import { resolvers } from './graphql/resolvers/index.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
 import { KeyedLock } from './saga/keyed-lock.js';
@@ -158,12 +159,17 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     logger,
   });
 
+  const limits = limitProtections(config.limits, { hideSuggestions: !config.introspection });
   const apollo = new ApolloServer<RequestContext>({
     typeDefs,
     resolvers,
     formatError: createFormatError(logger),
     includeStacktraceInErrorResponses: false,
-    plugins: [ApolloServerPluginLandingPageDisabled(), roundTripPlugin()],
+    introspection: config.introspection,
+    // Apollo's CSRF prevention: simple (form-like) requests are refused.
+    csrfPrevention: true,
+    validationRules: limits.validationRules,
+    plugins: [ApolloServerPluginLandingPageDisabled(), roundTripPlugin(), ...limits.plugins],
   });
   await apollo.start();
 
@@ -179,7 +185,11 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       return createRequestContext(services, viewer);
     },
   });
-  const httpServer = createServer((req, res) => void handler(req, res));
+  const httpServer = createServer(
+    // A slow client cannot hold a connection forever.
+    { requestTimeout: config.requestTimeoutMs, headersTimeout: Math.min(config.requestTimeoutMs, 20_000) },
+    (req, res) => void handler(req, res),
+  );
 
   return {
     store,

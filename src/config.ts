@@ -32,8 +32,20 @@ export interface Config {
   readonly bodyLimitBytes: number;
   readonly suspensionBucket: BucketGranularity;
   readonly acceptanceStrategy: 'first-write-wins' | 'lwt';
-  /** Serve the GraphiQL playground at GET /graphql. */
+  /** Serve the GraphiQL playground at GET /graphql (off in production unless set). */
   readonly playground: boolean;
+  /** Answer introspection queries (off in production unless set). */
+  readonly introspection: boolean;
+  readonly production: boolean;
+  /** The longest a request may take, headers and body included. */
+  readonly requestTimeoutMs: number;
+  readonly limits: {
+    readonly depth: number;
+    readonly aliases: number;
+    readonly tokens: number;
+    readonly directives: number;
+    readonly cost: number;
+  };
   /** Run the ordered-list applier in this process. */
   readonly listApplier: boolean;
   readonly listApplierIntervalMs: number;
@@ -117,9 +129,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!CONSISTENCIES.includes(consistency)) {
     throw new ConfigError(`CASSANDRA_CONSISTENCY must be one of ${CONSISTENCIES.join(', ')}, got "${consistency}"`);
   }
+  const production = (env.NODE_ENV ?? 'development') === 'production';
   const devSecrets: Array<'CURSOR_SECRET' | 'AUTH_SECRET'> = [];
   const secret = (name: 'CURSOR_SECRET' | 'AUTH_SECRET', dev: string) => {
     const value = env[name];
+    if (production && (value === undefined || value === '' || value === dev)) {
+      throw new ConfigError(`${name} must be set to a real secret (16+ bytes) when NODE_ENV=production; the development secret is refused`);
+    }
     if (value === undefined || value === '') {
       devSecrets.push(name);
       return dev;
@@ -149,7 +165,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     suspensionBucket: granularity(env.SUSPENSION_BUCKET ?? 'month'),
     acceptanceStrategy: oneOf(env, 'ACCEPTANCE_STRATEGY', ['first-write-wins', 'lwt'] as const, 'first-write-wins'),
     listApplier: bool(env, 'LIST_APPLIER', true),
-    playground: bool(env, 'PLAYGROUND', true),
+    playground: bool(env, 'PLAYGROUND', !production),
+    introspection: bool(env, 'INTROSPECTION', !production),
+    production,
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1_000, 600_000),
+    limits: Object.freeze({
+      depth: int(env, 'LIMIT_DEPTH', 10, 1, 100),
+      aliases: int(env, 'LIMIT_ALIASES', 15, 0, 1_000),
+      tokens: int(env, 'LIMIT_TOKENS', 3_000, 10, 1_000_000),
+      directives: int(env, 'LIMIT_DIRECTIVES', 20, 0, 1_000),
+      cost: int(env, 'LIMIT_COST', 10_000, 1, 100_000_000),
+    }),
     listApplierIntervalMs: int(env, 'LIST_APPLIER_INTERVAL_MS', 1_000, 10, 3_600_000),
     saga: Object.freeze({
       recoveryIntervalMs: int(env, 'SAGA_RECOVERY_INTERVAL_MS', 30_000, 100, 86_400_000),

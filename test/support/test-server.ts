@@ -49,7 +49,7 @@ export async function startTestServer(
     SQLITE_PATH: ':memory:',
     ...options.env,
   });
-  const app = await createApp(config, { logger: pino({ level: 'silent' }), store, clock: options.clock });
+  const app = await createApp(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), store, clock: options.clock });
   const port = await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}/graphql`;
   return {

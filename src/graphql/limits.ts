@@ -1,0 +1,84 @@
+/**
+ * Request limits: depth, aliases, tokens and directives through graphql-armor, and a
+ * query cost through graphql-query-complexity in which a connection's `first`/`last`
+ * (or the default page size) multiplies the cost of what each edge selects, as does
+ * the number of ids given to `nodes`. Every refusal says which limit and by how much.
+ */
+import type { ApolloServerPlugin } from '@apollo/server';
+import { ApolloArmor } from '@escape.tech/graphql-armor';
+import { GraphQLError, getNamedType, type ValidationRule } from 'graphql';
+import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
+import { DEFAULT_PAGE_SIZE } from '../paging/engine.js';
+
+/** The configured limits. */
+export interface RequestLimits {
+  readonly depth: number;
+  readonly aliases: number;
+  readonly tokens: number;
+  readonly directives: number;
+  readonly cost: number;
+}
+
+/** Cost of a field: connections and `nodes` multiply their children's cost. */
+const connectionEstimator: ComplexityEstimator = ({ field, args, childComplexity }) => {
+  if (getNamedType(field.type).name.endsWith('Connection')) {
+    const size = Number(args.first ?? args.last ?? DEFAULT_PAGE_SIZE);
+    return 1 + Math.max(0, size) * childComplexity;
+  }
+  if (Array.isArray(args.ids)) return 1 + args.ids.length * childComplexity;
+  return undefined;
+};
+
+/** Computes each operation's cost once its variables are known, and refuses it above the limit. */
+function costPlugin(limit: number): ApolloServerPlugin {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ request, document, schema, operation }) {
+          // Introspection (the playground's schema fetch) is not paged data: skip it.
+          const fields = operation?.selectionSet.selections ?? [];
+          if (fields.every((f) => f.kind === 'Field' && f.name.value.startsWith('__'))) return;
+          let cost: number;
+          try {
+            cost = getComplexity({
+              schema,
+              query: document,
+              operationName: request.operationName ?? undefined,
+              variables: request.variables ?? {},
+              estimators: [connectionEstimator, simpleEstimator({ defaultComplexity: 1 })],
+            });
+          } catch {
+            // Variables that do not coerce: execution refuses the request with
+            // BAD_USER_INPUT before resolving anything, so there is no cost to guard.
+            return;
+          }
+          if (cost > limit) {
+            throw new GraphQLError(`Query cost limit of ${limit} exceeded, found ${cost}.`, {
+              extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
+            });
+          }
+        },
+      };
+    },
+  };
+}
+
+/** Apollo Server plugins and validation rules enforcing the limits. */
+export function limitProtections(limits: RequestLimits, options: { hideSuggestions: boolean }): {
+  plugins: ApolloServerPlugin[];
+  validationRules: ValidationRule[];
+} {
+  const armor = new ApolloArmor({
+    maxDepth: { n: limits.depth, exposeLimits: true },
+    maxAliases: { n: limits.aliases, exposeLimits: true },
+    maxTokens: { n: limits.tokens, exposeLimits: true },
+    maxDirectives: { n: limits.directives, exposeLimits: true },
+    // Cost is ours (connection sizes multiply); armor's would not know them.
+    costLimit: { enabled: false },
+    // "Did you mean …?" reveals the schema when introspection is off.
+    blockFieldSuggestion: { enabled: options.hideSuggestions },
+  });
+  const { plugins, validationRules } = armor.protect();
+  // armor types its plugins against Apollo's CommonJS build; they are the same objects.
+  return { plugins: [...(plugins as unknown as ApolloServerPlugin[]), costPlugin(limits.cost)], validationRules };
+}
