@@ -37,7 +37,7 @@ describe('the user directory over HTTP', () => {
     const ids: string[] = [];
     let after: string | null = null;
     for (;;) {
-      const res: any = await server.gql(BY_LOCATION, { l: location, after });
+      const res: any = await server.gql(BY_LOCATION, { l: location, after }, admin);
       expect(res.errors).toBeUndefined();
       ids.push(...res.data.usersByLocation.edges.map((e: any) => e.node.id));
       if (!res.data.usersByLocation.pageInfo.hasNextPage) return ids;
@@ -85,7 +85,9 @@ describe('the user directory over HTTP', () => {
 
   it('searches last names by prefix over HTTP', async () => {
     await createUsers(1, 'Prefixville');
-    const res = await server.gql(`{ usersByLastName(prefix: "doe", first: 50) { edges { node { lastName } } pageInfo { hasNextPage } } }`);
+    const res = await server.gql(`{ usersByLastName(prefix: "doe", first: 50) { edges { node { lastName } } pageInfo { hasNextPage } } }`, {}, admin);
+    const anonymous = await server.gql(`{ usersByLastName(prefix: "doe", first: 5) { edges { cursor } } }`);
+    expect(anonymous.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
     const names = res.data!.usersByLastName.edges.map((e: any) => e.node.lastName);
     expect(names.length).toBeGreaterThan(0);
     expect(names).toEqual([...names].sort());

@@ -399,12 +399,12 @@ export type Query = {
   userByUsername?: Maybe<User>;
   /**
    * Users whose last name starts with `prefix` (case-insensitive), ordered by last name
-   * then user id. An empty prefix lists everyone with a last name.
+   * then user id. An empty prefix lists everyone with a last name. Members only.
    */
   usersByLastName: UserConnection;
   /**
    * Users in a location (case-insensitive exact match), ordered by user id. Served by a
-   * hand-built composite index (seed 004); stale entries are filtered on read.
+   * hand-built composite index (seed 004); stale entries are filtered on read. Members only.
    */
   usersByLocation: UserConnection;
   /** The signed-in user, or null when anonymous (or not yet created). */

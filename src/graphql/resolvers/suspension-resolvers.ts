@@ -5,7 +5,7 @@ import type {
   SuspensionResolvers,
   UserResolvers,
 } from '../__generated__/resolvers-types.js';
-import { requireAdmin, requireViewerId } from '../context.js';
+import { requireAdmin, requireViewer, requireViewerId } from '../context.js';
 import { apiError } from '../errors.js';
 import { localIdOf } from '../ids.js';
 
@@ -43,8 +43,9 @@ export const suspensionMutations: Pick<MutationResolvers, 'suspendUser' | 'unsus
 export const userSuspensionField: Pick<UserResolvers, 'suspension'> = {
   suspension: async (user, _args, ctx) => {
     // Admins see every suspension; a member sees only their own.
-    if (!ctx.viewer?.isAdmin) {
-      const viewerId = ctx.viewer ? await requireViewerId(ctx).catch(() => null) : null;
+    const viewer = requireViewer(ctx);
+    if (!viewer.isAdmin) {
+      const viewerId = await requireViewerId(ctx).catch(() => null);
       if (viewerId !== user.id) throw apiError('FORBIDDEN', "only admins and the user may see a user's suspension");
     }
     return ctx.loaders.suspensionByUserId.load(user.id);

@@ -5,8 +5,15 @@ import { apiError } from '../errors.js';
 import { localIdOf, userGlobalId } from '../ids.js';
 
 export const userQueries: Pick<QueryResolvers, 'viewer' | 'userByUsername' | 'usersByLocation' | 'usersByLastName'> = {
-  usersByLocation: (_root, { location, ...args }, ctx) => ctx.directory.byLocation(location, args),
-  usersByLastName: (_root, { prefix, ...args }, ctx) => ctx.directory.byLastName(prefix, args),
+  // Where people live is personal: the directory is for signed-in members.
+  usersByLocation: (_root, { location, ...args }, ctx) => {
+    requireViewer(ctx);
+    return ctx.directory.byLocation(location, args);
+  },
+  usersByLastName: (_root, { prefix, ...args }, ctx) => {
+    requireViewer(ctx);
+    return ctx.directory.byLastName(prefix, args);
+  },
   viewer: async (_root, _args, ctx) => {
     if (!ctx.viewer) return null;
     const id = await ctx.loaders.userIdByUsername.load(ctx.viewer.username);

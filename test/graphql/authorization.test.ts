@@ -1,0 +1,133 @@
+/**
+ * The README's authorization table, checked row by row: for every operation it lists,
+ * each kind of caller (anonymous, member, owner, admin) is allowed exactly when the
+ * row says so. The table and this test cannot drift apart: a row without a scenario,
+ * or a scenario without a row, fails.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aUser } from '../../src/features/users/user-mother.js';
+import { startTestServer, type GqlResponse, type TestServer } from '../support/test-server.js';
+
+type Caller = 'anonymous' | 'member' | 'owner' | 'admin';
+const CALLERS: Caller[] = ['anonymous', 'member', 'owner', 'admin'];
+
+/** The table in the README: operation -> the callers it allows. */
+function readTable(): Map<string, Set<Caller>> {
+  const readme = readFileSync('README.md', 'utf8');
+  const section = readme.slice(readme.indexOf('## Authorization'), readme.indexOf('## Configuration'));
+  const rows = new Map<string, Set<Caller>>();
+  for (const m of section.matchAll(/^\| `([\w.]+)` \| ([a-z ]+) \|$/gm)) {
+    const rule = m[2]!.trim();
+    const allowed: Caller[] =
+      rule === 'anonymous' ? CALLERS : rule === 'member' ? ['member', 'owner', 'admin'] : rule === 'admin' ? ['admin'] : rule === 'owner' ? ['owner'] : rule === 'owner or admin' ? ['owner', 'admin'] : [];
+    if (allowed.length === 0) throw new Error(`unknown rule "${rule}" for ${m[1]}`);
+    rows.set(m[1]!, new Set(allowed));
+  }
+  return rows;
+}
+
+describe('authorization, as the README table says', () => {
+  let server: TestServer;
+  const tokens = {} as Record<Caller, string | undefined>;
+  let owner: { id: string; username: string };
+  let admin: string;
+
+  async function newUser() {
+    const input = aUser();
+    const res = await server.gql(`mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id username } } }`, { input }, admin);
+    return { ...(res.data!.createUser.user as { id: string; username: string }), token: await server.token(input.username) };
+  }
+  async function as<T = any>(token: string, query: string, variables: Record<string, unknown> = {}) {
+    const res = await server.gql(query, variables, token);
+    expect(res.errors, query).toBeUndefined();
+    return res.data as T;
+  }
+
+  beforeAll(async () => {
+    server = await startTestServer({ env: { LIST_APPLIER: 'false' } });
+    admin = await server.token('root', { admin: true });
+    // An admin is a member with the admin role: it has a user too.
+    await as(admin, `mutation { createUser(input: { username: "root", displayName: "Root" }) { user { id } } }`);
+    const o = await newUser();
+    const m = await newUser();
+    owner = o;
+    tokens.owner = o.token;
+    tokens.member = m.token;
+    tokens.admin = admin;
+    tokens.anonymous = undefined;
+    // The owner is suspended, so User.suspension has something to show.
+    await as(admin, `mutation ($u: ID!) { suspendUser(input: { userId: $u, reason: "x" }) { suspension { reason } } }`, { u: o.id });
+  });
+  afterAll(() => server.close());
+
+  /** Fresh objects the owner owns, per attempt (an allowed delete must not affect the next). */
+  const post = async () => (await as(tokens.owner!, `mutation { createPost(input: { content: "p" }) { post { id } } }`)).createPost.post.id as string;
+  const list = async () => {
+    const listId = (await as(tokens.owner!, `mutation { createList(input: { title: "l" }) { list { id } } }`)).createList.list.id as string;
+    const add = async (label: string) =>
+      (await as(tokens.owner!, `mutation ($l: ID!, $x: String!) { addListItem(input: { listId: $l, label: $x }) { item { id } } }`, { l: listId, x: label })).addListItem.item.id as string;
+    return { listId, a: await add('a'), b: await add('b') };
+  };
+  const meeting = async () => (await as(tokens.owner!, `mutation { createMeeting(input: { title: "m" }) { meeting { id } } }`)).createMeeting.meeting.id as string;
+
+  /** How to attempt each operation as a caller; the response decides allowed or not. */
+  const scenarios: Record<string, (token: string | undefined, caller: Caller) => Promise<GqlResponse>> = {
+    'Query.node': (t) => server.gql(`query ($id: ID!) { node(id: $id) { id } }`, { id: owner.id }, t),
+    'Query.nodes': (t) => server.gql(`query ($id: ID!) { nodes(ids: [$id]) { id } }`, { id: owner.id }, t),
+    'Query.viewer': (t) => server.gql(`{ viewer { id } }`, {}, t),
+    'Query.userByUsername': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { id } }`, { u: owner.username }, t),
+    'Query.usersByLocation': (t) => server.gql(`{ usersByLocation(location: "Nowhere", first: 1) { edges { cursor } } }`, {}, t),
+    'Query.usersByLastName': (t) => server.gql(`{ usersByLastName(prefix: "x", first: 1) { edges { cursor } } }`, {}, t),
+    'Query.suspendedUsers': (t) => server.gql(`{ suspendedUsers(first: 1) { edges { cursor } } }`, {}, t),
+    'User.suspension': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { suspension { reason } } }`, { u: owner.username }, t),
+    'Mutation.createUser': async (t, caller) => {
+      // The owner of a createUser is the token named after the new user.
+      const input = aUser();
+      const token = caller === 'owner' ? await server.token(input.username) : t;
+      return server.gql(`mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`, { input }, token);
+    },
+    'Mutation.updateUser': (t) => server.gql(`mutation ($id: ID!) { updateUser(input: { id: $id, displayName: "Renamed" }) { user { id } } }`, { id: owner.id }, t),
+    'Mutation.createPost': (t) => server.gql(`mutation { createPost(input: { content: "mine" }) { post { id } } }`, {}, t),
+    'Mutation.deletePost': async (t) => server.gql(`mutation ($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`, { id: await post() }, t),
+    'Mutation.suspendUser': async (t) => {
+      const victim = await newUser();
+      return server.gql(`mutation ($u: ID!) { suspendUser(input: { userId: $u, reason: "r" }) { suspension { reason } } }`, { u: victim.id }, t);
+    },
+    'Mutation.unsuspendUser': async (t) => {
+      const victim = await newUser();
+      await as(admin, `mutation ($u: ID!) { suspendUser(input: { userId: $u, reason: "r" }) { suspension { reason } } }`, { u: victim.id });
+      return server.gql(`mutation ($u: ID!) { unsuspendUser(input: { userId: $u }) { user { id } } }`, { u: victim.id }, t);
+    },
+    'Mutation.createMeeting': (t) => server.gql(`mutation { createMeeting(input: { title: "t" }) { meeting { id } } }`, {}, t),
+    'Mutation.acceptMeeting': async (t) => server.gql(`mutation ($m: ID!) { acceptMeeting(input: { meetingId: $m }) { counted } }`, { m: await meeting() }, t),
+    'Mutation.reconcileMeeting': async (t) => server.gql(`mutation ($m: ID!) { reconcileMeeting(input: { meetingId: $m }) { previousCount } }`, { m: await meeting() }, t),
+    'Mutation.createList': (t) => server.gql(`mutation { createList(input: { title: "t" }) { list { id } } }`, {}, t),
+    'Mutation.addListItem': async (t) => server.gql(`mutation ($l: ID!) { addListItem(input: { listId: $l, label: "c" }) { item { id } } }`, { l: (await list()).listId }, t),
+    'Mutation.moveListItem': async (t) => {
+      const l = await list();
+      return server.gql(`mutation ($i: ID!, $b: ID!) { moveListItem(input: { itemId: $i, beforeItemId: $b }) { item { id } } }`, { i: l.b, b: l.a }, t);
+    },
+    'Mutation.renameListItem': async (t) => server.gql(`mutation ($i: ID!) { renameListItem(input: { itemId: $i, label: "z" }) { item { id } } }`, { i: (await list()).a }, t),
+    'Mutation.removeListItem': async (t) => server.gql(`mutation ($i: ID!) { removeListItem(input: { itemId: $i }) { removedItemId } }`, { i: (await list()).a }, t),
+  };
+
+  it('has a scenario for every row of the table and a row for every scenario', () => {
+    expect([...readTable().keys()].sort()).toEqual(Object.keys(scenarios).sort());
+  });
+
+  for (const [operation, attempt] of Object.entries(scenarios)) {
+    it(`enforces ${operation}`, async () => {
+      const allowed = readTable().get(operation)!;
+      for (const caller of CALLERS) {
+        const res = await attempt(tokens[caller], caller);
+        const code = res.errors?.[0]?.extensions?.code;
+        if (allowed.has(caller)) {
+          expect(res.errors, `${operation} as ${caller} should be allowed`).toBeUndefined();
+        } else {
+          expect(code, `${operation} as ${caller} should be refused`).toBe(caller === 'anonymous' ? 'UNAUTHENTICATED' : 'FORBIDDEN');
+        }
+      }
+    });
+  }
+});
