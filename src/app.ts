@@ -24,7 +24,7 @@ import { userTables } from './features/users/users-tables.js';
 import { authKey, viewerFromAuthorization } from './graphql/auth.js';
 import { createRequestContext, createSagaRunner, type ContextServices, type RequestContext } from './graphql/context.js';
 import { createFormatError } from './graphql/errors.js';
-import { limitProtections } from './graphql/limits.js';
+import { limitProtections, tokenLimitViolation } from './graphql/limits.js';
 import { resolvers } from './graphql/resolvers/index.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
 import { KeyedLock } from './saga/keyed-lock.js';
@@ -178,6 +178,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     logger,
     bodyLimitBytes: config.bodyLimitBytes,
     playground: config.playground,
+    checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
     ping: () => store.ping(),
     contextFor: async (req) => {
       const header = req.headers.authorization;

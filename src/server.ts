@@ -20,6 +20,8 @@ export interface HttpHandlerOptions<C extends BaseContext> {
   readonly bodyLimitBytes: number;
   /** Serve the GraphiQL playground at GET /graphql for browsers. */
   readonly playground: boolean;
+  /** Refuse a query before parsing when it breaks the token limit (message) or not (null). */
+  readonly checkTokens: (query: unknown) => string | null;
 }
 
 class BodyTooLarge extends Error {}
@@ -106,6 +108,13 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         } else {
           body = text;
         }
+      }
+
+      const tooLong = options.checkTokens(
+        req.method === 'GET' ? url.searchParams.get('query') : (body as { query?: unknown } | undefined)?.query,
+      );
+      if (tooLong) {
+        return sendJson(res, 400, { errors: [{ message: tooLong, extensions: { code: 'GRAPHQL_PARSE_FAILED' } }] });
       }
 
       const response = await apollo.executeHTTPGraphQLRequest({

@@ -6,6 +6,7 @@
  */
 import type { ApolloServerPlugin } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
+import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens';
 import { GraphQLError, getNamedType, type ValidationRule } from 'graphql';
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import { DEFAULT_PAGE_SIZE } from '../paging/engine.js';
@@ -63,6 +64,21 @@ function costPlugin(limit: number): ApolloServerPlugin {
   };
 }
 
+/**
+ * Refuse a query of more than `limit` tokens before anything parses it fully:
+ * graphql-armor's lexer counts while reading and stops at the limit. Returns the
+ * refusal message, or null (syntax errors are left to the real parser).
+ */
+export function tokenLimitViolation(query: unknown, limit: number): string | null {
+  if (typeof query !== 'string') return null;
+  try {
+    new MaxTokensParserWLexer(query, { n: limit, exposeLimits: true }).parseDocument();
+    return null;
+  } catch (err) {
+    return err instanceof GraphQLError && /Token limit/.test(err.message) ? err.message : null;
+  }
+}
+
 /** Apollo Server plugins and validation rules enforcing the limits. */
 export function limitProtections(limits: RequestLimits, options: { hideSuggestions: boolean }): {
   plugins: ApolloServerPlugin[];
@@ -71,7 +87,8 @@ export function limitProtections(limits: RequestLimits, options: { hideSuggestio
   const armor = new ApolloArmor({
     maxDepth: { n: limits.depth, exposeLimits: true },
     maxAliases: { n: limits.aliases, exposeLimits: true },
-    maxTokens: { n: limits.tokens, exposeLimits: true },
+    // armor's token plugin lets syntax errors escape its hook (a 500); see tokenLimitViolation.
+    maxTokens: { enabled: false },
     maxDirectives: { n: limits.directives, exposeLimits: true },
     // Cost is ours (connection sizes multiply); armor's would not know them.
     costLimit: { enabled: false },
@@ -80,5 +97,8 @@ export function limitProtections(limits: RequestLimits, options: { hideSuggestio
   });
   const { plugins, validationRules } = armor.protect();
   // armor types its plugins against Apollo's CommonJS build; they are the same objects.
-  return { plugins: [...(plugins as unknown as ApolloServerPlugin[]), costPlugin(limits.cost)], validationRules };
+  return {
+    plugins: [...(plugins as unknown as ApolloServerPlugin[]), costPlugin(limits.cost)],
+    validationRules,
+  };
 }
