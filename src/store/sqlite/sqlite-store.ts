@@ -124,8 +124,8 @@ export class SqliteStore implements Store {
     const range = byteRange(table, query.lower, query.upper);
     if (range.empty || query.limit === 0) return [];
     const nowSec = this.nowSeconds();
-    const sql = `SELECT * FROM "${layout.dataTable}" WHERE pk = @pk AND (@lo IS NULL OR ck >= @lo) AND (@hi IS NULL OR ck < @hi) AND ${liveCondition(layout)} ORDER BY ck ${query.reverse ? 'DESC' : 'ASC'} LIMIT @limit`;
-    const rows = this.stmt(sql).all({ pk, lo: range.lo, hi: range.hi, now: nowSec, limit: query.limit });
+    const sql = `SELECT * FROM "${layout.dataTable}" WHERE ${rangeWhere(range)} AND ${liveCondition(layout)} ORDER BY ck ${query.reverse ? 'DESC' : 'ASC'} LIMIT @limit`;
+    const rows = this.stmt(sql).all({ pk, ...rangeParams(range), now: nowSec, limit: query.limit });
     return (rows as PhysicalRow[]).map((r) => this.decode(layout, r, nowSec));
   }
 
@@ -389,10 +389,10 @@ export class SqliteStore implements Store {
       hi: range.hi,
       ts,
     });
-    const where = `pk = @pk AND (@lo IS NULL OR ck >= @lo) AND (@hi IS NULL OR ck < @hi)`;
-    const params = { pk, lo: range.lo, hi: range.hi, ts };
+    const where = rangeWhere(range);
+    const params = { pk, ...rangeParams(range), ts };
     if (layout.counter) {
-      this.stmt(`DELETE FROM "${layout.dataTable}" WHERE ${where}`).run({ pk, lo: range.lo, hi: range.hi });
+      this.stmt(`DELETE FROM "${layout.dataTable}" WHERE ${where}`).run({ pk, ...rangeParams(range) });
       return;
     }
     // Every cell written at or below the tombstone becomes a deletion at its timestamp.
@@ -470,6 +470,19 @@ function serialized(type: CqlType, raw: unknown): Buffer {
       return b;
     }
   }
+}
+
+/**
+ * `pk = @pk` and only the bounds the range has: SQLite seeks on `(pk, ck)` only when
+ * the bounds appear as plain comparisons (an `@lo IS NULL OR …` form makes every slice
+ * scan the partition from its start, so deep pages would get slower and slower).
+ */
+function rangeWhere(range: ByteRange): string {
+  return `pk = @pk${range.lo ? ' AND ck >= @lo' : ''}${range.hi ? ' AND ck < @hi' : ''}`;
+}
+
+function rangeParams(range: ByteRange): Record<string, Buffer> {
+  return { ...(range.lo ? { lo: range.lo } : {}), ...(range.hi ? { hi: range.hi } : {}) };
 }
 
 function cellLive(r: PhysicalRow, c: string, nowSec: number): boolean {
