@@ -8,7 +8,8 @@ import { createServer, type Server } from 'node:http';
 import { dirname } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { makeExecutableSchema } from '@graphql-tools/schema';
 import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
@@ -24,6 +25,7 @@ import { userTables } from './features/users/users-tables.js';
 import { authKey, viewerFromAuthorization } from './graphql/auth.js';
 import { createRequestContext, createSagaRunner, type ContextServices, type RequestContext } from './graphql/context.js';
 import { createFormatError } from './graphql/errors.js';
+import { jitGateway } from './graphql/jit-executor.js';
 import { limitProtections, tokenLimitViolation } from './graphql/limits.js';
 import { resolvers } from './graphql/resolvers/index.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
@@ -160,16 +162,22 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   });
 
   const limits = limitProtections(config.limits, { hideSuggestions: !config.introspection });
+  const schema = makeExecutableSchema({ typeDefs, resolvers: resolvers as never });
   const apollo = new ApolloServer<RequestContext>({
-    typeDefs,
-    resolvers,
+    gateway: jitGateway(schema, typeDefs),
     formatError: createFormatError(logger),
     includeStacktraceInErrorResponses: false,
     introspection: config.introspection,
     // Apollo's CSRF prevention: simple (form-like) requests are refused.
     csrfPrevention: true,
     validationRules: limits.validationRules,
-    plugins: [ApolloServerPluginLandingPageDisabled(), roundTripPlugin(), ...limits.plugins],
+    plugins: [
+      ApolloServerPluginLandingPageDisabled(),
+      // We set no cache hints; Apollo's cache-control plugin would still visit every field.
+      ApolloServerPluginCacheControlDisabled(),
+      roundTripPlugin(),
+      ...limits.plugins,
+    ],
   });
   await apollo.start();
 
