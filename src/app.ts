@@ -168,6 +168,8 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     formatError: createFormatError(logger),
     includeStacktraceInErrorResponses: false,
     introspection: config.introspection,
+    // Apollo pretty-prints results by default; clients do not need the whitespace.
+    stringifyResult: (value) => JSON.stringify(value),
     // Apollo's CSRF prevention: simple (form-like) requests are refused.
     csrfPrevention: true,
     validationRules: limits.validationRules,

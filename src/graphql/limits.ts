@@ -30,17 +30,35 @@ const connectionEstimator: ComplexityEstimator = ({ field, args, childComplexity
   return undefined;
 };
 
-/** Computes each operation's cost once its variables are known, and refuses it above the limit. */
+/** A bounded memo: the oldest entry goes first. */
+function memo<V>(size: number) {
+  const map = new Map<string, V>();
+  return {
+    get: (key: string) => map.get(key),
+    set(key: string, value: V) {
+      if (map.size >= size) map.delete(map.keys().next().value!);
+      map.set(key, value);
+    },
+  };
+}
+
+/**
+ * Computes each operation's cost once its variables are known, and refuses it above
+ * the limit. The cost depends only on the document and the variables, so it is
+ * remembered (per query hash and variables) instead of walking the document per request.
+ */
 function costPlugin(limit: number): ApolloServerPlugin {
+  const known = memo<number>(5_000);
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ request, document, schema, operation }) {
+        async didResolveOperation({ request, document, schema, operation, queryHash }) {
           // Introspection (the playground's schema fetch) is not paged data: skip it.
           const fields = operation?.selectionSet.selections ?? [];
           if (fields.every((f) => f.kind === 'Field' && f.name.value.startsWith('__'))) return;
-          let cost: number;
-          try {
+          const key = `${queryHash}:${request.operationName ?? ''}:${request.variables ? JSON.stringify(request.variables) : ''}`;
+          let cost = known.get(key);
+          if (cost === undefined) try {
             cost = getComplexity({
               schema,
               query: document,
@@ -48,6 +66,7 @@ function costPlugin(limit: number): ApolloServerPlugin {
               variables: request.variables ?? {},
               estimators: [connectionEstimator, simpleEstimator({ defaultComplexity: 1 })],
             });
+            known.set(key, cost);
           } catch {
             // Variables that do not coerce: execution refuses the request with
             // BAD_USER_INPUT before resolving anything, so there is no cost to guard.
@@ -71,13 +90,21 @@ function costPlugin(limit: number): ApolloServerPlugin {
  */
 export function tokenLimitViolation(query: unknown, limit: number): string | null {
   if (typeof query !== 'string') return null;
+  // The same query text always has the same tokens: count it once.
+  const seen = checkedQueries.get(query);
+  if (seen !== undefined) return seen;
+  let verdict: string | null = null;
   try {
     new MaxTokensParserWLexer(query, { n: limit, exposeLimits: true }).parseDocument();
-    return null;
   } catch (err) {
-    return err instanceof GraphQLError && /Token limit/.test(err.message) ? err.message : null;
+    verdict = err instanceof GraphQLError && /Token limit/.test(err.message) ? err.message : null;
   }
+  // Only short texts are remembered, so the memo stays small.
+  if (query.length <= 10_000) checkedQueries.set(query, verdict);
+  return verdict;
 }
+
+const checkedQueries = memo<string | null>(2_000);
 
 /** Apollo Server plugins and validation rules enforcing the limits. */
 export function limitProtections(limits: RequestLimits, options: { hideSuggestions: boolean }): {
