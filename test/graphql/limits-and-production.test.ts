@@ -104,6 +104,17 @@ describe('production mode', () => {
     expect(get.status).toBe(400);
   });
 
+  it('bounds how long a request may take', async () => {
+    expect(server.app.httpServer.requestTimeout).toBe(30_000);
+    expect(server.app.httpServer.headersTimeout).toBe(20_000);
+    const strict = await startTestServer({ env: { ...env, REQUEST_TIMEOUT_MS: '5000' } });
+    try {
+      expect(strict.app.httpServer.requestTimeout).toBe(5_000);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('refuses a body above the limit with 413', async () => {
     const res = await fetch(server.url, {
       method: 'POST',
