@@ -192,6 +192,43 @@ describe('ordered lists (ledger)', () => {
     );
   }, 120_000);
 
+  it('keeps two appliers (two server processes) off one list at a time', async () => {
+    const { base, store, lists, listId } = await setup();
+    const x = await lists.add(listId, 'x');
+    const others = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
+    await new ListApplier(store).drain(listId);
+    // Three moves of the same item in a row.
+    await lists.move(listId, x.itemId, { afterItemId: others[0]!.itemId });
+    await lists.move(listId, x.itemId, { afterItemId: others[1]!.itemId });
+    await lists.move(listId, x.itemId, { afterItemId: others[2]!.itemId });
+    // Applier B stalls at its first write: it has read the item's position for move 1.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let stalled = false;
+    class Gate extends StoreDecorator {
+      protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+        if (call.operation === 'batch' && !stalled) {
+          stalled = true;
+          await gate;
+        }
+        return run();
+      }
+    }
+    const b = new ListApplier(new Gate(store));
+    const a = new ListApplier(store);
+    const bDone = b.drain(listId);
+    while (!stalled) await new Promise((r) => setTimeout(r, 1));
+    // A second process's applier finds the list leased and leaves it alone. (Without the
+    // lease it would apply all three moves, and B, resuming with move 1's stale position,
+    // would write the item back at move 1's target: the item twice.)
+    expect(await a.drain(listId)).toBe(0);
+    release();
+    expect(await bDone).toBe(3);
+    const stored = await base.slice(listItemsTable, { partition: { list_id: listId }, limit: 100 });
+    expect(stored.map((r) => `${r.label}${r.deleted ? '(deleted)' : ''}`)).toEqual(['a', 'b', 'c', 'x']);
+    expect(await allLabels(lists, listId)).toEqual(['a', 'b', 'c', 'x']);
+  });
+
   it('pages a list of 10,000 items end to end in both directions, exactly', async () => {
     const { lists, applier, listId } = await setup();
     const labels: string[] = [];

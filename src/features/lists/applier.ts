@@ -5,9 +5,11 @@
  *   2. hard delete the old item and the soft delete marker (with the item's index);
  *   3. delete the transaction.
  * Re-running a transaction from any point is harmless. One applier per list at a time:
- * within a process a per-list lock serialises it; run the server's applier in one
- * process per cluster (LIST_APPLIER=off elsewhere).
+ * within a process a per-list lock serialises it, and across processes a lease
+ * (insert-if-not-exists with a TTL) does; a lease covers a bounded batch of
+ * transactions, well inside its TTL.
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../store/clock.js';
 import { MonotonicClock } from '../../store/clock.js';
@@ -16,6 +18,7 @@ import { KeyedLock } from '../../saga/keyed-lock.js';
 import { readTransactions, type ListTx } from './ledger.js';
 import {
   PENDING_SHARDS,
+  listApplierLeasesTable,
   listItemIndexTable,
   listItemsTable,
   listTransactionsTable,
@@ -33,10 +36,12 @@ export class ListApplier {
   private readonly lock = new KeyedLock();
   private timer: NodeJS.Timeout | null = null;
   private readonly clock: Clock;
+  /** This applier's identity in leases. */
+  private readonly owner = randomUUID();
 
   constructor(
     private readonly store: Store,
-    private readonly options: { clock?: Clock; logger?: Logger } = {},
+    private readonly options: { clock?: Clock; logger?: Logger; leaseSeconds?: number; batchSize?: number } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
   }
@@ -51,11 +56,39 @@ export class ListApplier {
     });
   }
 
-  /** Apply every pending transaction of a list; returns how many. */
+  /**
+   * Apply the pending transactions of a list (at most a batch per lease); returns how
+   * many, or 0 when another applier holds the list.
+   */
   async drain(listId: string): Promise<number> {
+    const batch = this.options.batchSize ?? 500;
     let n = 0;
-    while (await this.applyNext(listId)) n++;
+    while (n % batch === 0) {
+      if (!(await this.lease(listId))) return n;
+      let applied = 0;
+      try {
+        while (applied < batch && (await this.applyNext(listId))) applied++;
+      } finally {
+        await this.release(listId);
+      }
+      n += applied;
+      if (applied < batch) break;
+    }
     return n;
+  }
+
+  private async lease(listId: string): Promise<boolean> {
+    const claim = await this.store.insertIfNotExists(
+      listApplierLeasesTable,
+      { list_id: listId, owner: this.owner },
+      { ttl: this.options.leaseSeconds ?? 60 },
+    );
+    return claim.applied || claim.existing?.owner === this.owner;
+  }
+
+  private async release(listId: string): Promise<void> {
+    const lease = await this.store.get(listApplierLeasesTable, { list_id: listId });
+    if (lease?.owner === this.owner) await this.store.delete(listApplierLeasesTable, { list_id: listId });
   }
 
   /** Drain every list marked as pending, and unmark the drained ones. */

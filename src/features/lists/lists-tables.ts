@@ -50,8 +50,19 @@ export const pendingListsTable = defineTable({
   clustering: ['list_id'],
 });
 
+/**
+ * Who applies a list's transactions right now: claimed with insert-if-not-exists and a
+ * TTL, so two appliers (two server processes) never interleave one list's steps, and a
+ * crashed applier's claim expires by itself.
+ */
+export const listApplierLeasesTable = defineTable({
+  name: 'list_applier_leases',
+  columns: { list_id: 'uuid', owner: 'uuid' },
+  partitionKey: ['list_id'],
+});
+
 /** Every table this feature owns. */
-export const listTables = [listsTable, listItemsTable, listTransactionsTable, listItemIndexTable, pendingListsTable];
+export const listTables = [listsTable, listItemsTable, listTransactionsTable, listItemIndexTable, pendingListsTable, listApplierLeasesTable];
 
 /** Partitions of `pending_lists`. */
 export const PENDING_SHARDS = 4;
