@@ -71,6 +71,11 @@ export class SagaLog {
     await this.store.delete(sagaLogTable, { shard: shardOf(sagaId), saga_id: sagaId });
   }
 
+  /** Whether a saga is still open (running, or waiting for recovery). */
+  async isOpen(sagaId: string): Promise<boolean> {
+    return (await this.store.get(sagaLogTable, { shard: shardOf(sagaId), saga_id: sagaId })) !== null;
+  }
+
   /** Every open saga, oldest first within each shard. */
   async open(limitPerShard = 1_000): Promise<SagaRecord[]> {
     const out: SagaRecord[] = [];

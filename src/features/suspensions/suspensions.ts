@@ -10,6 +10,7 @@ import { pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
+import { SagaLog } from '../../saga/saga-log.js';
 import type { SagaRunner } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
@@ -89,6 +90,12 @@ export class Suspensions {
     await this.deps.lock.with(userId, async () => {
       const lookup = await this.deps.store.get(suspendedUsersTable, { user_id: userId });
       if (!lookup) throw new DomainError('NOT_FOUND', 'the user is not suspended', 'userId');
+      // The suspension that wrote this lookup may still be running on another server
+      // (the lock above is per process): unsuspending now would delete a sorted-set row
+      // not yet written, and that saga would then write it with no lookup. Wait for it.
+      if (await new SagaLog(this.deps.store).isOpen(lookup.saga_id as string)) {
+        throw new DomainError('CONFLICT', 'the suspension is still being written; retry in a moment', 'userId');
+      }
       const payload: SuspensionPayload = {
         userId,
         reason: lookup.reason as string,
