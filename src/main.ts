@@ -5,6 +5,7 @@
 import pino from 'pino';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
+import { listGlobalId, meetingGlobalId } from './graphql/ids.js';
 import { seedDemoData } from './seed/demo.js';
 
 async function main(): Promise<void> {
@@ -20,8 +21,12 @@ async function main(): Promise<void> {
   }
   const logger = pino({ level: config.logLevel });
   const app = await createApp(config, { logger });
-  if (config.seedDemo && (await seedDemoData(app.store, app.codec))) {
-    logger.info('seeded the demo data set (users alice, bob, carol); run `npm run token -- alice` for a token');
+  const demo = config.seedDemo ? await seedDemoData(app.services) : null;
+  if (demo) {
+    logger.info(
+      { meeting: meetingGlobalId(demo.meetingId), list: listGlobalId(demo.listId) },
+      'seeded the demo data set (users alice, bob, carol, dave); run `npm run token -- alice` for a token',
+    );
   }
   const port = await app.listen();
   logger.info({ port, store: config.store }, `GraphQL server ready at http://localhost:${port}/graphql`);

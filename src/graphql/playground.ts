@@ -60,7 +60,8 @@ query SuspendedUsers($after: String) {
 }`,
   },
   {
-    query: `# Who accepted a meeting (create one with createMeeting, then paste its id).
+    query: `# Who accepted a meeting: paste its id (the demo meeting's is in the start-up log,
+# or create one with createMeeting).
 query MeetingAcceptances {
   node(id: "PASTE-A-MEETING-ID") {
     ... on Meeting {
@@ -72,7 +73,8 @@ query MeetingAcceptances {
 }`,
   },
   {
-    query: `# An ordered list's items in their hand-set order (create one with createList).
+    query: `# An ordered list's items in their hand-set order: paste its id (the demo list's is
+# in the start-up log, or create one with createList).
 query ListItems {
   node(id: "PASTE-AN-ORDEREDLIST-ID") {
     ... on OrderedList {

@@ -1,31 +1,45 @@
 /**
- * The small demo data set `npm start` loads into an empty store: a few users and
- * enough posts for several pages, so the first query shows paging at work.
+ * The small demo data set `npm start` loads into an empty store, so every playground
+ * example has something to show: users with locations and last names, enough posts
+ * for several pages, a suspension, a meeting with acceptances, and an ordered list.
  */
-import { Timeline } from '../features/timeline/timeline.js';
-import { Users } from '../features/users/users.js';
-import type { CursorCodec } from '../paging/cursor.js';
-import type { Store } from '../store/port.js';
+import type { ContextServices } from '../graphql/context.js';
+import { createRequestContext } from '../graphql/context.js';
+import { ListApplier } from '../features/lists/applier.js';
 
 const DEMO_USERS = [
-  { username: 'alice', displayName: 'Alice Liddell', posts: 45 },
-  { username: 'bob', displayName: 'Bob Cratchit', posts: 12 },
-  { username: 'carol', displayName: 'Carol Danvers', posts: 3 },
+  { username: 'alice', displayName: 'Alice Liddell', location: 'Paris', lastName: 'Liddell', posts: 45 },
+  { username: 'bob', displayName: 'Bob Cratchit', location: 'Lyon', lastName: 'Cratchit', posts: 12 },
+  { username: 'carol', displayName: 'Carol Danvers', location: 'Paris', lastName: 'Danvers', posts: 3 },
+  { username: 'dave', displayName: 'Dave Lister', location: 'Paris', lastName: 'Lister', posts: 1 },
 ];
 
-/** Seed the demo set unless its first user exists; returns whether anything was written. */
-export async function seedDemoData(store: Store, codec: CursorCodec, now = Date.now()): Promise<boolean> {
-  const users = new Users(store);
-  const timeline = new Timeline(store, codec);
-  const [existing] = await users.idsByUsername([DEMO_USERS[0]!.username]);
-  if (existing) return false;
+/** What was seeded, for the start-up log. */
+export interface DemoSummary {
+  readonly meetingId: string;
+  readonly listId: string;
+}
+
+/** Seed the demo set unless its first user exists; returns the ids to try, or null. */
+export async function seedDemoData(services: ContextServices, now = Date.now()): Promise<DemoSummary | null> {
+  const ctx = createRequestContext(services, { username: 'demo', isAdmin: true });
+  const [existing] = await ctx.users.idsByUsername([DEMO_USERS[0]!.username]);
+  if (existing) return null;
+  const ids: string[] = [];
   for (const demo of DEMO_USERS) {
-    const user = await users.create(demo, new Date(now - 30 * 86_400_000));
+    const user = await ctx.users.create(demo, new Date(now - 30 * 86_400_000));
+    ids.push(user.id);
     for (let i = 0; i < demo.posts; i++) {
       // One post an hour, oldest first, ending now.
       const at = new Date(now - (demo.posts - i) * 3_600_000);
-      await timeline.createPost(user.id, `${demo.displayName}'s post #${i + 1}`, at);
+      await ctx.timeline.createPost(user.id, `${demo.displayName}'s post #${i + 1}`, at);
     }
   }
-  return true;
+  await ctx.suspensions.suspend({ userId: ids[3]!, reason: 'posted spam links', suspendedAt: new Date(now - 2 * 86_400_000) });
+  const meeting = await ctx.meetings.create({ title: 'Tea party planning' }, ids[0]!);
+  for (const id of ids.slice(0, 3)) await ctx.meetings.accept(meeting.meetingId, id);
+  const list = await ctx.lists.create('Groceries', ids[0]!);
+  for (const label of ['milk', 'eggs', 'bread', 'tea', 'jam']) await ctx.lists.add(list.listId, label);
+  await new ListApplier(services.store).drain(list.listId);
+  return { meetingId: meeting.meetingId, listId: list.listId };
 }

@@ -13,10 +13,46 @@ import { Directory } from '../../src/features/directory/directory.js';
 import { Users } from '../../src/features/users/users.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { ALL_TABLES } from '../../src/app.js';
+import { listGlobalId, meetingGlobalId } from '../../src/graphql/ids.js';
+import { seedDemoData } from '../../src/seed/demo.js';
 import { codec } from '../support/suspension-fixture.js';
+import { startTestServer } from '../support/test-server.js';
 
 const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'seed-'));
+
+describe('the demo data set of npm start', () => {
+  it('fills every feature once, and only into an empty store', async () => {
+    const server = await startTestServer();
+    try {
+      const demo = await seedDemoData(server.app.services);
+      expect(demo).not.toBeNull();
+      expect(await seedDemoData(server.app.services)).toBeNull();
+      const admin = await server.token('root', { admin: true });
+      const res = await server.gql(
+        `query ($m: ID!, $l: ID!) {
+          userByUsername(username: "alice") { posts(first: 1) { pageInfo { hasNextPage } } }
+          suspendedUsers(first: 5) { edges { node { user { username } } } }
+          usersByLocation(location: "paris", first: 5) { edges { node { username } } }
+          meeting: node(id: $m) { ... on Meeting { acceptanceCount } }
+          list: node(id: $l) { ... on OrderedList { items(first: 10) { edges { node { label } } } } }
+        }`,
+        { m: meetingGlobalId(demo!.meetingId), l: listGlobalId(demo!.listId) },
+        admin,
+      );
+      expect(res.errors).toBeUndefined();
+      expect(res.data).toEqual({
+        userByUsername: { posts: { pageInfo: { hasNextPage: true } } },
+        suspendedUsers: { edges: [{ node: { user: { username: 'dave' } } }] },
+        usersByLocation: { edges: expect.arrayContaining([{ node: { username: 'alice' } }]) },
+        meeting: { acceptanceCount: 3 },
+        list: { items: { edges: ['milk', 'eggs', 'bread', 'tea', 'jam'].map((label) => ({ node: { label } })) } },
+      });
+    } finally {
+      await server.close();
+    }
+  });
+});
 
 describe('npm run seed', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
