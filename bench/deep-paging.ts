@@ -5,9 +5,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
-import { createCursorCodec } from '../src/paging/cursor.js';
+import pino from 'pino';
+import { createRequestContext, createServices } from '../src/composition-root.js';
 import { timelineTable } from '../src/features/timeline/timeline-tables.js';
-import { Timeline } from '../src/features/timeline/timeline.js';
 import { encodePartition } from '../src/store/sqlite/sqlite-schema.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { newTimeuuid } from '../src/store/timeuuid.js';
@@ -51,7 +51,8 @@ export async function runDeepPaging(
     await store.batch(batch);
     if (i % 20_000 === 0) progress(`deep paging: inserted ${i.toLocaleString()} of ${POSTS.toLocaleString()} posts`);
   }
-  const timeline = new Timeline(store, createCursorCodec('bench-cursor-secret-0123456789'));
+  const settings = { cursorSecret: 'bench-cursor-secret-0123456789', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins' } as const;
+  const { timeline } = createRequestContext(createServices(settings, { store, logger: pino({ level: 'silent' }) }), null, { cache: false });
   // Walk to each target page by cursor, as a client would, keeping the cursor before it.
   const cursorBefore = new Map<number, string | undefined>([[1, undefined]]);
   let after: string | undefined;

@@ -4,11 +4,8 @@
  */
 import Database from 'better-sqlite3';
 import pino from 'pino';
-import { ALL_TABLES, createServices } from '../src/app.js';
+import { ALL_TABLES, createRequestContext, createServices } from '../src/composition-root.js';
 import { loadConfig, type Config } from '../src/config.js';
-import { Timeline } from '../src/features/timeline/timeline.js';
-import { Users } from '../src/features/users/users.js';
-import { MonotonicClock } from '../src/store/clock.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 
 export const BENCH_SECRETS = { AUTH_SECRET: 'bench-auth-secret-0123456789', CURSOR_SECRET: 'bench-cursor-secret-0123456789' };
@@ -35,18 +32,17 @@ export async function benchServices(file: string) {
   const config = benchConfig(file);
   const store = new SqliteStore({ database: new Database(file) });
   await store.ensureTables(ALL_TABLES);
-  const services = createServices(config, { store, logger: pino({ level: 'silent' }), clock: new MonotonicClock() });
+  const services = createServices(config, { store, logger: pino({ level: 'silent' }) });
   return { config, store, services };
 }
 
 /** Create the overhead fixture in `file` (idempotent). */
 export async function prepareOverheadFixture(file: string): Promise<void> {
   const { store, services } = await benchServices(file);
-  const users = new Users(store);
+  const { users, timeline } = createRequestContext(services, { username: 'bench', isAdmin: true });
   const [existing] = await users.idsByUsername(['bench']);
   if (!existing) {
     const user = await users.create({ username: 'bench', displayName: 'Bench Mark' });
-    const timeline = new Timeline(store, services.codec);
     for (let i = 0; i < 100; i++) await timeline.createPost(user.id, `benchmark post number ${i}`, new Date(Date.now() - (100 - i) * 60_000));
   }
   await store.close();

@@ -6,17 +6,21 @@
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { graphql } from 'graphql';
 import pino from 'pino';
-import { ALL_TABLES, createServices, typeDefs } from '../src/app.js';
+import { typeDefs } from '../src/app.js';
+import { ALL_TABLES, createRequestContext, createServices } from '../src/composition-root.js';
 import { loadConfig } from '../src/config.js';
 import { suspendedUsersTable } from '../src/features/suspensions/suspensions-tables.js';
 import { usersTable } from '../src/features/users/users-tables.js';
 import { userFromRow } from '../src/features/users/users.js';
-import { createRequestContext, type RequestContext } from '../src/graphql/context.js';
+import type { RequestContext } from '../src/graphql/context.js';
 import { resolvers } from '../src/graphql/resolvers/index.js';
-import { MonotonicClock } from '../src/store/clock.js';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { CountingStore } from '../src/store/store-decorator.js';
 import { BENCH_SECRETS } from './fixture.js';
+
+/** The request context, plus a store the naive resolvers read directly. */
+type NaiveContext = RequestContext & { readonly naiveStore: CountingStore };
 
 const QUERY = `{ suspendedUsers(first: 50) { edges { node { reason user { username suspension { reason } } } } } }`;
 
@@ -27,7 +31,7 @@ export async function runRoundTrips(
   const store = new SqliteStore({ database: new Database(':memory:') });
   await store.ensureTables(ALL_TABLES);
   const config = loadConfig({ ...BENCH_SECRETS, SQLITE_PATH: ':memory:' });
-  const services = createServices(config, { store, logger: pino({ level: 'silent' }), clock: new MonotonicClock() });
+  const services = createServices(config, { store, logger: pino({ level: 'silent' }) });
   const admin = { username: 'root', isAdmin: true };
   const setup = createRequestContext(services, admin);
   for (let i = 0; i < 50; i++) {
@@ -41,12 +45,12 @@ export async function runRoundTrips(
     resolvers: {
       ...(resolvers as Record<string, object>),
       Suspension: {
-        user: async (s: { userId: string }, _a: unknown, ctx: RequestContext) => userFromRow((await ctx.store.get(usersTable, { user_id: s.userId }))!),
+        user: async (s: { userId: string }, _a: unknown, ctx: NaiveContext) => userFromRow((await ctx.naiveStore.get(usersTable, { user_id: s.userId }))!),
       },
       User: {
         ...((resolvers as Record<string, object>).User as object),
-        suspension: async (u: { id: string }, _a: unknown, ctx: RequestContext) => {
-          const r = await ctx.store.get(suspendedUsersTable, { user_id: u.id });
+        suspension: async (u: { id: string }, _a: unknown, ctx: NaiveContext) => {
+          const r = await ctx.naiveStore.get(suspendedUsersTable, { user_id: u.id });
           return r && { userId: r.user_id, reason: r.reason, suspendedAt: r.occurred_on, bucket: r.bucket };
         },
       },
@@ -54,10 +58,13 @@ export async function runRoundTrips(
   });
   const count = async (s: typeof schema) => {
     const ctx = createRequestContext(services, admin);
-    const result = await graphql({ schema: s, source: QUERY, contextValue: ctx });
+    // The naive resolvers read the store directly; their calls are counted too.
+    const naiveStore = new CountingStore(store);
+    const contextValue: NaiveContext = { ...ctx, naiveStore };
+    const result = await graphql({ schema: s, source: QUERY, contextValue });
     if (result.errors) throw new Error(JSON.stringify(result.errors));
     const edges = (result.data as { suspendedUsers: { edges: unknown[] } }).suspendedUsers.edges.length;
-    return { edges, roundTrips: ctx.store.roundTrips };
+    return { edges, roundTrips: ctx.storeRoundTrips() + naiveStore.roundTrips };
   };
   const withLoaders = await count(schema);
   const naiveResult = await count(naive);

@@ -13,7 +13,7 @@ import { runDeepPaging } from './deep-paging.js';
 import { prepareOverheadFixture, TIMELINE_QUERY, benchServices } from './fixture.js';
 import { runRoundTrips } from './round-trips.js';
 import { runUniqueCounter } from './unique-counter.js';
-import { createRequestContext } from '../src/graphql/context.js';
+import { createRequestContext } from '../src/composition-root.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,roundtrips,counter').split(','));

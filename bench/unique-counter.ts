@@ -6,10 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
-import { Meetings, TokenSequence, type AcceptanceStrategy } from '../src/features/meetings/meetings.js';
+import pino from 'pino';
+import { createRequestContext, createServices } from '../src/composition-root.js';
+import type { AcceptanceStrategy } from '../src/features/meetings/meetings.js';
 import { meetingTables } from '../src/features/meetings/meetings-tables.js';
-import { createCursorCodec } from '../src/paging/cursor.js';
-import { MonotonicClock } from '../src/store/clock.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 
 const ACCEPTANCES = 20_000;
@@ -18,7 +18,10 @@ const CONCURRENCY = 32;
 async function measure(strategy: AcceptanceStrategy) {
   const store = new SqliteStore({ database: new Database(':memory:') });
   await store.ensureTables(meetingTables);
-  const meetings = new Meetings({ store, codec: createCursorCodec('bench-cursor-secret-0123456789'), clock: new MonotonicClock(), tokens: new TokenSequence(), strategy });
+  const settings = { cursorSecret: 'bench-cursor-secret-0123456789', suspensionBucket: 'month', acceptanceStrategy: strategy } as const;
+  const services = createServices(settings, { store, logger: pino({ level: 'silent' }) });
+  // Thousands of acceptances in one job: the loaders batch but keep nothing.
+  const { meetings } = createRequestContext(services, { username: 'bench', isAdmin: true }, { cache: false });
   const meeting = await meetings.create({ title: 'bench' }, randomUUID());
   // Every user accepts twice: half the requests are repeats that must not count.
   const users = Array.from({ length: ACCEPTANCES / 2 }, () => randomUUID());

@@ -8,11 +8,8 @@
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import pino from 'pino';
-import { ALL_TABLES, createServices, createStore } from '../src/app.js';
+import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore } from '../src/composition-root.js';
 import { loadConfig } from '../src/config.js';
-import { ListApplier } from '../src/features/lists/applier.js';
-import { createRequestContext } from '../src/graphql/context.js';
-import { MonotonicClock } from '../src/store/clock.js';
 
 const { values } = parseArgs({
   options: {
@@ -60,9 +57,9 @@ async function main(): Promise<void> {
   const logger = pino({ level: 'warn' });
   const store = createStore(config);
   await store.ensureTables(ALL_TABLES);
-  const clock = new MonotonicClock();
-  const services = createServices(config, { store, logger, clock });
-  const ctx = createRequestContext(services, { username: 'seed', isAdmin: true });
+  const services = createServices(config, { store, logger });
+  // One long job: the loaders batch but keep nothing.
+  const ctx = createRequestContext(services, { username: 'seed', isAdmin: true }, { cache: false });
   const rng = generator(SEED);
   const started = Date.now();
   const now = Date.now();
@@ -133,7 +130,7 @@ async function main(): Promise<void> {
   }
 
   bar.update({ stage: 'lists' });
-  const applier = new ListApplier(store, { clock, logger });
+  const applier = createListApplier(services);
   for (let l = 0; l < lists && userIds.length > 0; l++) {
     const list = await ctx.lists.create(`Groceries ${l + 1}`, rng.pick(userIds));
     summary.lists++;

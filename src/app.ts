@@ -1,54 +1,35 @@
 /**
- * The composition root: the only place that picks a store adapter and wires the
- * features, the GraphQL server and HTTP together. Plain constructor arguments.
+ * The application: the GraphQL server and HTTP over the features the composition root
+ * wires. Configuration enters here and flows down.
  */
 import { readFileSync } from 'node:fs';
-import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { dirname } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { makeExecutableSchema } from '@graphql-tools/schema';
-import Database from 'better-sqlite3';
-import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
+import {
+  ALL_TABLES,
+  createListApplier,
+  createRequestContext,
+  createSagaRunner,
+  createServices,
+  createStore,
+  type Services,
+} from './composition-root.js';
 import type { Config } from './config.js';
-import { directoryTables } from './features/directory/directory-tables.js';
-import { ListApplier } from './features/lists/applier.js';
-import { listTables } from './features/lists/lists-tables.js';
-import { meetingTables } from './features/meetings/meetings-tables.js';
-import { TokenSequence } from './features/meetings/meetings.js';
-import { suspensionTables } from './features/suspensions/suspensions-tables.js';
-import { timelineTables } from './features/timeline/timeline-tables.js';
-import { userTables } from './features/users/users-tables.js';
 import { authKey, viewerFromAuthorization } from './graphql/auth.js';
-import { createRequestContext, createSagaRunner, type ContextServices, type RequestContext } from './graphql/context.js';
+import type { RequestContext } from './graphql/context.js';
 import { createFormatError } from './graphql/errors.js';
 import { jitGateway } from './graphql/jit-executor.js';
 import { limitProtections, tokenLimitViolation } from './graphql/limits.js';
 import { resolvers } from './graphql/resolvers/index.js';
-import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
-import { KeyedLock } from './saga/keyed-lock.js';
-import { sagaLogTable } from './saga/saga-log.js';
+import type { CursorCodec } from './paging/cursor.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
 import { createHttpHandler } from './server.js';
-import { CassandraStore } from './store/cassandra/cassandra-store.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
-import { SqliteStore } from './store/sqlite/sqlite-store.js';
-import type { TableSpec } from './store/table.js';
-
-/** Every table the product declares. */
-export const ALL_TABLES: readonly TableSpec[] = [
-  ...userTables,
-  ...timelineTables,
-  ...suspensionTables,
-  ...meetingTables,
-  ...directoryTables,
-  ...listTables,
-  sagaLogTable,
-];
 
 /** The SDL, read once from the project root (one level above src/ and dist/). */
 export const typeDefs = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');
@@ -58,59 +39,13 @@ export interface App {
   readonly store: Store;
   readonly codec: CursorCodec;
   readonly httpServer: Server;
-  readonly services: ContextServices;
+  readonly services: Services;
   /** Run one saga recovery pass now (also run at start-up and on a timer). */
   recoverSagas(): Promise<RecoveryReport>;
   /** Listen on the configured host and port; resolves to the bound port. */
   listen(port?: number, host?: string): Promise<number>;
   /** Stop accepting, finish in-flight requests, close the store. */
   close(): Promise<void>;
-}
-
-/** Build the configured store adapter. */
-export function createStore(config: Config): Store {
-  if (config.store === 'cassandra') {
-    const client = new cassandra.Client({
-      contactPoints: [...config.cassandra.contactPoints],
-      localDataCenter: config.cassandra.localDataCenter,
-      encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
-    });
-    const consistency =
-      cassandra.types.consistencies[
-        config.cassandra.consistency.toLowerCase().replace(/_(\w)/g, (_, c: string) => c.toUpperCase()) as keyof typeof cassandra.types.consistencies
-      ];
-    return new CassandraStore({
-      client,
-      keyspace: config.cassandra.keyspace,
-      replication: config.cassandra.replication,
-      consistency,
-    });
-  }
-  if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
-  return new SqliteStore({ database: new Database(config.sqlitePath) });
-}
-
-/**
- * The process-wide services features are built from (the server and `npm run seed`
- * share this wiring).
- */
-export function createServices(
-  config: Config,
-  deps: { store: Store; logger: Logger; clock: Clock; onListAppend?: (listId: string) => void },
-): ContextServices {
-  return {
-    store: deps.store,
-    codec: createCursorCodec(config.cursorSecret),
-    logger: deps.logger,
-    sagasInFlight: new Set(),
-    userLock: new KeyedLock(),
-    suspensionBucket: config.suspensionBucket,
-    sagaStepDelayMs: config.saga.stepDelayMs,
-    clock: deps.clock,
-    onListAppend: deps.onListAppend,
-    acceptanceTokens: new TokenSequence(),
-    acceptanceStrategy: config.acceptanceStrategy,
-  };
 }
 
 /** Reports the store round trips of each request in `extensions.storeRoundTrips`. */
@@ -122,7 +57,7 @@ function roundTripPlugin(): ApolloServerPlugin<RequestContext> {
           if (response.body.kind === 'single') {
             response.body.singleResult.extensions = {
               ...response.body.singleResult.extensions,
-              storeRoundTrips: contextValue.store.roundTrips,
+              storeRoundTrips: contextValue.storeRoundTrips(),
             };
           }
         },
@@ -142,15 +77,14 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   const key = authKey(config.authSecret);
   const clock = deps.clock ?? new MonotonicClock();
   // The ledger-list applier, started with the server: woken after each append, and on a timer.
-  const applier = new ListApplier(store, { clock, logger });
-  let closed = false;
-  const wake = () => {
-    setImmediate(() => {
-      if (!closed) void applier.runOnce().catch((err: unknown) => logger.error({ err }, 'list applier pass failed'));
-    });
-  };
+  const applier = createListApplier({ store, clock, logger });
   if (config.listApplier) applier.start(config.listApplierIntervalMs);
-  const services = createServices(config, { store, logger, clock, onListAppend: config.listApplier ? wake : undefined });
+  const services = createServices(config, {
+    store,
+    logger,
+    clock,
+    onListAppend: config.listApplier ? (listId) => applier.wake(listId) : undefined,
+  });
   const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
   // Sagas a crash left open: roll them forward or back before serving.
   const startup = await recoverSagas();
@@ -215,7 +149,6 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       });
     },
     async close() {
-      closed = true;
       recoveryTimer.stop();
       applier.stop();
       await new Promise<void>((resolve) => {

@@ -2,8 +2,17 @@
  * Configuration from the environment, validated once and frozen. Every variable, its
  * default and its meaning is listed in the README's configuration table.
  */
-import { parseGranularity, type BucketGranularity } from './features/suspensions/buckets.js';
-import type { Replication } from './store/cassandra/cassandra-schema.js';
+
+/**
+ * Keyspace replication as CQL's replication map (the Cassandra adapter's own type has
+ * the same shape; the composition root hands this value to it).
+ */
+export type ReplicationSetting =
+  | { readonly class: 'SimpleStrategy'; readonly replication_factor: number }
+  | { readonly class: 'NetworkTopologyStrategy'; readonly [dataCenter: string]: number | string };
+
+/** How wide a suspension time bucket is (`SUSPENSION_BUCKET`). */
+export type BucketSetting = 'year' | 'month' | 'day';
 
 /** Development-only secrets; used (with a logged warning) when the real ones are unset. */
 export const DEV_CURSOR_SECRET = 'dev-cursor-secret-do-not-use-in-production';
@@ -20,7 +29,7 @@ export interface Config {
     readonly contactPoints: readonly string[];
     readonly localDataCenter: string;
     readonly keyspace: string;
-    readonly replication: Replication;
+    readonly replication: ReplicationSetting;
     readonly consistency: string;
   };
   readonly cursorSecret: string;
@@ -30,7 +39,7 @@ export interface Config {
   readonly logLevel: string;
   readonly seedDemo: boolean;
   readonly bodyLimitBytes: number;
-  readonly suspensionBucket: BucketGranularity;
+  readonly suspensionBucket: BucketSetting;
   readonly acceptanceStrategy: 'first-write-wins' | 'lwt';
   /** Serve the GraphiQL playground at GET /graphql (off in production unless set). */
   readonly playground: boolean;
@@ -52,8 +61,6 @@ export interface Config {
   readonly saga: {
     readonly recoveryIntervalMs: number;
     readonly recoveryGraceMs: number;
-    /** Testing knob: pause before each saga step. */
-    readonly stepDelayMs: number;
   };
 }
 
@@ -84,7 +91,7 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
  * `CASSANDRA_REPLICATION`: "SimpleStrategy:<rf>" or
  * "NetworkTopologyStrategy:<dc>=<rf>[,<dc>=<rf>...]".
  */
-export function parseReplication(raw: string): Replication {
+export function parseReplication(raw: string): ReplicationSetting {
   const [strategy, spec = ''] = raw.split(':', 2) as [string, string?];
   if (strategy === 'SimpleStrategy' && /^\d+$/.test(spec)) {
     return { class: 'SimpleStrategy', replication_factor: Number(spec) };
@@ -95,7 +102,7 @@ export function parseReplication(raw: string): Replication {
       const [dc, rf] = pair.split('=') as [string, string];
       out[dc] = Number(rf);
     }
-    return out as Replication;
+    return out as ReplicationSetting;
   }
   throw new ConfigError(
     `CASSANDRA_REPLICATION must be "SimpleStrategy:<rf>" or "NetworkTopologyStrategy:<dc>=<rf>,...", got "${raw}"`,
@@ -109,12 +116,9 @@ function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: 
   throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
 }
 
-function granularity(raw: string): BucketGranularity {
-  try {
-    return parseGranularity(raw);
-  } catch (err) {
-    throw new ConfigError((err as Error).message);
-  }
+function granularity(raw: string): BucketSetting {
+  if (raw === 'year' || raw === 'month' || raw === 'day') return raw;
+  throw new ConfigError(`SUSPENSION_BUCKET must be year, month or day, got "${raw}"`);
 }
 
 const CONSISTENCIES = ['ONE', 'TWO', 'THREE', 'QUORUM', 'ALL', 'LOCAL_QUORUM', 'EACH_QUORUM', 'LOCAL_ONE'];
@@ -180,7 +184,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     saga: Object.freeze({
       recoveryIntervalMs: int(env, 'SAGA_RECOVERY_INTERVAL_MS', 30_000, 100, 86_400_000),
       recoveryGraceMs: int(env, 'SAGA_RECOVERY_GRACE_MS', 10_000, 0, 86_400_000),
-      stepDelayMs: int(env, 'SAGA_STEP_DELAY_MS', 0, 0, 60_000),
     }),
   };
   return Object.freeze(config);

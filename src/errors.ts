@@ -35,3 +35,22 @@ export function checkText(argument: string, value: string, min: number, max: num
   }
   return trimmed;
 }
+
+/**
+ * A saga stopped on an error; `compensated` says whether everything was undone already.
+ * Raised by the saga runner; the GraphQL layer reports it without knowing the runner.
+ */
+export class SagaAbortedError extends Error {
+  override readonly name = 'SagaAbortedError';
+  constructor(
+    readonly kind: string,
+    readonly compensated: boolean,
+    override readonly cause: unknown,
+  ) {
+    super(
+      compensated
+        ? `${kind} could not be completed and was rolled back; nothing changed. Retry later.`
+        : `${kind} could not be completed; it will be finished or rolled back automatically.`,
+    );
+  }
+}

@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { graphql } from 'graphql';
 import { typeDefs } from '../../src/app.js';
-import { createRequestContext } from '../../src/graphql/context.js';
+import { createRequestContext } from '../../src/composition-root.js';
 import { resolvers } from '../../src/graphql/resolvers/index.js';
 import { benchServices } from '../fixture.js';
 

@@ -2,7 +2,7 @@
 import Fastify from 'fastify';
 import mercurius from 'mercurius';
 import { typeDefs } from '../../src/app.js';
-import { createRequestContext } from '../../src/graphql/context.js';
+import { createRequestContext } from '../../src/composition-root.js';
 import { resolvers } from '../../src/graphql/resolvers/index.js';
 import { benchServices } from '../fixture.js';
 

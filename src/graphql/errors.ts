@@ -7,9 +7,8 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import type { GraphQLFormattedError } from 'graphql';
 import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
-import { DomainError, type DomainErrorCode } from '../errors.js';
+import { DomainError, SagaAbortedError, type DomainErrorCode } from '../errors.js';
 import { PagingArgumentError } from '../paging/types.js';
-import { SagaAbortedError } from '../saga/saga-runner.js';
 
 /** A GraphQL error with one of the API's codes. */
 export function apiError(code: DomainErrorCode, message: string, argumentName?: string): GraphQLError {

@@ -1,14 +1,17 @@
 /**
  * Per-request DataLoaders: every field that reads by key goes through one, so a page
- * of n edges costs a fixed number of store round trips, not n. Batch functions
- * return results in key order, with null for misses.
+ * of n edges costs a fixed number of store round trips, not n. The features read
+ * through the same loaders (the composition root hands them over), so what a
+ * mutation reads is not read again for its payload. Batch functions are the
+ * features' keyed reads, in key order, with null for misses.
  */
 import DataLoader from 'dataloader';
-import type { ListItem, Lists, OrderedList } from '../features/lists/lists.js';
-import type { Meeting, Meetings } from '../features/meetings/meetings.js';
-import type { Suspension, Suspensions } from '../features/suspensions/suspensions.js';
-import type { Post, Timeline } from '../features/timeline/timeline.js';
-import type { User, Users } from '../features/users/users.js';
+import { readListItems, readLists, type ListItem, type OrderedList } from '../features/lists/lists.js';
+import { readAcceptanceCounts, readMeetings, type Meeting } from '../features/meetings/meetings.js';
+import { readSuspensions, type Suspension } from '../features/suspensions/suspensions.js';
+import { readPosts, type Post } from '../features/timeline/timeline.js';
+import { readUserIds, readUsers, type User } from '../features/users/users.js';
+import type { Store } from '../store/port.js';
 
 /** The loaders of one request. */
 export interface Loaders {
@@ -22,24 +25,20 @@ export interface Loaders {
   readonly listItemByRef: DataLoader<{ listId: string; itemId: string }, ListItem | null, string>;
 }
 
-/** Fresh loaders for one request. */
-export function createLoaders(features: {
-  users: Users;
-  timeline: Timeline;
-  suspensions: Suspensions;
-  meetings: Meetings;
-  lists: Lists;
-}): Loaders {
+/**
+ * Fresh loaders over one store view. `cache: false` keeps the batching but remembers
+ * nothing: for long jobs (seeding) that would otherwise hold every row they touch.
+ */
+export function createLoaders(store: Store, options: { cache?: boolean } = {}): Loaders {
+  const cache = options.cache ?? true;
   return {
-    userById: new DataLoader((ids) => features.users.byIds(ids)),
-    userIdByUsername: new DataLoader((names) => features.users.idsByUsername(names)),
-    postByKey: new DataLoader((keys) => features.timeline.byKeys(keys), {
-      cacheKeyFn: (k) => `${k.authorId}:${k.postId}`,
-    }),
-    suspensionByUserId: new DataLoader((ids) => features.suspensions.byUserIds(ids)),
-    meetingById: new DataLoader((ids) => features.meetings.byIds(ids)),
-    acceptanceCount: new DataLoader((ids) => features.meetings.countsByIds(ids)),
-    listById: new DataLoader((ids) => features.lists.byIds(ids)),
+    userById: new DataLoader((ids) => readUsers(store, ids), { cache }),
+    userIdByUsername: new DataLoader((names) => readUserIds(store, names), { cache }),
+    postByKey: new DataLoader((keys) => readPosts(store, keys), { cache, cacheKeyFn: (k) => `${k.authorId}:${k.postId}` }),
+    suspensionByUserId: new DataLoader((ids) => readSuspensions(store, ids), { cache }),
+    meetingById: new DataLoader((ids) => readMeetings(store, ids), { cache }),
+    acceptanceCount: new DataLoader((ids) => readAcceptanceCounts(store, ids), { cache }),
+    listById: new DataLoader((ids) => readLists(store, ids), { cache }),
     // One ledger read per list, however many of its items are asked for.
     listItemByRef: new DataLoader(
       async (refs) => {
@@ -47,12 +46,12 @@ export function createLoaders(features: {
         for (const r of refs) byList.set(r.listId, [...(byList.get(r.listId) ?? []), r.itemId]);
         const found = new Map<string, ListItem | null>();
         for (const [listId, itemIds] of byList) {
-          const items = await features.lists.itemsByIds(listId, itemIds);
+          const items = await readListItems(store, listId, itemIds);
           itemIds.forEach((id, i) => found.set(`${listId}:${id}`, items[i] ?? null));
         }
         return refs.map((r) => found.get(`${r.listId}:${r.itemId}`) ?? null);
       },
-      { cacheKeyFn: (r) => `${r.listId}:${r.itemId}` },
+      { cache, cacheKeyFn: (r) => `${r.listId}:${r.itemId}` },
     ),
   };
 }

@@ -4,9 +4,9 @@
  * compensates the finished ones (and itself: it may have applied) in reverse order; a
  * crash leaves the log behind, and `recover` rolls each open saga forward or back.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { DomainError } from '../errors.js';
+import { DomainError, SagaAbortedError } from '../errors.js';
+import { startPeriodicTask, type PeriodicTask } from '../periodic-task.js';
 import type { Store } from '../store/port.js';
 import { newTimeuuid } from '../store/timeuuid.js';
 import { SagaLog, type SagaRecord } from './saga-log.js';
@@ -35,31 +35,42 @@ export interface SagaDefinition<P> {
   steps(store: Store): ReadonlyArray<SagaStep<P>>;
 }
 
-/** A saga stopped on an error; `compensated` says whether everything was undone already. */
-export class SagaAbortedError extends Error {
-  override readonly name = 'SagaAbortedError';
-  constructor(
-    readonly kind: string,
-    readonly compensated: boolean,
-    override readonly cause: unknown,
-  ) {
-    super(
-      compensated
-        ? `${kind} could not be completed and was rolled back; nothing changed. Retry later.`
-        : `${kind} could not be completed; it will be finished or rolled back automatically.`,
-    );
+export { SagaAbortedError };
+
+/**
+ * Every saga definition the product runs, by kind: recovery finds an open saga's steps
+ * here. Built once, in the composition root, from the definitions each feature exports.
+ */
+export class SagaRegistry {
+  private readonly byKind = new Map<string, SagaDefinition<any>>();
+
+  constructor(definitions: ReadonlyArray<SagaDefinition<any>>) {
+    for (const d of definitions) {
+      if (this.byKind.has(d.kind)) throw new Error(`saga kind "${d.kind}" is defined twice`);
+      this.byKind.set(d.kind, d);
+    }
+  }
+
+  /** Whether this very definition is the one registered under its kind. */
+  has(definition: SagaDefinition<any>): boolean {
+    return this.byKind.get(definition.kind) === definition;
+  }
+
+  /** The definition of a kind found in the log. */
+  get(kind: string): SagaDefinition<unknown> {
+    const d = this.byKind.get(kind);
+    if (!d) throw new Error(`no saga definition of kind "${kind}"`);
+    return d;
   }
 }
 
 /** Options of a runner. */
 export interface SagaRunnerOptions {
   readonly store: Store;
-  readonly definitions: ReadonlyArray<SagaDefinition<any>>;
+  readonly registry: SagaRegistry;
   /** Sagas running in this process, shared by all runners, so recovery leaves them alone. */
   readonly inFlight: Set<string>;
   readonly logger?: Logger;
-  /** Pause before each step (a testing knob: lets a test kill the process mid-saga). */
-  readonly stepDelayMs?: number;
 }
 
 /** What one recovery pass did. */
@@ -70,73 +81,57 @@ export interface RecoveryReport {
   readonly skipped: number;
 }
 
+/** A saga being run or recovered: its definition, payload and steps over the runner's store. */
+interface ActiveSaga<P> {
+  readonly sagaId: string;
+  readonly definition: SagaDefinition<P>;
+  readonly payload: P;
+  readonly steps: ReadonlyArray<SagaStep<P>>;
+}
+
+/** A step that threw. */
+interface FailedStep {
+  readonly step: number;
+  readonly error: unknown;
+}
+
+/** Whether a saga whose step `step` was reached is past its pivot (committed). */
+function committed(definition: SagaDefinition<unknown>, step: number): boolean {
+  return definition.pivot !== undefined && step > definition.pivot;
+}
+
 /** Runs sagas and recovers open ones. Construct one per store view (per request is fine). */
 export class SagaRunner {
   private readonly log: SagaLog;
-  private readonly definitions = new Map<string, SagaDefinition<any>>();
 
   constructor(private readonly options: SagaRunnerOptions) {
     this.log = new SagaLog(options.store);
-    for (const d of options.definitions) {
-      if (this.definitions.has(d.kind)) throw new Error(`saga kind "${d.kind}" is defined twice`);
-      this.definitions.set(d.kind, d);
-    }
   }
 
   /**
    * Run a saga to completion. On a failure it compensates and throws: the step's own
-   * DomainError (a refusal such as CONFLICT), or SagaAbortedError.
+   * DomainError (a refusal such as CONFLICT), or SagaAbortedError. The definition must
+   * be registered (recovery could not finish it otherwise): that is checked before
+   * anything is written.
    */
-  async run<P>(kind: string, payload: P, sagaId: string = newTimeuuid()): Promise<void> {
-    const definition = this.definition(kind);
-    const steps = definition.steps(this.options.store);
+  async run<P>(definition: SagaDefinition<P>, payload: NoInfer<P>, sagaId: string = newTimeuuid()): Promise<void> {
+    if (!this.options.registry.has(definition)) {
+      throw new Error(`saga kind "${definition.kind}" is not in the registry: add it where the registry is built`);
+    }
+    const saga: ActiveSaga<P> = { sagaId, definition, payload, steps: definition.steps(this.options.store) };
     this.options.inFlight.add(sagaId);
     try {
-      let i = 0;
-      try {
-        for (; i < steps.length; i++) {
-          // Before step i, and so after step i-1: the log says how far we got.
-          await this.log.record(sagaId, kind, payload, i, 'forward');
-          if (this.options.stepDelayMs) await sleep(this.options.stepDelayMs);
-          await steps[i]!.run(payload);
-        }
-      } catch (err) {
-        if (definition.pivot !== undefined && i > definition.pivot) {
-          // Committed: what is left is retriable housekeeping that recovery will finish.
-          this.options.logger?.warn({ err, sagaId, kind, step: i }, 'a step after the pivot failed; recovery will finish it');
-          return;
-        }
-        let compensated = true;
-        try {
-          await this.compensate(sagaId, kind, payload, steps, i);
-        } catch (compensationError) {
-          compensated = false;
-          this.options.logger?.error(
-            { err: compensationError, sagaId, kind },
-            'compensation failed; the saga stays in the log for recovery',
-          );
-        }
-        if (err instanceof DomainError && compensated) throw err;
-        throw new SagaAbortedError(kind, compensated, err);
-      }
-      try {
-        await this.log.close(sagaId);
-      } catch (err) {
-        // Every step is done. Past a pivot that is a success (recovery only closes the
-        // log). Otherwise recovery would undo it, so undo it now and report failure.
-        if (definition.pivot !== undefined) {
-          this.options.logger?.warn({ err, sagaId, kind }, 'closing the saga log failed; recovery will close it');
-          return;
-        }
-        const compensated = await this.compensate(sagaId, kind, payload, steps, steps.length - 1).then(
-          () => true,
-          () => false,
-        );
-        throw new SagaAbortedError(kind, compensated, err);
-      }
+      const failed = await this.forward(saga, 0);
+      if (failed) return await this.afterFailedStep(saga, failed);
+      await this.finish(saga);
     } finally {
       this.options.inFlight.delete(sagaId);
     }
+  }
+
+  /** Whether a saga is still open (running here or elsewhere, or waiting for recovery). */
+  isOpen(sagaId: string): Promise<boolean> {
+    return this.log.isOpen(sagaId);
   }
 
   /**
@@ -165,23 +160,75 @@ export class SagaRunner {
     return { rolledForward, rolledBack, failed, skipped };
   }
 
+  /** Run the steps from `from` on, recording each in the log first; the first failure, or null. */
+  private async forward<P>(saga: ActiveSaga<P>, from: number): Promise<FailedStep | null> {
+    for (let step = from; step < saga.steps.length; step++) {
+      try {
+        // Before step i, and so after step i-1: the log says how far we got.
+        await this.log.record(saga.sagaId, saga.definition.kind, saga.payload, step, 'forward');
+        await saga.steps[step]!.run(saga.payload);
+      } catch (error) {
+        return { step, error };
+      }
+    }
+    return null;
+  }
+
+  /** A step failed: past the pivot recovery finishes the saga; before it, undo and report. */
+  private async afterFailedStep<P>(saga: ActiveSaga<P>, failed: FailedStep): Promise<void> {
+    const { sagaId, definition } = saga;
+    if (committed(definition, failed.step)) {
+      // Committed: what is left is retriable housekeeping that recovery will finish.
+      this.options.logger?.warn(
+        { err: failed.error, sagaId, kind: definition.kind, step: failed.step },
+        'a step after the pivot failed; recovery will finish it',
+      );
+      return;
+    }
+    // The failed step may have applied: it is compensated too.
+    const compensated = await this.tryCompensate(saga, failed.step);
+    if (failed.error instanceof DomainError && compensated) throw failed.error;
+    throw new SagaAbortedError(definition.kind, compensated, failed.error);
+  }
+
+  /**
+   * Every step is done: forget the saga. If the log cannot be closed, a saga with a
+   * pivot has still succeeded (recovery only closes the log); any other would be
+   * undone by recovery, so it is undone now and reported as failed.
+   */
+  private async finish<P>(saga: ActiveSaga<P>): Promise<void> {
+    const { sagaId, definition } = saga;
+    try {
+      await this.log.close(sagaId);
+    } catch (err) {
+      if (definition.pivot !== undefined) {
+        this.options.logger?.warn({ err, sagaId, kind: definition.kind }, 'closing the saga log failed; recovery will close it');
+        return;
+      }
+      const compensated = await this.tryCompensate(saga, saga.steps.length - 1);
+      throw new SagaAbortedError(definition.kind, compensated, err);
+    }
+  }
+
   private async recoverOne(record: SagaRecord): Promise<'forward' | 'backward'> {
-    const definition = this.definition(record.kind);
-    const steps = definition.steps(this.options.store);
+    const definition = this.options.registry.get(record.kind);
+    const saga: ActiveSaga<unknown> = {
+      sagaId: record.sagaId,
+      definition,
+      payload: record.payload,
+      steps: definition.steps(this.options.store),
+    };
     this.options.inFlight.add(record.sagaId);
     try {
-      const committed = definition.pivot !== undefined && record.step > definition.pivot;
-      if (record.phase === 'forward' && (definition.recovery === 'forward' || committed)) {
+      if (record.phase === 'forward' && (definition.recovery === 'forward' || committed(definition, record.step))) {
         // The step in progress may or may not have applied: steps are idempotent, run it again.
-        for (let i = record.step; i < steps.length; i++) {
-          await this.log.record(record.sagaId, record.kind, record.payload, i, 'forward');
-          await steps[i]!.run(record.payload);
-        }
+        const failed = await this.forward(saga, record.step);
+        if (failed) throw failed.error;
         await this.log.close(record.sagaId);
         this.options.logger?.info({ sagaId: record.sagaId, kind: record.kind }, 'saga rolled forward');
         return 'forward';
       }
-      await this.compensate(record.sagaId, record.kind, record.payload, steps, record.step);
+      await this.compensate(saga, record.step);
       this.options.logger?.info({ sagaId: record.sagaId, kind: record.kind }, 'saga rolled back');
       return 'backward';
     } finally {
@@ -189,43 +236,43 @@ export class SagaRunner {
     }
   }
 
-  /** Undo steps `from` .. 0 in reverse order, logging each, then close the saga. */
-  private async compensate<P>(sagaId: string, kind: string, payload: P, steps: ReadonlyArray<SagaStep<P>>, from: number): Promise<void> {
-    for (let j = Math.min(from, steps.length - 1); j >= 0; j--) {
-      await this.log.record(sagaId, kind, payload, j, 'compensating');
-      await steps[j]!.compensate?.(payload);
+  /** Compensate; true when everything was undone, false (logged) when the saga stays for recovery. */
+  private async tryCompensate<P>(saga: ActiveSaga<P>, from: number): Promise<boolean> {
+    try {
+      await this.compensate(saga, from);
+      return true;
+    } catch (err) {
+      this.options.logger?.error({ err, sagaId: saga.sagaId, kind: saga.definition.kind }, 'compensation failed; the saga stays in the log for recovery');
+      return false;
     }
-    await this.log.close(sagaId);
   }
 
-  private definition(kind: string): SagaDefinition<any> {
-    const d = this.definitions.get(kind);
-    if (!d) throw new Error(`no saga definition of kind "${kind}"`);
-    return d;
+  /** Undo steps `from` .. 0 in reverse order, logging each, then close the saga. */
+  private async compensate<P>(saga: ActiveSaga<P>, from: number): Promise<void> {
+    for (let j = Math.min(from, saga.steps.length - 1); j >= 0; j--) {
+      await this.log.record(saga.sagaId, saga.definition.kind, saga.payload, j, 'compensating');
+      await saga.steps[j]!.compensate?.(saga.payload);
+    }
+    await this.log.close(saga.sagaId);
   }
 }
 
-/** Runs `recover` now and then every `intervalMs`, until stopped. */
+/**
+ * Run a recovery pass every `intervalMs` until stopped. It only sets the timer: the
+ * pass at start-up is the caller's, so it can finish before the server serves.
+ */
 export function startRecoveryTimer(
   runner: () => SagaRunner,
   options: { intervalMs: number; graceMs: number; logger?: Logger },
-): { stop(): void } {
-  let running = false;
-  const tick = async () => {
-    if (running) return;
-    running = true;
-    try {
+): PeriodicTask {
+  return startPeriodicTask({
+    intervalMs: options.intervalMs,
+    async pass() {
       const report = await runner().recover(options.graceMs);
       if (report.rolledForward + report.rolledBack + report.failed > 0) {
         options.logger?.info(report, 'saga recovery pass');
       }
-    } catch (err) {
-      options.logger?.error({ err }, 'saga recovery pass failed');
-    } finally {
-      running = false;
-    }
-  };
-  const timer = setInterval(() => void tick(), options.intervalMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+    },
+    onError: (err) => options.logger?.error({ err }, 'saga recovery pass failed'),
+  });
 }

@@ -3,9 +3,7 @@
  * example has something to show: users with locations and last names, enough posts
  * for several pages, a suspension, a meeting with acceptances, and an ordered list.
  */
-import type { ContextServices } from '../graphql/context.js';
-import { createRequestContext } from '../graphql/context.js';
-import { ListApplier } from '../features/lists/applier.js';
+import { createListApplier, createRequestContext, type Services } from '../composition-root.js';
 
 const DEMO_USERS = [
   { username: 'alice', displayName: 'Alice Liddell', location: 'Paris', lastName: 'Liddell', posts: 45 },
@@ -21,7 +19,7 @@ export interface DemoSummary {
 }
 
 /** Seed the demo set unless its first user exists; returns the ids to try, or null. */
-export async function seedDemoData(services: ContextServices, now = Date.now()): Promise<DemoSummary | null> {
+export async function seedDemoData(services: Services, now = Date.now()): Promise<DemoSummary | null> {
   const ctx = createRequestContext(services, { username: 'demo', isAdmin: true });
   const [existing] = await ctx.users.idsByUsername([DEMO_USERS[0]!.username]);
   if (existing) return null;
@@ -40,6 +38,6 @@ export async function seedDemoData(services: ContextServices, now = Date.now()):
   for (const id of ids.slice(0, 3)) await ctx.meetings.accept(meeting.meetingId, id);
   const list = await ctx.lists.create('Groceries', ids[0]!);
   for (const label of ['milk', 'eggs', 'bread', 'tea', 'jam']) await ctx.lists.add(list.listId, label);
-  await new ListApplier(services.store).drain(list.listId);
+  await createListApplier(services).drain(list.listId);
   return { meetingId: meeting.meetingId, listId: list.listId };
 }

@@ -5,24 +5,22 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Directory, bucketOf, indexKeyOf } from '../../src/features/directory/directory.js';
+import { bucketOf, indexKeyOf } from '../../src/features/directory/directory.js';
 import { directoryTables, userIndexTable } from '../../src/features/directory/directory-tables.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { userTables } from '../../src/features/users/users-tables.js';
-import { Users, type User } from '../../src/features/users/users.js';
+import type { User } from '../../src/features/users/users.js';
 import type { IndexHit } from '../../src/features/directory/directory.js';
 import type { Page, PageArgs } from '../../src/paging/types.js';
 import { newTimeuuid } from '../../src/store/timeuuid.js';
-import { codec } from '../support/suspension-fixture.js';
+import { featuresOver } from '../support/suspension-fixture.js';
 import { memorySqliteStore } from '../support/stores.js';
 
 const LAST_NAMES = ['Smith', 'smythe', 'Smalls', 'Sánchez', 'Søren', 'Schmidt', 'Jones', 'Jónsson', 'O\u2019Brien', 'Zhang', '张', 'Ng', 'Ávila', 'Abbott'];
 const LOCATIONS = ['Paris', 'Lyon', 'Oslo', 'São Paulo'];
 
 function directoryOver(store: ReturnType<typeof memorySqliteStore>) {
-  let users!: Users;
-  const directory = new Directory({ store, codec, loadUsers: (ids) => users.byIds(ids) });
-  users = new Users(store, (id, values) => directory.plan(id, values, []));
+  const { users, directory } = featuresOver(store);
   return { users, directory };
 }
 
@@ -114,12 +112,12 @@ describe('the user directory', () => {
 
   it('moves a user between indexes on update, and clears with an empty string', async () => {
     const u = everyone.find((x) => x.location === 'Oslo')!;
-    await directory.update(u.id, { location: 'Bergen', lastName: 'Zzyzx' });
+    await users.update(u.id, { location: 'Bergen', lastName: 'Zzyzx' });
     expect((await directory.byLocation('bergen', { first: 5 })).edges.map((e) => e.node.userId)).toEqual([u.id]);
     expect((await directory.byLastName('zzy', { first: 5 })).edges.map((e) => e.node.userId)).toEqual([u.id]);
     const oslo = await walk((args) => directory.byLocation('oslo', args), 100);
     expect(oslo.forward).not.toContain(u.id);
-    await directory.update(u.id, { location: '' });
+    await users.update(u.id, { location: '' });
     expect((await directory.byLocation('bergen', { first: 5 })).edges).toEqual([]);
     expect((await users.byIds([u.id]))[0]).toMatchObject({ location: null, lastName: 'Zzyzx' });
   });

@@ -8,13 +8,13 @@ import { describe, expect, it } from 'vitest';
 import { ListApplier } from '../../src/features/lists/applier.js';
 import { compareItems } from '../../src/features/lists/ledger.js';
 import { listItemsTable, listTables, listTransactionsTable } from '../../src/features/lists/lists-tables.js';
-import { Lists } from '../../src/features/lists/lists.js';
-import { MonotonicClock } from '../../src/store/clock.js';
+import type { Lists } from '../../src/features/lists/lists.js';
 import type { Mutation } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { modelPage } from '../support/paging-model.js';
 import { memorySqliteStore } from '../support/stores.js';
-import { codec } from '../support/suspension-fixture.js';
+import { MoveSteps } from '../support/move-steps.js';
+import { codec, featuresOver } from '../support/suspension-fixture.js';
 
 /** Records every transaction appended, so a reference can apply them all in id order. */
 class TxRecorder extends StoreDecorator {
@@ -57,10 +57,11 @@ async function setup() {
   const base = memorySqliteStore();
   await base.ensureTables(listTables);
   const store = new TxRecorder(base);
-  const lists = new Lists({ store, codec, clock: new MonotonicClock() });
-  const applier = new ListApplier(store);
+  const { lists } = featuresOver(store);
+  const steps = new MoveSteps(store);
+  const applier = new ListApplier(steps);
   const list = await lists.create('Countries', '00000000-0000-4000-8000-000000000001');
-  return { base, store, lists, applier, listId: list.listId };
+  return { base, store, lists, applier, steps, listId: list.listId };
 }
 
 async function allLabels(lists: Lists, listId: string, size = 7): Promise<string[]> {
@@ -76,7 +77,7 @@ async function allLabels(lists: Lists, listId: string, size = 7): Promise<string
 
 describe('ordered lists (ledger)', () => {
   it("gives identical reads in the seed's three walkthrough states", async () => {
-    const { base, lists, applier, listId } = await setup();
+    const { base, lists, applier, steps, listId } = await setup();
     const countries = ['Andorra', 'Belgium', 'Chile', 'Denmark', 'Egypt', 'France', 'Greece'];
     const ids: string[] = [];
     for (const c of countries) ids.push((await lists.add(listId, c)).itemId);
@@ -91,11 +92,11 @@ describe('ordered lists (ledger)', () => {
     expect(await stored()).toEqual(countries);
 
     // Stopped after step 1: the soft delete marker and the new row are both there.
-    await applier.applyNext(listId, { stopAfterStep: 1 });
+    await steps.applyNext(applier, listId, 1);
     expect((await stored()).filter((l) => l.startsWith('Greece'))).toEqual(['Greece', 'Greece', 'Greece(deleted)']);
     expect(await allLabels(lists, listId, 2)).toEqual(expected);
     // Stopped after step 2: only the new row, the transaction still pending.
-    await applier.applyNext(listId, { stopAfterStep: 2 });
+    await steps.applyNext(applier, listId, 2);
     expect((await stored()).filter((l) => l.startsWith('Greece'))).toEqual(['Greece']);
     expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toHaveLength(2);
     expect(await allLabels(lists, listId, 2)).toEqual(expected);
@@ -143,7 +144,7 @@ describe('ordered lists (ledger)', () => {
           { minLength: 1, maxLength: 8 },
         ),
         async (rounds) => {
-          const { store, lists, applier, listId } = await setup();
+          const { store, lists, applier, steps, listId } = await setup();
           for (let i = 0; i < 6; i++) await lists.add(listId, `seed-${i}`);
           let label = 0;
           for (const round of rounds) {
@@ -164,7 +165,7 @@ describe('ordered lists (ledger)', () => {
               if (m.kind === 'remove') return ignoreRefusals(lists.remove(listId, x.itemId));
               return Promise.resolve();
             });
-            ops.push(...round.applier.map((step) => applier.applyNext(listId, { stopAfterStep: step })));
+            ops.push(...round.applier.map((step) => steps.applyNext(applier, listId, step)));
             await Promise.all(ops);
             // Reads (with applier steps racing them) must equal the reference.
             const expected = reference(store.appended);
@@ -180,7 +181,7 @@ describe('ordered lists (ledger)', () => {
                 hasNextPage: page.pageInfo.hasNextPage,
               }).toEqual(want);
             });
-            await Promise.all([...checks, applier.applyNext(listId, { stopAfterStep: 1 })]);
+            await Promise.all([...checks, steps.applyNext(applier, listId, 1)]);
           }
           // Once the applier has finished, the stored list itself is the reference.
           await applier.drain(listId);

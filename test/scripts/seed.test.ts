@@ -9,13 +9,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Directory } from '../../src/features/directory/directory.js';
-import { Users } from '../../src/features/users/users.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { ALL_TABLES } from '../../src/app.js';
+import { ALL_TABLES } from '../../src/composition-root.js';
 import { listGlobalId, meetingGlobalId } from '../../src/graphql/ids.js';
 import { seedDemoData } from '../../src/seed/demo.js';
-import { codec } from '../support/suspension-fixture.js';
+import { featuresOver } from '../support/suspension-fixture.js';
 import { startTestServer } from '../support/test-server.js';
 
 const run = promisify(execFile);
@@ -74,9 +72,7 @@ describe('npm run seed', () => {
     // The data is there and indexed: the directory finds seeded users.
     const store = new SqliteStore({ database: new Database(file) });
     await store.ensureTables(ALL_TABLES);
-    let users!: Users;
-    const directory = new Directory({ store, codec, loadUsers: (ids) => users.byIds(ids) });
-    users = new Users(store);
+    const { directory } = featuresOver(store);
     const everyone = await directory.byLastName('', { first: 100 });
     expect(everyone.edges).toHaveLength(40);
     await store.close();

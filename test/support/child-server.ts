@@ -1,6 +1,7 @@
 /**
- * The real server as a child process (`node --import tsx src/main.ts`), for tests that
- * kill it: SIGKILL mid-saga, then a restart on the same SQLite file.
+ * The real server as a child process (`node --import tsx src/main.ts`, or a test-only
+ * entry), for tests that kill it: SIGKILL mid-saga, then a restart on the same SQLite
+ * file.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -31,11 +32,15 @@ export interface ChildServer {
   readonly exited: Promise<NodeJS.Signals | number | null>;
 }
 
-/** Start the server on `sqlitePath` and wait until /readyz answers. */
-export async function startChildServer(sqlitePath: string, env: Record<string, string> = {}): Promise<ChildServer> {
+/** Start the server (`entry`, from the project root) on `sqlitePath` and wait until /readyz answers. */
+export async function startChildServer(
+  sqlitePath: string,
+  env: Record<string, string> = {},
+  entry = 'src/main.ts',
+): Promise<ChildServer> {
   const port = await freePort();
   let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -1,12 +1,12 @@
 /**
- * Suspensions wired over any store, as the app wires them, plus the invariant checks
+ * Features wired over any store by the composition root, as the app wires them, plus
+ * the invariant checks
  * of seed 000's design: every sorted-set row has its reverse lookup and the reverse,
  * and every suspended user is reachable by paging.
  */
 import pino from 'pino';
+import { createRequestContext, createSagaRunner, createServices, type FeatureSettings } from '../../src/composition-root.js';
 import { createCursorCodec } from '../../src/paging/cursor.js';
-import { suspensionSagas } from '../../src/features/suspensions/suspension-sagas.js';
-import { Suspensions } from '../../src/features/suspensions/suspensions.js';
 import {
   SUSPENDED,
   statusBucketsTable,
@@ -17,19 +17,28 @@ import {
 import type { BucketGranularity } from '../../src/features/suspensions/buckets.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { userTables } from '../../src/features/users/users-tables.js';
-import { Users } from '../../src/features/users/users.js';
-import { KeyedLock } from '../../src/saga/keyed-lock.js';
 import { SagaLog, sagaLogTable } from '../../src/saga/saga-log.js';
-import { SagaRunner } from '../../src/saga/saga-runner.js';
 import type { Store } from '../../src/store/port.js';
 
-export const codec = createCursorCodec('suspension-test-secret');
+const CURSOR_SECRET = 'suspension-test-secret';
+export const codec = createCursorCodec(CURSOR_SECRET);
 
-/** The feature over `store`, with a fresh runner sharing process-wide state. */
+/**
+ * Every feature over `store`, as one process (its own saga bookkeeping and locks)
+ * serving one admin request, wired by the composition root.
+ */
+export function featuresOver(store: Store, settings: Partial<FeatureSettings> = {}) {
+  const services = createServices(
+    { cursorSecret: CURSOR_SECRET, suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins', ...settings },
+    { store, logger: pino({ level: 'silent' }) },
+  );
+  return { services, ...createRequestContext(services, { username: 'root', isAdmin: true }) };
+}
+
+/** The suspensions feature over `store`, and a saga runner for recovery, as a fresh process has them. */
 export function suspensionsOver(store: Store, granularity: BucketGranularity = 'month') {
-  const sagas = new SagaRunner({ store, definitions: suspensionSagas, inFlight: new Set(), logger: pino({ level: 'silent' }) });
-  const users = new Users(store);
-  return { users, sagas, suspensions: new Suspensions({ store, codec, sagas, users, lock: new KeyedLock(), granularity }) };
+  const { services, users, suspensions } = featuresOver(store, { suspensionBucket: granularity });
+  return { users, sagas: createSagaRunner(services), suspensions };
 }
 
 /** Create the tables this feature needs. */
@@ -39,7 +48,7 @@ export async function prepare(store: Store): Promise<void> {
 
 /** Create n users; returns their ids. */
 export async function someUsers(store: Store, n: number): Promise<string[]> {
-  const users = new Users(store);
+  const { users } = featuresOver(store);
   const ids: string[] = [];
   for (let i = 0; i < n; i++) ids.push((await users.create(aUser())).id);
   return ids;

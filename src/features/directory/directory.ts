@@ -1,12 +1,14 @@
 /**
  * The user directory (seed 004): users searchable by location and by last-name prefix
- * through hand-built composite indexes. An update reads the user's old index entries
- * from the entries table, then in one logged batch deletes them and their index rows
- * and writes the new ones with the user row. No lock: concurrent updates may leave
+ * through hand-built composite indexes. For a profile change (Users own the user row
+ * and write it) the directory plans the index writes: given the user's old entries,
+ * read from the entries table, delete them and their index rows and write new ones,
+ * in the same logged batch as the user row. Each new entry carries the version of its
+ * field, which the user row names as current. No lock: concurrent updates may leave
  * stale entries (false positives), which readers filter by checking each hit against
- * the user's current entry, through the request's DataLoader.
+ * the user's current version, read through the request's user loader.
  */
-import { DomainError, badInput, checkText } from '../../errors.js';
+import { badInput, checkText } from '../../errors.js';
 import { bucketedSource } from '../../paging/bucketed-source.js';
 import type { CursorCodec } from '../../paging/cursor.js';
 import { pageFromSource } from '../../paging/engine.js';
@@ -16,12 +18,48 @@ import type { Page, PageArgs } from '../../paging/types.js';
 import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
-import { usersTable } from '../users/users-tables.js';
-import type { ProfileValues, User } from '../users/users.js';
+import type { KeyLoader } from '../key-loader.js';
 import { userIndexBucketsTable, userIndexEntriesTable, userIndexTable } from './directory-tables.js';
 
 /** The indexes of the directory. */
 export type IndexName = 'location' | 'last_name';
+
+/** The profile fields the directory indexes, as Users name them. */
+export type IndexedField = 'location' | 'lastName';
+
+/** New values of indexed fields: `undefined` or null leaves a field unchanged; "" clears it. */
+export type IndexedValues = { readonly [F in IndexedField]?: string | null };
+
+/** A field's new value (null: cleared) and the version naming its current entry (null when cleared). */
+export interface FieldChange {
+  readonly value: string | null;
+  readonly version: string | null;
+}
+
+/** The index writes of a profile change, and what the user row must now say. */
+export interface IndexPlan {
+  readonly fields: { readonly [F in IndexedField]?: FieldChange };
+  readonly mutations: Mutation[];
+}
+
+/** The changed fields of a plan, as pairs. */
+export function changesOf(plan: IndexPlan): Array<[IndexedField, FieldChange]> {
+  return Object.entries(plan.fields) as Array<[IndexedField, FieldChange]>;
+}
+
+/** One of a user's current entries, from the entries table. */
+export interface IndexEntry {
+  readonly index: IndexName;
+  readonly ts: string;
+  readonly value: string;
+  readonly bucket: string;
+}
+
+/** What Users need from the directory: planning, and the entries a plan replaces. */
+export interface DirectoryIndex {
+  plan(userId: string, values: IndexedValues, current: readonly IndexEntry[]): IndexPlan;
+  currentEntries(userId: string): Promise<IndexEntry[]>;
+}
 
 /** One index entry as read from the index. */
 export interface IndexHit {
@@ -56,54 +94,59 @@ function hitFromRow(row: Row): IndexHit {
 }
 
 const FIELDS = [
-  { index: 'location' as const, input: 'location' as const, column: 'location', tsColumn: 'location_ts' },
-  { index: 'last_name' as const, input: 'lastName' as const, column: 'last_name', tsColumn: 'last_name_ts' },
+  { index: 'location' as const, field: 'location' as const },
+  { index: 'last_name' as const, field: 'lastName' as const },
 ];
+
+/** The version of each indexed field a user has now (a `User` has them). */
+export interface VersionedProfile {
+  readonly profileVersions: { readonly [F in IndexedField]: string | null };
+}
 
 /** What the directory needs. */
 export interface DirectoryDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
-  /** Users by id (the request's DataLoader), to filter stale hits. */
-  readonly loadUsers: (ids: readonly string[]) => Promise<Array<User | null>>;
+  /** The request's user loader: hits are checked against their user's current versions. */
+  readonly users: Pick<KeyLoader<string, VersionedProfile | null>, 'load'>;
 }
 
 /** The user directory. */
-export class Directory {
+export class Directory implements DirectoryIndex {
   constructor(private readonly deps: DirectoryDeps) {}
 
   /**
-   * The index writes for new profile values, given the user's current entries:
-   * extra user-row columns and the mutations for the same logged batch. `undefined` or
-   * null leaves a field unchanged; "" clears it.
+   * The index writes for new profile values, given the user's current entries, and
+   * the values and versions the user row must hold, for the same logged batch.
    */
-  plan(userId: string, values: ProfileValues, current: readonly Row[]): { columns: Row; mutations: Mutation[] } {
-    const columns: Row = {};
+  plan(userId: string, values: IndexedValues, current: readonly IndexEntry[]): IndexPlan {
+    const fields: { [F in IndexedField]?: FieldChange } = {};
     const mutations: Mutation[] = [];
     for (const f of FIELDS) {
-      const raw = values[f.input];
+      const raw = values[f.field];
       if (raw === undefined || raw === null) continue;
-      const display = raw === '' ? null : checkText(f.input, raw, 1, MAX_VALUE_LENGTH);
-      if (display?.includes(TOP)) throw badInput(f.input, `\`${f.input}\` must not contain U+10FFFF`);
+      const display = raw === '' ? null : checkText(f.field, raw, 1, MAX_VALUE_LENGTH);
+      if (display?.includes(TOP)) throw badInput(f.field, `\`${f.field}\` must not contain U+10FFFF`);
       // seed 004: delete the old entries and their index rows…
-      for (const old of current.filter((e) => e.index_name === f.index)) {
+      for (const old of current.filter((e) => e.index === f.index)) {
         mutations.push(
-          { kind: 'delete', table: userIndexEntriesTable, key: { user_id: userId, index_name: f.index, ts: old.ts! } },
+          { kind: 'delete', table: userIndexEntriesTable, key: { user_id: userId, index_name: f.index, ts: old.ts } },
           {
             kind: 'delete',
             table: userIndexTable,
-            key: { index_name: f.index, bucket: old.bucket!, value: old.value!, user_id: userId, ts: old.ts! },
+            key: { index_name: f.index, bucket: old.bucket, value: old.value, user_id: userId, ts: old.ts },
           },
         );
       }
-      columns[f.column] = display;
-      columns[f.tsColumn] = null;
-      if (display === null) continue;
-      // …and write the new ones, with a fresh ts naming them current.
+      if (display === null) {
+        fields[f.field] = { value: null, version: null };
+        continue;
+      }
+      // …and write the new ones, with a fresh version naming them current.
       const key = indexKeyOf(display);
       const ts = newTimeuuid();
       const bucket = bucketOf(f.index, key, userId);
-      columns[f.tsColumn] = ts;
+      fields[f.field] = { value: display, version: ts };
       mutations.push(
         { kind: 'upsert', table: userIndexEntriesTable, row: { user_id: userId, index_name: f.index, ts, value: key, bucket } },
         { kind: 'upsert', table: userIndexTable, row: { index_name: f.index, bucket, value: key, user_id: userId, ts } },
@@ -112,23 +155,13 @@ export class Directory {
         mutations.push({ kind: 'upsert', table: userIndexBucketsTable, row: { index_name: f.index, bucket } });
       }
     }
-    return { columns, mutations };
+    return { fields, mutations };
   }
 
-  /** Update a user's profile (the caller checks who may). NOT_FOUND for an unknown user. */
-  async update(userId: string, input: { displayName?: string | null } & ProfileValues): Promise<void> {
-    const { store } = this.deps;
-    const [user] = await this.deps.loadUsers([userId]);
-    if (!user) throw new DomainError('NOT_FOUND', 'no such user', 'id');
-    // seed 004: the old values come from the entries table, not from the user row.
-    const current = await store.slice(userIndexEntriesTable, { partition: { user_id: userId }, limit: 10_000 });
-    const { columns, mutations } = this.plan(userId, input, current);
-    const row: Row = { user_id: userId, ...columns };
-    if (input.displayName !== undefined && input.displayName !== null) {
-      row.display_name = checkText('displayName', input.displayName, 1, 80);
-    }
-    // One logged batch: re-running it is harmless (same keys, same values).
-    await store.batch([{ kind: 'upsert', table: usersTable, row }, ...mutations]);
+  /** A user's current index entries (seed 004: the old values come from here, not the user row). */
+  async currentEntries(userId: string): Promise<IndexEntry[]> {
+    const rows = await this.deps.store.slice(userIndexEntriesTable, { partition: { user_id: userId }, limit: 10_000 });
+    return rows.map((r) => ({ index: r.index_name as IndexName, ts: r.ts as string, value: r.value as string, bucket: r.bucket as string }));
   }
 
   /** Users whose location is `location` (case-insensitive), by user id. */
@@ -166,7 +199,8 @@ export class Directory {
     args: PageArgs,
     options: { listBuckets: () => Promise<string[]>; range: { lower?: ClusteringBound; upper?: ClusteringBound } },
   ): Promise<Page<IndexHit>> {
-    const { store, codec, loadUsers } = this.deps;
+    const { store, codec, users } = this.deps;
+    const field = FIELDS.find((f) => f.index === index)!.field;
     const source = bucketedSource<IndexHit>({
       id,
       async listBuckets(from, direction) {
@@ -190,8 +224,8 @@ export class Directory {
     // seed 004: "if this is a problem, filter on read": a hit counts only if it is the
     // user's current entry (stale and duplicate entries from concurrent updates drop out).
     const filtered = filteredSource(source, async (hits) => {
-      const users = await loadUsers(hits.map((h) => h.userId));
-      return hits.map((h, i) => users[i]?.indexTs[index] === h.ts);
+      const found = await Promise.all(hits.map((h) => users.load(h.userId)));
+      return hits.map((h, i) => found[i]?.profileVersions[field] === h.ts);
     });
     return pageFromSource(filtered, args, { connectionName, codec });
   }

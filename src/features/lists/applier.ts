@@ -7,13 +7,15 @@
  * Re-running a transaction from any point is harmless. One applier per list at a time:
  * within a process a per-list lock serialises it, and across processes a lease
  * (insert-if-not-exists with a TTL) does; a lease covers a bounded batch of
- * transactions, well inside its TTL.
+ * transactions, well inside its TTL. It runs on a timer over every pending list, and
+ * `wake(listId)` settles one list soon after a change to it.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../store/clock.js';
 import { MonotonicClock } from '../../store/clock.js';
 import type { Mutation, Store } from '../../store/port.js';
+import { startPeriodicTask, type PeriodicTask } from '../../periodic-task.js';
 import { KeyedLock } from '../../saga/keyed-lock.js';
 import { readTransactions, type ListTx } from './ledger.js';
 import {
@@ -26,15 +28,15 @@ import {
   pendingShardOf,
 } from './lists-tables.js';
 
-/** Where to stop inside a move, to reproduce the seed's walkthrough states. */
-export interface ApplyOptions {
-  readonly stopAfterStep?: 1 | 2;
-}
-
 /** Applies pending list transactions. */
 export class ListApplier {
   private readonly lock = new KeyedLock();
-  private timer: NodeJS.Timeout | null = null;
+  private timer: PeriodicTask | null = null;
+  private stopped = false;
+  /** Lists woken and not yet started; at most one settle per list is queued. */
+  private readonly woken = new Set<string>();
+  /** Lists being settled after a wake. */
+  private readonly settling = new Set<string>();
   private readonly clock: Clock;
   /** This applier's identity in leases. */
   private readonly owner = randomUUID();
@@ -47,11 +49,11 @@ export class ListApplier {
   }
 
   /** Apply the oldest pending transaction of a list; false when there is none. */
-  applyNext(listId: string, options: ApplyOptions = {}): Promise<boolean> {
+  applyNext(listId: string): Promise<boolean> {
     return this.lock.with(listId, async () => {
       const [tx] = await readTransactions(this.store, listId, 1);
       if (!tx) return false;
-      await this.apply(listId, tx, options);
+      await this.apply(listId, tx);
       return true;
     });
   }
@@ -96,47 +98,67 @@ export class ListApplier {
     let applied = 0;
     for (let shard = 0; shard < PENDING_SHARDS; shard++) {
       const marks = await this.store.slice(pendingListsTable, { partition: { shard }, limit: 10_000 });
-      for (const mark of marks) {
-        const listId = mark.list_id as string;
-        applied += await this.drain(listId);
-        // Unmark with the time of a read that found the log empty: an append after that
-        // re-marks with a later timestamp, and that mark survives this delete.
-        const checkedAt = this.clock.nowMicros();
-        const left = await readTransactions(this.store, listId, 1);
-        if (left.length === 0) {
-          await this.store.delete(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId }, { timestamp: checkedAt });
-        }
-      }
+      for (const mark of marks) applied += await this.settle(mark.list_id as string);
     }
     return applied;
   }
 
-  /** Run `runOnce` every `intervalMs` until stopped; `kick` runs it soon. */
-  start(intervalMs: number): void {
-    if (this.timer) return;
-    let running = false;
-    const tick = async () => {
-      if (running) return;
-      running = true;
-      try {
-        await this.runOnce();
-      } catch (err) {
-        this.options.logger?.error({ err }, 'list applier pass failed; will retry');
-      } finally {
-        running = false;
-      }
-    };
-    this.timer = setInterval(() => void tick(), intervalMs);
-    this.timer.unref();
+  /** Drain one list, then unmark it if its log is empty; returns how many were applied. */
+  async settle(listId: string): Promise<number> {
+    const applied = await this.drain(listId);
+    // Unmark with the time of a read that found the log empty: an append after that
+    // re-marks with a later timestamp, and that mark survives this delete.
+    const checkedAt = this.clock.nowMicros();
+    const left = await readTransactions(this.store, listId, 1);
+    if (left.length === 0) {
+      await this.store.delete(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId }, { timestamp: checkedAt });
+    }
+    return applied;
   }
 
-  /** Stop the background loop. */
+  /**
+   * Settle `listId` soon (after a change was appended to it). Wakes coalesce per list:
+   * while one is queued, more wakes add nothing; a wake while the list is being
+   * settled queues one more pass, which sees every change appended meanwhile.
+   */
+  wake(listId: string): void {
+    if (this.stopped || this.woken.has(listId)) return;
+    this.woken.add(listId);
+    if (!this.settling.has(listId)) setImmediate(() => void this.settleWoken(listId));
+  }
+
+  private async settleWoken(listId: string): Promise<void> {
+    this.woken.delete(listId);
+    if (this.stopped) return;
+    this.settling.add(listId);
+    try {
+      await this.settle(listId);
+    } catch (err) {
+      this.options.logger?.error({ err, listId }, 'list applier pass failed; the timer will retry');
+    } finally {
+      this.settling.delete(listId);
+      if (this.woken.has(listId)) setImmediate(() => void this.settleWoken(listId));
+    }
+  }
+
+  /** Run `runOnce` every `intervalMs` until stopped. */
+  start(intervalMs: number): void {
+    if (this.timer) return;
+    this.timer = startPeriodicTask({
+      intervalMs,
+      pass: async () => void (await this.runOnce()),
+      onError: (err) => this.options.logger?.error({ err }, 'list applier pass failed; will retry'),
+    });
+  }
+
+  /** Stop the timer and ignore later wakes. */
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.stopped = true;
+    this.timer?.stop();
     this.timer = null;
   }
 
-  private async apply(listId: string, tx: ListTx, options: ApplyOptions): Promise<void> {
+  private async apply(listId: string, tx: ListTx): Promise<void> {
     const { store } = this;
     const index = await store.get(listItemIndexTable, { item_id: tx.itemId });
     const at = index && index.list_id === listId ? { weight: index.weight as bigint, seq: index.seq as bigint } : null;
@@ -171,14 +193,12 @@ export class ListApplier {
           { kind: 'upsert', table: listItemsTable, row: { ...row(at, true), label } },
           { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label } },
         ]);
-        if (options.stopAfterStep === 1) return;
         // 2. Hard delete the old item and the soft delete marker.
         await batch([
           { kind: 'delete', table: listItemsTable, key: row(at, false) },
           { kind: 'delete', table: listItemsTable, key: row(at, true) },
           { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, label) },
         ]);
-        if (options.stopAfterStep === 2) return;
         break;
       }
       case 'rename':

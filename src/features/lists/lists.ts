@@ -13,6 +13,8 @@ import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
+import { requireOwnerOrAdmin, type Actor } from '../actor.js';
+import type { KeyLoader } from '../key-loader.js';
 import { compareItems, readLedger, txToRow, type ListItem, type ListTx } from './ledger.js';
 import { listTransactionsTable, listsTable, pendingListsTable, pendingShardOf } from './lists-tables.js';
 import { positionBetween } from './positions.js';
@@ -27,10 +29,17 @@ export interface OrderedList {
   readonly createdAt: Date;
 }
 
+/** The loaders Lists reads and keeps true. */
+export interface ListLoaders {
+  readonly listById: KeyLoader<string, OrderedList | null>;
+}
+
 /** What the feature needs. */
 export interface ListsDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
+  readonly actor: Actor | null;
+  readonly loaders: ListLoaders;
   /** The process clock: new positions take its time as their seq. */
   readonly clock: Clock;
   /** Called after a transaction is appended (the server wakes its applier). */
@@ -70,7 +79,19 @@ function ledgerSource(store: Store, listId: string): OrderedSource<ListItem> {
   };
 }
 
-/** The ordered-lists feature. */
+/** Lists by id, in order, null for misses (one round trip). */
+export async function readLists(store: Store, ids: readonly string[]): Promise<Array<OrderedList | null>> {
+  const rows = await store.getMany(listsTable, ids.map((list_id) => ({ list_id })));
+  return rows.map((r) => (r ? listFromRow(r) : null));
+}
+
+/** Items of one list by id, as they stand with pending transactions applied (one ledger read). */
+export async function readListItems(store: Store, listId: string, itemIds: readonly string[]): Promise<Array<ListItem | null>> {
+  const view = await readLedger(store, listId, { itemIds });
+  return itemIds.map((id) => view.byId.get(id) ?? null);
+}
+
+/** The ordered-lists feature. Changing a list's items is for its owner and admins. */
 export class Lists {
   constructor(private readonly deps: ListsDeps) {}
 
@@ -78,19 +99,13 @@ export class Lists {
   async create(title: string, ownerId: string, now = new Date()): Promise<OrderedList> {
     const list: OrderedList = { listId: randomUUID(), title: checkText('title', title, 1, 200), ownerId, createdAt: now };
     await this.deps.store.upsert(listsTable, { list_id: list.listId, title: list.title, owner_id: ownerId, created_at: now });
+    this.deps.loaders.listById.prime(list.listId, list);
     return list;
   }
 
-  /** Lists by id, in order, null for misses (one round trip). */
-  async byIds(ids: readonly string[]): Promise<Array<OrderedList | null>> {
-    const rows = await this.deps.store.getMany(listsTable, ids.map((list_id) => ({ list_id })));
-    return rows.map((r) => (r ? listFromRow(r) : null));
-  }
-
   /** Items of one list by id, as they stand with pending transactions applied. */
-  async itemsByIds(listId: string, itemIds: readonly string[]): Promise<Array<ListItem | null>> {
-    const view = await readLedger(this.deps.store, listId, { itemIds });
-    return itemIds.map((id) => view.byId.get(id) ?? null);
+  itemsByIds(listId: string, itemIds: readonly string[]): Promise<Array<ListItem | null>> {
+    return readListItems(this.deps.store, listId, itemIds);
   }
 
   /** One page of a list's items, in order. */
@@ -100,8 +115,8 @@ export class Lists {
 
   /** Add an item at the end, or before `beforeItemId`. */
   async add(listId: string, label: string, beforeItemId?: string | null): Promise<ListItem> {
+    await this.requireWritable(listId, 'listId');
     const text = checkText('label', label, 1, 200);
-    await this.requireList(listId);
     const to = beforeItemId
       ? await this.slotBefore(listId, await this.requireItem(listId, beforeItemId, 'beforeItemId'), undefined)
       : await this.slotAtEnd(listId);
@@ -112,6 +127,7 @@ export class Lists {
 
   /** Move an item before one item or after another (exactly one of the two). */
   async move(listId: string, itemId: string, target: { beforeItemId?: string | null; afterItemId?: string | null }): Promise<ListItem> {
+    await this.requireWritable(listId, 'itemId');
     const before = target.beforeItemId ?? null;
     const after = target.afterItemId ?? null;
     if ((before === null) === (after === null)) {
@@ -128,6 +144,7 @@ export class Lists {
 
   /** Change an item's label. */
   async rename(listId: string, itemId: string, label: string): Promise<ListItem> {
+    await this.requireWritable(listId, 'itemId');
     const text = checkText('label', label, 1, 200);
     const item = await this.requireItem(listId, itemId, 'itemId');
     await this.append(listId, { txId: newTimeuuid(), kind: 'rename', itemId, label: text });
@@ -136,18 +153,21 @@ export class Lists {
 
   /** Remove an item. */
   async remove(listId: string, itemId: string): Promise<void> {
+    await this.requireWritable(listId, 'itemId');
     await this.requireItem(listId, itemId, 'itemId');
     await this.append(listId, { txId: newTimeuuid(), kind: 'remove', itemId });
   }
 
-  private async requireList(listId: string): Promise<OrderedList> {
-    const [list] = await this.byIds([listId]);
-    if (!list) throw new DomainError('NOT_FOUND', 'no such list', 'listId');
+  /** The list, through the request's loader, if the actor may change it. */
+  private async requireWritable(listId: string, argument: string): Promise<OrderedList> {
+    const list = await this.deps.loaders.listById.load(listId);
+    if (!list) throw new DomainError('NOT_FOUND', 'no such list', argument);
+    await requireOwnerOrAdmin(this.deps.actor, list.ownerId, "only the list's owner or an admin may change it");
     return list;
   }
 
   private async requireItem(listId: string, itemId: string, argument: string): Promise<ListItem> {
-    const [item] = await this.itemsByIds(listId, [itemId]);
+    const [item] = await readListItems(this.deps.store, listId, [itemId]);
     if (!item) throw new DomainError('NOT_FOUND', `\`${argument}\` names no item of this list`, argument);
     return item;
   }

@@ -13,6 +13,8 @@ import type { Page, PageArgs } from '../../paging/types.js';
 import type { Clock } from '../../store/clock.js';
 import { MAX_TIMESTAMP, type Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
+import { requireAdmin, type Actor } from '../actor.js';
+import type { KeyLoader } from '../key-loader.js';
 import { meetingAcceptanceCountsTable, meetingUsersTable, meetingsTable } from './meetings-tables.js';
 
 /** A meeting as the API shows it. */
@@ -36,10 +38,18 @@ export interface Acceptance {
  */
 export type AcceptanceStrategy = 'first-write-wins' | 'lwt';
 
+/** The loaders Meetings reads and keeps true. */
+export interface MeetingLoaders {
+  readonly meetingById: KeyLoader<string, Meeting | null>;
+  readonly acceptanceCount: KeyLoader<string, number>;
+}
+
 /** What the feature needs. */
 export interface MeetingsDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
+  readonly actor: Actor | null;
+  readonly loaders: MeetingLoaders;
   /** Shared by the whole process: its timestamps never repeat. */
   readonly clock: Clock;
   /** Shared by the whole process: hands out the decreasing part of tokens. */
@@ -76,6 +86,18 @@ function acceptanceFromRow(row: Row): Acceptance {
   return { meetingId: row.meeting_id as string, userId: row.user_id as string, acceptedAt: row.accepted_at as Date };
 }
 
+/** Meetings by id, in order, null for misses (one round trip). */
+export async function readMeetings(store: Store, ids: readonly string[]): Promise<Array<Meeting | null>> {
+  const rows = await store.getMany(meetingsTable, ids.map((meeting_id) => ({ meeting_id })));
+  return rows.map((r) => (r ? meetingFromRow(r) : null));
+}
+
+/** Acceptance counts by meeting id, in order (0 when none; one round trip). */
+export async function readAcceptanceCounts(store: Store, ids: readonly string[]): Promise<number[]> {
+  const rows = await store.getMany(meetingAcceptanceCountsTable, ids.map((meeting_id) => ({ meeting_id })));
+  return rows.map((r) => Number((r?.acceptance_count as bigint | null) ?? 0n));
+}
+
 /** The meetings feature. */
 export class Meetings {
   constructor(private readonly deps: MeetingsDeps) {}
@@ -90,28 +112,22 @@ export class Meetings {
       created_by: createdBy,
       created_at: now,
     });
+    this.deps.loaders.meetingById.prime(meeting.meetingId, meeting);
     return meeting;
   }
 
-  /** Meetings by id, in order, null for misses (one round trip). */
-  async byIds(ids: readonly string[]): Promise<Array<Meeting | null>> {
-    const rows = await this.deps.store.getMany(meetingsTable, ids.map((meeting_id) => ({ meeting_id })));
-    return rows.map((r) => (r ? meetingFromRow(r) : null));
-  }
-
   /** Acceptance counts by meeting id, in order (0 when none; one round trip). */
-  async countsByIds(ids: readonly string[]): Promise<number[]> {
-    const rows = await this.deps.store.getMany(meetingAcceptanceCountsTable, ids.map((meeting_id) => ({ meeting_id })));
-    return rows.map((r) => Number((r?.acceptance_count as bigint | null) ?? 0n));
+  countsByIds(ids: readonly string[]): Promise<number[]> {
+    return readAcceptanceCounts(this.deps.store, ids);
   }
 
   /**
-   * Accept a meeting as `userId`. Returns whether this request was counted: true for
-   * the user's first acceptance, false for a repeat. Acceptances are final.
+   * Accept a meeting as `userId`. Returns the meeting and whether this request was
+   * counted: true for the user's first acceptance, false for a repeat. Acceptances are
+   * final.
    */
-  async accept(meetingId: string, userId: string, now = new Date()): Promise<{ counted: boolean }> {
-    const [meeting] = await this.byIds([meetingId]);
-    if (!meeting) throw new DomainError('NOT_FOUND', 'no such meeting', 'meetingId');
+  async accept(meetingId: string, userId: string, now = new Date()): Promise<{ meeting: Meeting; counted: boolean }> {
+    const meeting = await this.requireMeeting(meetingId);
     const { store } = this.deps;
     const key = { meeting_id: meetingId, user_id: userId };
     const token = this.deps.tokens.take();
@@ -129,18 +145,19 @@ export class Meetings {
       won = cells.writetime.token === timestamp && cells.row?.token === token;
     }
     if (won) await store.increment(meetingAcceptanceCountsTable, { meeting_id: meetingId }, { acceptance_count: 1 });
-    return { counted: won };
+    this.deps.loaders.acceptanceCount.clear(meetingId);
+    return { meeting, counted: won };
   }
 
   /**
    * Recompute a meeting's count from its acceptances and repair the counter. Counter
    * increments are not idempotent: one that timed out may or may not have applied, so
    * the counter can drift; the set of acceptances cannot. Run it when acceptances are
-   * quiet: an acceptance between the count and the repair is counted twice.
+   * quiet: an acceptance between the count and the repair is counted twice. Admins only.
    */
-  async reconcile(meetingId: string): Promise<{ previousCount: number; acceptanceCount: number }> {
-    const [meeting] = await this.byIds([meetingId]);
-    if (!meeting) throw new DomainError('NOT_FOUND', 'no such meeting', 'meetingId');
+  async reconcile(meetingId: string): Promise<{ meeting: Meeting; previousCount: number; acceptanceCount: number }> {
+    requireAdmin(this.deps.actor);
+    const meeting = await this.requireMeeting(meetingId);
     const { store } = this.deps;
     let actual = 0;
     let after: Row | undefined;
@@ -158,7 +175,16 @@ export class Meetings {
     const [previous] = await this.countsByIds([meetingId]);
     const delta = actual - previous!;
     if (delta !== 0) await store.increment(meetingAcceptanceCountsTable, { meeting_id: meetingId }, { acceptance_count: delta });
-    return { previousCount: previous!, acceptanceCount: actual };
+    this.deps.loaders.acceptanceCount.clear(meetingId);
+    this.deps.loaders.acceptanceCount.prime(meetingId, actual);
+    return { meeting, previousCount: previous!, acceptanceCount: actual };
+  }
+
+  /** The meeting, through the request's loader; NOT_FOUND when there is none. */
+  private async requireMeeting(meetingId: string): Promise<Meeting> {
+    const meeting = await this.deps.loaders.meetingById.load(meetingId);
+    if (!meeting) throw new DomainError('NOT_FOUND', 'no such meeting', 'meetingId');
+    return meeting;
   }
 
   /** One page of the users who accepted, in clustering order (by user id). */

@@ -14,9 +14,3 @@ export function bucketOf(at: Date, granularity: BucketGranularity): string {
   if (granularity === 'month') return iso.slice(0, 7);
   return iso.slice(0, 10);
 }
-
-/** Parse the configured granularity. */
-export function parseGranularity(raw: string): BucketGranularity {
-  if (raw === 'year' || raw === 'month' || raw === 'day') return raw;
-  throw new Error(`SUSPENSION_BUCKET must be year, month or day, got "${raw}"`);
-}

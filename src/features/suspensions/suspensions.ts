@@ -10,12 +10,13 @@ import { pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
-import { SagaLog } from '../../saga/saga-log.js';
 import type { SagaRunner } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
-import type { Users } from '../users/users.js';
+import { requireAdmin, signedIn, type Actor } from '../actor.js';
+import type { KeyLoader } from '../key-loader.js';
+import type { User } from '../users/users.js';
 import { bucketOf, type BucketGranularity } from './buckets.js';
 import { suspendSaga, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
 import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
@@ -28,12 +29,19 @@ export interface Suspension {
   readonly bucket: string;
 }
 
+/** The loaders Suspensions reads and keeps true. */
+export interface SuspensionLoaders {
+  readonly userById: KeyLoader<string, User | null>;
+  readonly suspensionByUserId: KeyLoader<string, Suspension | null>;
+}
+
 /** What the feature needs besides its store. */
 export interface SuspensionsDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
+  readonly actor: Actor | null;
+  readonly loaders: SuspensionLoaders;
   readonly sagas: SagaRunner;
-  readonly users: Users;
   /** Shared by every request of the process: serialises sagas per user. */
   readonly lock: KeyedLock;
   readonly granularity: BucketGranularity;
@@ -53,22 +61,31 @@ function suspensionFromRow(row: Row): Suspension {
   };
 }
 
+/** Current suspensions by user id, in order, null for users not suspended (one round trip). */
+export async function readSuspensions(store: Store, userIds: readonly string[]): Promise<Array<Suspension | null>> {
+  const rows = await store.getMany(
+    suspendedUsersTable,
+    userIds.map((user_id) => ({ user_id })),
+  );
+  return rows.map((r) => (r ? suspensionFromRow(r) : null));
+}
+
 /** The suspended-users feature. */
 export class Suspensions {
   constructor(private readonly deps: SuspensionsDeps) {}
 
   /**
-   * Suspend a user (admin check is the caller's). `suspendedAt` defaults to now and
-   * may lie in the past (imports). CONFLICT when already suspended, NOT_FOUND for an
-   * unknown user.
+   * Suspend a user (admins only). `suspendedAt` defaults to now and may lie in the past
+   * (imports). CONFLICT when already suspended, NOT_FOUND for an unknown user.
    */
   async suspend(input: { userId: string; reason: string; suspendedAt?: Date | null }, now = new Date()): Promise<Suspension> {
+    requireAdmin(this.deps.actor);
     const reason = checkText('reason', input.reason, 1, MAX_REASON_LENGTH);
     const at = input.suspendedAt ?? now;
     if (at.getTime() < EARLIEST || at.getTime() > now.getTime() + 60_000) {
       throw badInput('suspendedAt', `\`suspendedAt\` must lie between 1970 and now, got ${at.toISOString()}`);
     }
-    const [user] = await this.deps.users.byIds([input.userId]);
+    const user = await this.deps.loaders.userById.load(input.userId);
     if (!user) throw new DomainError('NOT_FOUND', 'no such user', 'userId');
     const sagaId = newTimeuuid();
     const payload: SuspensionPayload = {
@@ -78,22 +95,26 @@ export class Suspensions {
       bucket: bucketOf(at, this.deps.granularity),
       ownerSagaId: sagaId,
     };
-    await this.deps.lock.with(input.userId, () => this.deps.sagas.run(suspendSaga.kind, payload, sagaId));
-    return { userId: payload.userId, reason, suspendedAt: at, bucket: payload.bucket };
+    await this.deps.lock.with(input.userId, () => this.deps.sagas.run(suspendSaga, payload, sagaId));
+    const suspension: Suspension = { userId: payload.userId, reason, suspendedAt: at, bucket: payload.bucket };
+    this.deps.loaders.suspensionByUserId.clear(suspension.userId);
+    this.deps.loaders.suspensionByUserId.prime(suspension.userId, suspension);
+    return suspension;
   }
 
   /**
-   * Lift a suspension, from the user alone: the reverse lookup supplies `occurred_on`
-   * and the bucket. NOT_FOUND when the user is not suspended.
+   * Lift a suspension (admins only), from the user alone: the reverse lookup supplies
+   * `occurred_on` and the bucket. NOT_FOUND when the user is not suspended.
    */
   async unsuspend(userId: string): Promise<void> {
+    requireAdmin(this.deps.actor);
     await this.deps.lock.with(userId, async () => {
       const lookup = await this.deps.store.get(suspendedUsersTable, { user_id: userId });
       if (!lookup) throw new DomainError('NOT_FOUND', 'the user is not suspended', 'userId');
       // The suspension that wrote this lookup may still be running on another server
       // (the lock above is per process): unsuspending now would delete a sorted-set row
       // not yet written, and that saga would then write it with no lookup. Wait for it.
-      if (await new SagaLog(this.deps.store).isOpen(lookup.saga_id as string)) {
+      if (await this.deps.sagas.isOpen(lookup.saga_id as string)) {
         throw new DomainError('CONFLICT', 'the suspension is still being written; retry in a moment', 'userId');
       }
       const payload: SuspensionPayload = {
@@ -103,21 +124,33 @@ export class Suspensions {
         bucket: lookup.bucket as string,
         ownerSagaId: lookup.saga_id as string,
       };
-      await this.deps.sagas.run(unsuspendSaga.kind, payload);
+      await this.deps.sagas.run(unsuspendSaga, payload);
     });
+    this.deps.loaders.suspensionByUserId.clear(userId);
+    this.deps.loaders.suspensionByUserId.prime(userId, null);
+  }
+
+  /**
+   * A user's current suspension, or null: admins see every suspension, a member only
+   * their own (FORBIDDEN otherwise).
+   */
+  async ofUser(userId: string): Promise<Suspension | null> {
+    const actor = signedIn(this.deps.actor);
+    if (!actor.isAdmin) {
+      const self = await actor.userId().catch(() => null);
+      if (self !== userId) throw new DomainError('FORBIDDEN', "only admins and the user may see a user's suspension");
+    }
+    return this.deps.loaders.suspensionByUserId.load(userId);
   }
 
   /** Current suspensions by user id, in order, null for users not suspended (one round trip). */
-  async byUserIds(ids: readonly string[]): Promise<Array<Suspension | null>> {
-    const rows = await this.deps.store.getMany(
-      suspendedUsersTable,
-      ids.map((user_id) => ({ user_id })),
-    );
-    return rows.map((r) => (r ? suspensionFromRow(r) : null));
+  byUserIds(ids: readonly string[]): Promise<Array<Suspension | null>> {
+    return readSuspensions(this.deps.store, ids);
   }
 
-  /** One page of suspensions, newest first, across buckets. */
+  /** One page of suspensions, newest first, across buckets (admins only). */
   page(args: PageArgs): Promise<Page<Suspension>> {
+    requireAdmin(this.deps.actor);
     const { store, codec } = this.deps;
     const source = bucketedSource<Suspension>({
       id: 'Query.suspendedUsers',

@@ -1,11 +1,15 @@
 /**
- * Users: creation with a unique username, and reads by id or username (batched by the
- * GraphQL layer's DataLoaders through `byIds` / `idsByUsername`).
+ * Users: creation with a unique username, profile updates, and reads by id or
+ * username (batched per request by the loaders, through `readUsers` / `readUserIds`).
+ * Users own the user row; the directory plans its index entries for them.
  */
 import { randomUUID } from 'node:crypto';
-import type { Mutation, Store } from '../../store/port.js';
+import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
+import { requireOwnerOrAdmin, signedIn, type Actor } from '../actor.js';
+import { changesOf, type DirectoryIndex, type IndexedField, type IndexedValues, type IndexPlan } from '../directory/directory.js';
+import type { KeyLoader } from '../key-loader.js';
 import { usersByUsernameTable, usersTable } from './users-tables.js';
 
 /** A user as the API shows it. */
@@ -16,23 +20,39 @@ export interface User {
   readonly createdAt: Date;
   readonly location: string | null;
   readonly lastName: string | null;
-  /** The directory index entries that are current, by index (internal). */
-  readonly indexTs: { readonly location: string | null; readonly last_name: string | null };
+  /**
+   * The version of each indexed profile field: a new one each time the field is set
+   * (null while it is unset). A directory entry counts only while its version is current.
+   */
+  readonly profileVersions: Readonly<Record<IndexedField, string | null>>;
 }
 
-/** The profile fields a directory indexes. */
-export interface ProfileValues {
-  readonly location?: string | null;
-  readonly lastName?: string | null;
+/** The profile fields a user can change. */
+export type ProfileInput = { readonly displayName?: string | null } & IndexedValues;
+
+/** The loaders Users reads and keeps true. */
+export interface UserLoaders {
+  readonly userById: KeyLoader<string, User | null>;
+  readonly userIdByUsername: KeyLoader<string, string | null>;
 }
 
-/**
- * Writes the directory index for a new user: extra columns of the user row and the
- * mutations that go in the same logged batch. Supplied by the directory feature.
- */
-export type ProfileIndexer = (userId: string, values: ProfileValues) => { columns: Row; mutations: Mutation[] };
+/** What the feature needs. */
+export interface UsersDeps {
+  readonly store: Store;
+  readonly actor: Actor | null;
+  readonly loaders: UserLoaders;
+  /** Plans the directory's index entries of a profile change. */
+  readonly directory: DirectoryIndex;
+}
 
 const USERNAME = /^[a-z0-9_]{3,32}$/;
+const MAX_DISPLAY_NAME = 80;
+
+/** Where each indexed field lives in the user row: its value, and its version. */
+const PROFILE_COLUMNS: Record<IndexedField, { readonly value: string; readonly version: string }> = {
+  location: { value: 'location', version: 'location_ts' },
+  lastName: { value: 'last_name', version: 'last_name_ts' },
+};
 
 /** Check a username: 3-32 of a-z, 0-9 and underscore. */
 export function checkUsername(argument: string, username: string): string {
@@ -45,68 +65,133 @@ export function checkUsername(argument: string, username: string): string {
   return username;
 }
 
+/** Check a display name (the rule of both creation and updates). */
+function checkDisplayName(displayName: string): string {
+  return checkText('displayName', displayName, 1, MAX_DISPLAY_NAME);
+}
+
 /** A user from a `users` row. */
 export function userFromRow(row: Row): User {
+  const column = (name: string) => (row[name] as string | null | undefined) ?? null;
   return {
     id: row.user_id as string,
     username: row.username as string,
     displayName: row.display_name as string,
     createdAt: row.created_at as Date,
-    location: (row.location as string | null) ?? null,
-    lastName: (row.last_name as string | null) ?? null,
-    indexTs: { location: (row.location_ts as string | null) ?? null, last_name: (row.last_name_ts as string | null) ?? null },
+    location: column(PROFILE_COLUMNS.location.value),
+    lastName: column(PROFILE_COLUMNS.lastName.value),
+    profileVersions: { location: column(PROFILE_COLUMNS.location.version), lastName: column(PROFILE_COLUMNS.lastName.version) },
   };
 }
 
-/** The users feature over one store. */
+/** The user-row columns of the fields a plan changes. */
+function profileColumns(plan: IndexPlan): Row {
+  const columns: Row = {};
+  for (const [field, change] of changesOf(plan)) {
+    columns[PROFILE_COLUMNS[field].value] = change.value;
+    columns[PROFILE_COLUMNS[field].version] = change.version;
+  }
+  return columns;
+}
+
+/** A user's indexed fields and their versions after a plan is written. */
+function profileFields(user: User, plan: IndexPlan): Pick<User, IndexedField | 'profileVersions'> {
+  const fields = { location: user.location, lastName: user.lastName };
+  const versions = { ...user.profileVersions };
+  for (const [field, change] of changesOf(plan)) {
+    fields[field] = change.value;
+    versions[field] = change.version;
+  }
+  return { ...fields, profileVersions: versions };
+}
+
+/** Users by id, in the order asked, null for unknown ids (one round trip: the loader's batch). */
+export async function readUsers(store: Store, ids: readonly string[]): Promise<Array<User | null>> {
+  const rows = await store.getMany(
+    usersTable,
+    ids.map((user_id) => ({ user_id })),
+  );
+  return rows.map((r) => (r ? userFromRow(r) : null));
+}
+
+/** User ids by username, in the order asked, null for unknown names (one round trip). */
+export async function readUserIds(store: Store, usernames: readonly string[]): Promise<Array<string | null>> {
+  const rows = await store.getMany(
+    usersByUsernameTable,
+    usernames.map((username) => ({ username })),
+  );
+  return rows.map((r) => (r ? (r.user_id as string) : null));
+}
+
+/** The users feature. */
 export class Users {
-  constructor(
-    private readonly store: Store,
-    private readonly indexer?: ProfileIndexer,
-  ) {}
+  constructor(private readonly deps: UsersDeps) {}
 
   /**
-   * Create a user. The username is claimed first with insert-if-not-exists (a taken
-   * name is CONFLICT); if writing the user then fails, the claim is released so the
-   * name is not lost.
+   * Create a user: an admin may create anyone, a member only the user named by their
+   * token. The username is claimed first with insert-if-not-exists (a taken name is
+   * CONFLICT); if writing the user then fails, the claim is released so the name is
+   * not lost.
    */
-  async create(
-    input: { username: string; displayName: string } & ProfileValues,
-    now: Date = new Date(),
-  ): Promise<User> {
+  async create(input: { username: string; displayName: string } & IndexedValues, now: Date = new Date()): Promise<User> {
+    const actor = signedIn(this.deps.actor);
+    if (!actor.isAdmin && actor.username !== input.username) {
+      throw new DomainError('FORBIDDEN', "a token may only create the user named by its subject (or be an admin's)");
+    }
+    const { store, loaders } = this.deps;
     const username = checkUsername('username', input.username);
-    const displayName = checkText('displayName', input.displayName, 1, 80);
+    const displayName = checkDisplayName(input.displayName);
     const id = randomUUID();
     // Validate the indexed fields before claiming anything.
-    const index = this.indexer?.(id, input) ?? { columns: {}, mutations: [] };
-    const claim = await this.store.insertIfNotExists(usersByUsernameTable, { username, user_id: id });
+    const index = this.deps.directory.plan(id, input, []);
+    const claim = await store.insertIfNotExists(usersByUsernameTable, { username, user_id: id });
     if (!claim.applied) throw new DomainError('CONFLICT', `the username "${username}" is taken`, 'username');
-    const row: Row = { user_id: id, username, display_name: displayName, created_at: now, ...index.columns };
+    const row: Row = { user_id: id, username, display_name: displayName, created_at: now, ...profileColumns(index) };
     try {
-      if (index.mutations.length === 0) await this.store.upsert(usersTable, row);
-      else await this.store.batch([{ kind: 'upsert', table: usersTable, row }, ...index.mutations]);
+      if (index.mutations.length === 0) await store.upsert(usersTable, row);
+      else await store.batch([{ kind: 'upsert', table: usersTable, row }, ...index.mutations]);
     } catch (err) {
-      await this.store.delete(usersByUsernameTable, { username }).catch(() => undefined);
+      await store.delete(usersByUsernameTable, { username }).catch(() => undefined);
       throw err;
     }
-    return userFromRow(row);
+    const user = userFromRow(row);
+    loaders.userById.prime(user.id, user);
+    loaders.userIdByUsername.prime(user.username, user.id);
+    return user;
+  }
+
+  /**
+   * Update a profile: the user themself or an admin. `undefined` or null leaves a field
+   * unchanged; "" clears a location or last name. NOT_FOUND for an unknown user.
+   */
+  async update(userId: string, input: ProfileInput): Promise<User> {
+    await requireOwnerOrAdmin(this.deps.actor, userId, 'only the user or an admin may update a profile');
+    const { store, loaders, directory } = this.deps;
+    const user = await loaders.userById.load(userId);
+    if (!user) throw new DomainError('NOT_FOUND', 'no such user', 'id');
+    // seed 004: the old values come from the entries table, not from the user row.
+    const plan = directory.plan(userId, input, await directory.currentEntries(userId));
+    const row: Row = { user_id: userId, ...profileColumns(plan) };
+    let displayName = user.displayName;
+    if (input.displayName !== undefined && input.displayName !== null) {
+      displayName = checkDisplayName(input.displayName);
+      row.display_name = displayName;
+    }
+    // One logged batch: re-running it is harmless (same keys, same values).
+    await store.batch([{ kind: 'upsert', table: usersTable, row }, ...plan.mutations]);
+    const updated: User = { ...user, displayName, ...profileFields(user, plan) };
+    loaders.userById.clear(userId);
+    loaders.userById.prime(userId, updated);
+    return updated;
   }
 
   /** Users by id, in the order asked, null for unknown ids (one round trip). */
-  async byIds(ids: readonly string[]): Promise<Array<User | null>> {
-    const rows = await this.store.getMany(
-      usersTable,
-      ids.map((user_id) => ({ user_id })),
-    );
-    return rows.map((r) => (r ? userFromRow(r) : null));
+  byIds(ids: readonly string[]): Promise<Array<User | null>> {
+    return readUsers(this.deps.store, ids);
   }
 
   /** User ids by username, in the order asked, null for unknown names (one round trip). */
-  async idsByUsername(usernames: readonly string[]): Promise<Array<string | null>> {
-    const rows = await this.store.getMany(
-      usersByUsernameTable,
-      usernames.map((username) => ({ username })),
-    );
-    return rows.map((r) => (r ? (r.user_id as string) : null));
+  idsByUsername(usernames: readonly string[]): Promise<Array<string | null>> {
+    return readUserIds(this.deps.store, usernames);
   }
 }

@@ -7,7 +7,6 @@ export const timelineMutations: Pick<MutationResolvers, 'createPost' | 'deletePo
   createPost: async (_root, { input }, ctx) => {
     const authorId = await requireViewerId(ctx);
     const post = await ctx.timeline.createPost(authorId, input.content);
-    ctx.loaders.postByKey.prime(post, post);
     return { post, clientMutationId: input.clientMutationId ?? null };
   },
   deletePost: async (_root, { input }, ctx) => {

@@ -1,0 +1,161 @@
+/**
+ * The composition root: the only place that picks a store adapter, lists the tables
+ * and the saga registry, and wires the features. The server (`app.ts`), the demo seed,
+ * `npm run seed`, the benchmarks and the test fixtures all build features here, the
+ * same way. Plain constructor arguments; configuration flows down from here.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import cassandra from 'cassandra-driver';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { actorOf } from './features/actor.js';
+import { directoryTables } from './features/directory/directory-tables.js';
+import { Directory } from './features/directory/directory.js';
+import { ListApplier } from './features/lists/applier.js';
+import { listTables } from './features/lists/lists-tables.js';
+import { Lists } from './features/lists/lists.js';
+import { meetingTables } from './features/meetings/meetings-tables.js';
+import { Meetings, TokenSequence } from './features/meetings/meetings.js';
+import { suspensionSagas } from './features/suspensions/suspension-sagas.js';
+import { suspensionTables } from './features/suspensions/suspensions-tables.js';
+import { Suspensions } from './features/suspensions/suspensions.js';
+import { timelineTables } from './features/timeline/timeline-tables.js';
+import { Timeline } from './features/timeline/timeline.js';
+import { userTables } from './features/users/users-tables.js';
+import { Users } from './features/users/users.js';
+import type { Viewer } from './graphql/auth.js';
+import type { RequestContext } from './graphql/context.js';
+import { createLoaders } from './graphql/loaders.js';
+import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
+import { KeyedLock } from './saga/keyed-lock.js';
+import { sagaLogTable } from './saga/saga-log.js';
+import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
+import { CassandraStore } from './store/cassandra/cassandra-store.js';
+import { MonotonicClock, type Clock } from './store/clock.js';
+import type { Store } from './store/port.js';
+import { SqliteStore } from './store/sqlite/sqlite-store.js';
+import { CountingStore } from './store/store-decorator.js';
+import type { TableSpec } from './store/table.js';
+
+/** Every table the product declares. */
+export const ALL_TABLES: readonly TableSpec[] = [
+  ...userTables,
+  ...timelineTables,
+  ...suspensionTables,
+  ...meetingTables,
+  ...directoryTables,
+  ...listTables,
+  sagaLogTable,
+];
+
+/** Every saga the product runs (each feature exports its definitions). */
+export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas]);
+
+/** The settings features are built with: the part of the configuration they read. */
+export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'>;
+
+/** Build the configured store adapter. */
+export function createStore(config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>): Store {
+  if (config.store === 'cassandra') {
+    const client = new cassandra.Client({
+      contactPoints: [...config.cassandra.contactPoints],
+      localDataCenter: config.cassandra.localDataCenter,
+      encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
+    });
+    const consistency =
+      cassandra.types.consistencies[
+        config.cassandra.consistency.toLowerCase().replace(/_(\w)/g, (_, c: string) => c.toUpperCase()) as keyof typeof cassandra.types.consistencies
+      ];
+    return new CassandraStore({
+      client,
+      keyspace: config.cassandra.keyspace,
+      replication: config.cassandra.replication,
+      consistency,
+    });
+  }
+  if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
+  return new SqliteStore({ database: new Database(config.sqlitePath) });
+}
+
+/** What one process shares between all its requests. */
+export interface Services {
+  readonly store: Store;
+  readonly settings: FeatureSettings;
+  readonly codec: CursorCodec;
+  readonly logger: Logger;
+  /** The process's write clock (monotonic: timestamps never repeat). */
+  readonly clock: Clock;
+  /** Sagas running in this process (recovery leaves them alone). */
+  readonly sagasInFlight: Set<string>;
+  /** Serialises sagas per user within the process. */
+  readonly userLock: KeyedLock;
+  /** Hands out the decreasing part of acceptance tokens. */
+  readonly acceptanceTokens: TokenSequence;
+  /** Wakes the list applier after a list transaction is appended. */
+  readonly onListAppend?: (listId: string) => void;
+}
+
+/** The process-wide services, over a store that is already open (and its tables created). */
+export function createServices(
+  settings: FeatureSettings,
+  deps: { store: Store; logger: Logger; clock?: Clock; onListAppend?: (listId: string) => void },
+): Services {
+  return {
+    store: deps.store,
+    settings,
+    codec: createCursorCodec(settings.cursorSecret),
+    logger: deps.logger,
+    clock: deps.clock ?? new MonotonicClock(),
+    sagasInFlight: new Set(),
+    userLock: new KeyedLock(),
+    acceptanceTokens: new TokenSequence(),
+    onListAppend: deps.onListAppend,
+  };
+}
+
+/** A saga runner over a store view (a request's counting store, or the base store for recovery). */
+export function createSagaRunner(services: Services, store: Store = services.store): SagaRunner {
+  return new SagaRunner({ store, registry: SAGA_REGISTRY, inFlight: services.sagasInFlight, logger: services.logger });
+}
+
+/** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
+export function createListApplier(deps: Pick<Services, 'store' | 'clock' | 'logger'>): ListApplier {
+  return new ListApplier(deps.store, { clock: deps.clock, logger: deps.logger });
+}
+
+/**
+ * The features of one unit of work (a GraphQL request, or a seeding job) for one
+ * caller: a round-trip-counting view of the store, fresh loaders, and every feature
+ * over them. `cache: false` for long jobs: loaders then batch but remember nothing.
+ */
+export function createRequestContext(services: Services, viewer: Viewer | null, options: { cache?: boolean } = {}): RequestContext {
+  const { codec, settings } = services;
+  const store = new CountingStore(services.store);
+  const loaders = createLoaders(store, options);
+  const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
+  const directory = new Directory({ store, codec, users: loaders.userById });
+  const users = new Users({ store, actor, loaders, directory });
+  const timeline = new Timeline({ store, codec, loaders });
+  const suspensions = new Suspensions({
+    store,
+    codec,
+    actor,
+    loaders,
+    sagas: createSagaRunner(services, store),
+    lock: services.userLock,
+    granularity: settings.suspensionBucket,
+  });
+  const meetings = new Meetings({
+    store,
+    codec,
+    actor,
+    loaders,
+    clock: services.clock,
+    tokens: services.acceptanceTokens,
+    strategy: settings.acceptanceStrategy,
+  });
+  const lists = new Lists({ store, codec, actor, loaders, clock: services.clock, onAppend: services.onListAppend });
+  return { viewer: actor, loaders, users, timeline, suspensions, meetings, directory, lists, storeRoundTrips: () => store.roundTrips };
+}

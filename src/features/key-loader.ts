@@ -1,0 +1,11 @@
+/**
+ * The slice of a per-request DataLoader a feature reads through: `load` batches and
+ * caches reads by key for the request; a feature that writes keeps it true with
+ * `clear` and `prime`. Features name the loaders they need; the composition root hands
+ * them the request's.
+ */
+export interface KeyLoader<K, V> {
+  load(key: K): Promise<V>;
+  clear(key: K): unknown;
+  prime(key: K, value: V): unknown;
+}

@@ -1,0 +1,68 @@
+/**
+ * Serve: read the configuration, start the server, seed the demo data on first start,
+ * and shut down gracefully on SIGTERM/SIGINT. `main.ts` runs it as it is; a test entry
+ * may wrap the store (a fault-injecting or slowing decorator) first.
+ */
+import pino from 'pino';
+import { createApp } from './app.js';
+import { createStore } from './composition-root.js';
+import { ConfigError, loadConfig } from './config.js';
+import { listGlobalId, meetingGlobalId } from './graphql/ids.js';
+import { seedDemoData } from './seed/demo.js';
+import type { Store } from './store/port.js';
+
+/** What a caller of `serve` may change. */
+export interface ServeOptions {
+  /** Decorate the configured store (tests only). */
+  readonly wrapStore?: (store: Store) => Store;
+}
+
+/** Start the configured server and keep it running until a signal stops it. */
+export async function serve(options: ServeOptions = {}): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`configuration error: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = pino({ level: config.logLevel });
+  const store = options.wrapStore ? options.wrapStore(createStore(config)) : undefined;
+  const app = await createApp(config, { logger, store });
+  const demo = config.seedDemo ? await seedDemoData(app.services) : null;
+  if (demo) {
+    logger.info(
+      { meeting: meetingGlobalId(demo.meetingId), list: listGlobalId(demo.listId) },
+      'seeded the demo data set (users alice, bob, carol, dave); run `npm run token -- alice` for a token',
+    );
+  }
+  const port = await app.listen();
+  logger.info({ port, store: config.store }, `GraphQL server ready at http://localhost:${port}/graphql`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => {
+      logger.error('shutdown took longer than 10 s; exiting');
+      process.exit(1);
+    }, 10_000);
+    force.unref();
+    app.close().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
