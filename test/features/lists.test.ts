@@ -7,12 +7,20 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ListApplier } from '../../src/features/lists/applier.js';
 import { compareItems } from '../../src/features/lists/ledger.js';
-import { listItemsTable, listTables, listTransactionsTable } from '../../src/features/lists/lists-tables.js';
+import {
+  listApplierLeasesTable,
+  listItemsTable,
+  listTables,
+  listTransactionsTable,
+  pendingListsTable,
+  pendingShardOf,
+} from '../../src/features/lists/lists-tables.js';
 import type { Lists } from '../../src/features/lists/lists.js';
 import type { Mutation } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { modelPage } from '../support/paging-model.js';
 import { memorySqliteStore } from '../support/stores.js';
+import { FaultyStore } from '../support/faulty-store.js';
 import { MoveSteps } from '../support/move-steps.js';
 import { codec, featuresOver } from '../support/suspension-fixture.js';
 
@@ -228,6 +236,23 @@ describe('ordered lists (ledger)', () => {
     const stored = await base.slice(listItemsTable, { partition: { list_id: listId }, limit: 100 });
     expect(stored.map((r) => `${r.label}${r.deleted ? '(deleted)' : ''}`)).toEqual(['a', 'b', 'c', 'x']);
     expect(await allLabels(lists, listId)).toEqual(['a', 'b', 'c', 'x']);
+  });
+
+  it('settles a woken list once however often it was woken, and then unmarks it', async () => {
+    const { base, lists, listId } = await setup();
+    for (const label of ['a', 'b', 'c']) await lists.add(listId, label);
+    const recorded = new FaultyStore(base);
+    const applier = new ListApplier(recorded);
+    for (let i = 0; i < 5; i++) applier.wake(listId);
+    const mark = () => base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
+    expect(await mark()).not.toBeNull();
+    for (let i = 0; i < 200 && (await mark()) !== null; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(await mark()).toBeNull();
+    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toEqual([]);
+    expect(await allLabels(lists, listId)).toEqual(['a', 'b', 'c']);
+    // Five wakes before the first pass started: one pass, one lease.
+    expect(recorded.calls.filter((c) => c.operation === 'insertIfNotExists' && c.table === listApplierLeasesTable.name)).toHaveLength(1);
+    applier.stop();
   });
 
   it('pages a list of 10,000 items end to end in both directions, exactly', async () => {

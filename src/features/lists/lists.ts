@@ -103,11 +103,6 @@ export class Lists {
     return list;
   }
 
-  /** Items of one list by id, as they stand with pending transactions applied. */
-  itemsByIds(listId: string, itemIds: readonly string[]): Promise<Array<ListItem | null>> {
-    return readListItems(this.deps.store, listId, itemIds);
-  }
-
   /** One page of a list's items, in order. */
   items(listId: string, args: PageArgs): Promise<Page<ListItem>> {
     return pageFromSource(ledgerSource(this.deps.store, listId), args, { connectionName: 'items', codec: this.deps.codec });
