@@ -3,11 +3,11 @@
  * and shut down gracefully on SIGTERM/SIGINT. `main.ts` runs it as it is; a test entry
  * may wrap the store (a fault-injecting or slowing decorator) first.
  */
-import pino from 'pino';
 import { createApp } from './app.js';
 import { createStore } from './composition-root.js';
 import { ConfigError, loadConfig } from './config.js';
 import { listGlobalId, meetingGlobalId } from './graphql/ids.js';
+import { createLogger } from './logger.js';
 import { seedDemoData } from './seed/demo.js';
 import type { Store } from './store/port.js';
 
@@ -29,7 +29,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
     }
     throw err;
   }
-  const logger = pino({ level: config.logLevel });
+  const logger = createLogger({ level: config.logLevel, production: config.production });
   const store = options.wrapStore ? options.wrapStore(createStore(config)) : undefined;
   const app = await createApp(config, { logger, store });
   const demo = config.seedDemo ? await seedDemoData(app.services) : null;

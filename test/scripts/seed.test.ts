@@ -57,7 +57,7 @@ describe('npm run seed', () => {
 
   it('seeds every feature with progress and a summary, deterministically', async () => {
     const file = join(dir, 'seed.db');
-    const args = ['--import', 'tsx', 'scripts/seed.ts', '--users', '40', '--posts-per-user', '3', '--seed', '11'];
+    const args = ['--import', 'tsx', 'src/scripts/seed.ts', '--users', '40', '--posts-per-user', '3', '--seed', '11'];
     const env = { ...process.env, SQLITE_PATH: file };
     const first = await run(process.execPath, args, { env, cwd: process.cwd() });
     expect(first.stderr).toContain('seeding [');

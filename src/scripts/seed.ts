@@ -8,8 +8,8 @@
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import pino from 'pino';
-import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore } from '../src/composition-root.js';
-import { loadConfig } from '../src/config.js';
+import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore } from '../composition-root.js';
+import { loadConfig } from '../config.js';
 
 const { values } = parseArgs({
   options: {

@@ -3,8 +3,8 @@
  * signed with AUTH_SECRET (or the development secret when it is unset).
  */
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.js';
-import { authKey, signToken } from '../src/graphql/auth.js';
+import { loadConfig } from '../config.js';
+import { authKey, signToken } from '../graphql/auth.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
