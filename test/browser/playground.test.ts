@@ -1,14 +1,13 @@
 /**
- * The playground in a real browser (Debian's Chromium through playwright-core): the
+ * The playground in a real browser (Chromium through playwright-core): the
  * page loads with every asset from this server, runs a paged query, shows the result,
  * and a screenshot is saved to test-results/playground.png.
  */
 import { mkdirSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../support/browser.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 describe('the playground in Chromium', () => {
   let server: TestServer;
@@ -21,18 +20,7 @@ describe('the playground in Chromium', () => {
     for (let i = 1; i <= 8; i++) {
       await server.gql(`mutation ($c: String!) { createPost(input: { content: $c }) { post { id } } }`, { c: `Post number ${i}` }, token);
     }
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
