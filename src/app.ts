@@ -27,6 +27,7 @@ import { limitProtections, tokenLimitViolation } from './graphql/limits.js';
 import { resolvers } from './graphql/resolvers/index.js';
 import type { CursorCodec } from './paging/cursor.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
+import { withRequestLog } from './request-log.js';
 import { createHttpHandler } from './server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
@@ -122,6 +123,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     logger,
     bodyLimitBytes: config.bodyLimitBytes,
     playground: config.playground,
+    cors: config.corsOrigins,
     checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
     ping: () => store.ping(),
     contextFor: async (req) => {
@@ -130,10 +132,11 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       return createRequestContext(services, viewer);
     },
   });
+  const loggedHandler = withRequestLog(handler, logger);
   const httpServer = createServer(
     // A slow client cannot hold a connection forever.
     { requestTimeout: config.requestTimeoutMs, headersTimeout: Math.min(config.requestTimeoutMs, 20_000) },
-    (req, res) => void handler(req, res),
+    (req, res) => void loggedHandler(req, res),
   );
 
   return {

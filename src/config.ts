@@ -2,6 +2,7 @@
  * Configuration from the environment, validated once and frozen. Every variable, its
  * default and its meaning is listed in the README's configuration table.
  */
+import { parseCorsOrigins, type CorsOrigins } from './cors.js';
 
 /**
  * Keyspace replication as CQL's replication map (the Cassandra adapter's own type has
@@ -43,6 +44,8 @@ export interface Config {
   readonly acceptanceStrategy: 'first-write-wins' | 'lwt';
   /** Serve the GraphiQL playground at GET /graphql (off in production unless set). */
   readonly playground: boolean;
+  /** Origins browsers may call `/graphql` from (any in development, none in production unless set). */
+  readonly corsOrigins: CorsOrigins;
   /** Answer introspection queries (off in production unless set). */
   readonly introspection: boolean;
   readonly production: boolean;
@@ -121,6 +124,16 @@ function granularity(raw: string): BucketSetting {
   throw new ConfigError(`SUSPENSION_BUCKET must be year, month or day, got "${raw}"`);
 }
 
+function corsOrigins(env: NodeJS.ProcessEnv, production: boolean): CorsOrigins {
+  const raw = env.CORS_ORIGINS;
+  if (raw === undefined) return production ? Object.freeze([]) : '*';
+  try {
+    return parseCorsOrigins(raw);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
 const CONSISTENCIES = ['ONE', 'TWO', 'THREE', 'QUORUM', 'ALL', 'LOCAL_QUORUM', 'EACH_QUORUM', 'LOCAL_ONE'];
 
 /** Read and validate the configuration. */
@@ -171,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     listApplier: bool(env, 'LIST_APPLIER', true),
     playground: bool(env, 'PLAYGROUND', !production),
     introspection: bool(env, 'INTROSPECTION', !production),
+    corsOrigins: corsOrigins(env, production),
     production,
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1_000, 600_000),
     limits: Object.freeze({

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloServer, BaseContext } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
 import type { Logger } from 'pino';
+import { applyCors, type CorsOrigins } from './cors.js';
 import { playgroundAsset, playgroundHtml } from './graphql/playground.js';
 
 /** What the HTTP handler needs. */
@@ -20,6 +21,8 @@ export interface HttpHandlerOptions<C extends BaseContext> {
   readonly bodyLimitBytes: number;
   /** Serve the GraphiQL playground at GET /graphql for browsers. */
   readonly playground: boolean;
+  /** Origins browsers may call `/graphql` from. */
+  readonly cors: CorsOrigins;
   /** Refuse a query before parsing when it breaks the token limit (message) or not (null). */
   readonly checkTokens: (query: unknown) => string | null;
 }
@@ -83,6 +86,7 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         }
       }
       if (url.pathname !== '/graphql') return sendJson(res, 404, { error: `no route ${url.pathname}; try /graphql` });
+      if (applyCors(req, res, options.cors)) return;
       // A browser opening /graphql (no query in the URL) gets the playground.
       if (
         options.playground &&

@@ -1,0 +1,65 @@
+/**
+ * CORS for `/graphql`, so browser apps served from another origin (the usual Apollo
+ * Client setup in development) can call the API. Tokens travel in the `Authorization`
+ * header, never in cookies, so no credentials mode is offered.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** Which origins may call the API from a browser: every origin, or an explicit list. */
+export type CorsOrigins = '*' | readonly string[];
+
+/** The request headers a browser may send: tokens, JSON bodies, Apollo's CSRF header. */
+export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'apollo-require-preflight'] as const;
+
+const ORIGIN = /^https?:\/\/[^/\s?#]+\/?$/;
+
+/**
+ * Parse `CORS_ORIGINS`: `*`, or comma-separated origins (`https://app.example.com`,
+ * `http://localhost:5173`); throws with the rule and the value it refused.
+ */
+export function parseCorsOrigins(raw: string): CorsOrigins {
+  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (entries.length === 1 && entries[0] === '*') return '*';
+  for (const entry of entries) {
+    if (!ORIGIN.test(entry)) {
+      throw new Error(`CORS_ORIGINS must be "*" or comma-separated origins such as https://app.example.com (scheme and host, no path), got "${entry}"`);
+    }
+  }
+  // Browsers send the origin in lower case, without a trailing slash.
+  return Object.freeze(entries.map((e) => new URL(e).origin));
+}
+
+function allows(origins: CorsOrigins, origin: string): boolean {
+  return origins === '*' || origins.includes(origin);
+}
+
+/**
+ * Apply the CORS policy to a `/graphql` request: add the response headers for an
+ * allowed origin, and answer a preflight completely. Returns true when the request
+ * has been answered (a preflight), false when the handler should go on.
+ */
+export function applyCors(req: IncomingMessage, res: ServerResponse, origins: CorsOrigins): boolean {
+  const origin = req.headers.origin;
+  const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
+  // The answer depends on the Origin header: caches must key on it.
+  res.setHeader('vary', 'Origin');
+  const allowed = origin !== undefined && allows(origins, origin);
+  if (allowed) res.setHeader('access-control-allow-origin', origin);
+  if (!preflight) return false;
+  if (!allowed) {
+    const body = JSON.stringify({
+      errors: [{ message: `origin ${origin ?? '(none)'} is not allowed by CORS_ORIGINS`, extensions: { code: 'FORBIDDEN' } }],
+    });
+    res.writeHead(403, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+    return true;
+  }
+  res.writeHead(204, {
+    'access-control-allow-methods': 'GET, POST, OPTIONS',
+    'access-control-allow-headers': CORS_ALLOWED_HEADERS.join(', '),
+    'access-control-max-age': '600',
+    'content-length': '0',
+  });
+  res.end();
+  return true;
+}
