@@ -4,27 +4,35 @@
  * deterministic data: users with locations and last names, posts, suspensions across
  * months, meetings and their acceptances, ordered lists with moves. Shows a progress
  * bar and a final summary. The same seed gives the same content.
+ *
+ * Safe beside a running server (the embedded store waits for the other process's
+ * writes), and resumable: progress is recorded per unit of work in `seed_progress`, so
+ * a run that was interrupted completes when run again with the same options.
  */
-import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import pino from 'pino';
 import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore } from '../composition-root.js';
 import { loadConfig } from '../config.js';
+import { seedProgressTable } from '../seed/seed-tables.js';
+import type { Store } from '../store/port.js';
+import { parseCli, runScript, usageError } from './cli.js';
 
-const { values } = parseArgs({
-  options: {
-    users: { type: 'string', default: '100' },
-    'posts-per-user': { type: 'string', default: '10' },
-    seed: { type: 'string', default: '1' },
-  },
+const USAGE = `usage: npm run seed -- [--users N] [--posts-per-user M] [--seed S]
+
+Fills the configured store (SQLITE_PATH, or STORE=cassandra) with deterministic demo
+data: N users (default 100) with M posts each (default 10), suspensions, meetings with
+acceptances, and ordered lists. The same seed S (default 1) gives the same data; running
+again with the same options completes an interrupted run and adds nothing twice.`;
+
+const { values } = parseCli(USAGE, {
+  users: { type: 'string', default: '100' },
+  'posts-per-user': { type: 'string', default: '10' },
+  seed: { type: 'string', default: '1' },
 });
 
 function count(name: string, raw: string, max: number): number {
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > max) {
-    console.error(`--${name} must be an integer between 0 and ${max}, got "${raw}"`);
-    process.exit(2);
-  }
+  if (!Number.isInteger(n) || n < 0 || n > max) usageError(`--${name} must be an integer between 0 and ${max}, got "${raw}"`, USAGE);
   return n;
 }
 
@@ -52,11 +60,48 @@ const TOPICS = ['shipped a release', 'fixed a flaky test', 'read a paper on cons
 const REASONS = ['spam', 'abuse reported by several members', 'impersonation', 'automated posting', 'payment fraud'];
 const GROCERIES = ['milk', 'eggs', 'bread', 'coffee', 'apples', 'rice', 'lentils', 'tea', 'cheese', 'olive oil', 'tomatoes', 'basil'];
 
+/** True once the seed has begun writing (a failure then leaves a partial, resumable data set). */
+let writing = false;
+
+/** One unit's progress row (see seed-tables.ts). */
+interface Progress {
+  readonly ref: string | null;
+  readonly step: number;
+  readonly detail?: string | null;
+  readonly done: boolean;
+}
+
+/** Progress of this run's units: read, and recorded after each step that cannot be read back. */
+function progressOf(store: Store) {
+  const run = `seed ${SEED}, ${USERS} users, ${POSTS} posts per user`;
+  return {
+    async get(unit: string): Promise<Progress> {
+      const row = await store.get(seedProgressTable, { run, unit });
+      return {
+        ref: (row?.ref as string | null | undefined) ?? null,
+        step: Number(row?.step ?? 0),
+        detail: (row?.detail as string | null | undefined) ?? null,
+        done: row?.done === true,
+      };
+    },
+    async set(unit: string, progress: Progress): Promise<void> {
+      await store.upsert(seedProgressTable, { run, unit, ref: progress.ref, step: progress.step, detail: progress.detail ?? null, done: progress.done });
+    },
+  };
+}
+
+/** The number in the newest post's "(#k)": how many of a user's seeded posts exist. */
+function postsDone(newest: string | undefined): number {
+  return Number(/\(#(\d+)\)$/.exec(newest ?? '')?.[1] ?? 0);
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = pino({ level: 'warn' });
   const store = createStore(config);
-  await store.ensureTables(ALL_TABLES);
+  await store.ensureTables([...ALL_TABLES, seedProgressTable]);
+  writing = true;
+  const progress = progressOf(store);
   const services = createServices(config, { store, logger });
   // One long job: the loaders batch but keep nothing.
   const ctx = createRequestContext(services, { username: 'seed', isAdmin: true }, { cache: false });
@@ -93,38 +138,69 @@ async function main(): Promise<void> {
     const suspended = rng.next() < 0.05;
     const suspendedAt = new Date(now - rng.int(180) * 86_400_000 - rng.int(86_400_000));
     const reason = rng.pick(REASONS);
-    let id: string;
-    try {
-      id = (await ctx.users.create({ username, displayName: `${first} ${last}`, location, lastName: last })).id;
-      summary.users++;
-    } catch (err) {
-      // Seeding again with the same seed: the user is there already.
-      if ((err as { code?: string }).code !== 'CONFLICT') throw err;
+    const unit = `user ${username}`;
+    const state = await progress.get(unit);
+    if (state.done) {
+      userIds.push(state.ref!);
       summary.existing++;
       bar.increment(1 + POSTS);
       continue;
     }
+    let id = state.ref;
+    if (!id) {
+      try {
+        id = (await ctx.users.create({ username, displayName: `${first} ${last}`, location, lastName: last })).id;
+        summary.users++;
+      } catch (err) {
+        // Created by an interrupted run just before it could record its progress.
+        if ((err as { code?: string }).code !== 'CONFLICT') throw err;
+        id = (await ctx.users.idsByUsername([username]))[0] ?? null;
+        if (!id) throw err;
+      }
+      await progress.set(unit, { ref: id, step: 0, done: false });
+    }
     userIds.push(id);
     bar.increment();
-    for (let k = 0; k < POSTS; k++) {
+    // Posts are written oldest first, so the newest one says how many exist.
+    const newest = await ctx.timeline.posts(id, { first: 1 });
+    const done = postsDone(newest.edges[0]?.node.content);
+    bar.increment(done);
+    for (let k = done; k < POSTS; k++) {
       await ctx.timeline.createPost(id, `${first} ${topics[k]} (#${k + 1})`, new Date(postsAt[k]!));
       summary.posts++;
       bar.increment();
     }
     // About one user in twenty is suspended, at a time in the last six months.
     if (suspended) {
-      await ctx.suspensions.suspend({ userId: id, reason, suspendedAt });
-      summary.suspensions++;
+      try {
+        await ctx.suspensions.suspend({ userId: id, reason, suspendedAt });
+        summary.suspensions++;
+      } catch (err) {
+        // Suspended by the interrupted run already.
+        if ((err as { code?: string }).code !== 'CONFLICT') throw err;
+      }
     }
+    await progress.set(unit, { ref: id, step: POSTS, done: true });
   }
 
   bar.update({ stage: 'meetings' });
   for (let m = 0; m < meetings && userIds.length > 0; m++) {
-    const meeting = await ctx.meetings.create({ title: `Sync #${m + 1}` }, rng.pick(userIds));
-    summary.meetings++;
+    const creator = rng.pick(userIds);
     const attendees = new Set(Array.from({ length: 1 + rng.int(Math.min(30, userIds.length)) }, () => rng.pick(userIds)));
-    for (const u of attendees) {
-      if ((await ctx.meetings.accept(meeting.meetingId, u)).counted) summary.acceptances++;
+    const unit = `meeting ${m}`;
+    const state = await progress.get(unit);
+    if (!state.done) {
+      let meetingId = state.ref;
+      if (!meetingId) {
+        meetingId = (await ctx.meetings.create({ title: `Sync #${m + 1}` }, creator)).meetingId;
+        summary.meetings++;
+        await progress.set(unit, { ref: meetingId, step: 0, done: false });
+      }
+      // Accepting twice counts once (first write wins): resuming repeats them safely.
+      for (const u of attendees) {
+        if ((await ctx.meetings.accept(meetingId, u)).counted) summary.acceptances++;
+      }
+      await progress.set(unit, { ref: meetingId, step: attendees.size, done: true });
     }
     bar.increment();
   }
@@ -132,22 +208,44 @@ async function main(): Promise<void> {
   bar.update({ stage: 'lists' });
   const applier = createListApplier(services);
   for (let l = 0; l < lists && userIds.length > 0; l++) {
-    const list = await ctx.lists.create(`Groceries ${l + 1}`, rng.pick(userIds));
-    summary.lists++;
-    const items: string[] = [];
-    for (let k = 0; k < 10 + rng.int(20); k++) {
-      items.push((await ctx.lists.add(list.listId, rng.pick(GROCERIES))).itemId);
-      summary.items++;
-    }
-    for (let k = 0; k < 5; k++) {
-      const a = rng.pick(items);
-      const b = rng.pick(items);
-      if (a !== b) {
-        await ctx.lists.move(list.listId, a, { beforeItemId: b });
-        summary.moves++;
+    const owner = rng.pick(userIds);
+    const labels = Array.from({ length: 10 + rng.int(20) }, () => rng.pick(GROCERIES));
+    // Moves name items by position: the k-th item added, before the j-th.
+    const moves = Array.from({ length: 5 }, () => [rng.int(labels.length), rng.int(labels.length)] as const);
+    const unit = `list ${l}`;
+    const state = await progress.get(unit);
+    if (!state.done) {
+      let listId = state.ref;
+      if (!listId) {
+        listId = (await ctx.lists.create(`Groceries ${l + 1}`, owner)).listId;
+        summary.lists++;
+        await progress.set(unit, { ref: listId, step: 0, done: false });
       }
+      let items: string[];
+      if (state.step === 0) {
+        // Before any move the list holds the items added so far, in the order added.
+        items = (await ctx.lists.items(listId, { first: 100 })).edges.map((e) => e.node.itemId);
+        for (let k = items.length; k < labels.length; k++) {
+          items.push((await ctx.lists.add(listId, labels[k]!)).itemId);
+          summary.items++;
+        }
+      } else {
+        items = JSON.parse(state.detail!) as string[];
+      }
+      const detail = JSON.stringify(items);
+      await progress.set(unit, { ref: listId, step: Math.max(1, state.step), detail, done: false });
+      // Step 1 + k: k moves done. A move repeated after an interruption changes nothing.
+      for (let k = Math.max(1, state.step) - 1; k < moves.length; k++) {
+        const [a, b] = moves[k]!;
+        if (a !== b) {
+          await ctx.lists.move(listId, items[a]!, { beforeItemId: items[b]! });
+          summary.moves++;
+        }
+        await progress.set(unit, { ref: listId, step: k + 2, detail, done: false });
+      }
+      await applier.drain(listId);
+      await progress.set(unit, { ref: listId, step: moves.length + 1, detail, done: true });
     }
-    await applier.drain(list.listId);
     bar.increment();
   }
   bar.update(total, { stage: 'done' });
@@ -160,7 +258,9 @@ async function main(): Promise<void> {
   await store.close();
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
+runScript('seed', main, (err) => {
+  const code = (err as { code?: string }).code;
+  if (code === 'SQLITE_CANTOPEN') return `check SQLITE_PATH: "${process.env.SQLITE_PATH ?? './data/app.db'}" must be a file in a writable folder`;
+  if (code === 'SQLITE_BUSY') return 'another process held the database longer than the busy timeout; run the same command again to complete the seed';
+  return writing ? 'what was written is kept; run the same command again to complete the seed' : undefined;
 });

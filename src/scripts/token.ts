@@ -1,22 +1,34 @@
 /**
- * `npm run token -- <username> [--admin] [--expires 30d]`: print a development token
- * signed with AUTH_SECRET (or the development secret when it is unset).
+ * `npm run -s token -- <username> [--admin] [--expires 30d]` (or, in the image,
+ * `node dist/scripts/token.js <username>`): print a token signed with AUTH_SECRET (or
+ * the development secret when it is unset) on stdout, alone, so it can be captured:
+ * `TOKEN=$(npm run -s token -- alice)`.
  */
-import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { authKey, signToken } from '../graphql/auth.js';
+import { parseCli, runScript, usageError } from './cli.js';
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: { admin: { type: 'boolean', default: false }, expires: { type: 'string', default: '30d' } },
+const USAGE = `usage: npm run -s token -- <username> [--admin] [--expires 30d]
+       node dist/scripts/token.js <username> [--admin] [--expires 30d]
+
+Prints a bearer token for <username>, signed with AUTH_SECRET (the development secret
+when it is unset). --admin grants the admin role; --expires takes a duration such as
+2h, 7d or 30d (default 30d). Send it as "Authorization: Bearer <token>".`;
+
+const { values, positionals } = parseCli(
+  USAGE,
+  { admin: { type: 'boolean', default: false }, expires: { type: 'string', default: '30d' } },
+  true,
+);
+const [username, ...extra] = positionals;
+if (!username) usageError('a username is required', USAGE);
+if (extra.length > 0) usageError(`one username only, got also "${extra.join(' ')}"`, USAGE);
+if (!/^\d+\s*(s|m|h|d|w|y)$/.test(values.expires)) usageError(`--expires must be a duration such as 2h, 7d or 30d, got "${values.expires}"`, USAGE);
+
+runScript('token', async () => {
+  const config = loadConfig();
+  if (config.devSecrets.includes('AUTH_SECRET')) {
+    console.error('note: AUTH_SECRET is unset; signing with the development secret');
+  }
+  console.log(await signToken(authKey(config.authSecret), username, { admin: values.admin, expiresIn: values.expires }));
 });
-const username = positionals[0];
-if (!username) {
-  console.error('usage: npm run token -- <username> [--admin] [--expires 30d]');
-  process.exit(2);
-}
-const config = loadConfig();
-if (config.devSecrets.includes('AUTH_SECRET')) {
-  console.error('note: AUTH_SECRET is unset; signing with the development secret');
-}
-console.log(await signToken(authKey(config.authSecret), username, { admin: values.admin, expiresIn: values.expires }));

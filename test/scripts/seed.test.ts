@@ -2,18 +2,21 @@
  * `npm run seed`: fills every feature with deterministic data, shows progress and a
  * summary, and seeding again with the same seed adds no duplicates.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { ALL_TABLES } from '../../src/composition-root.js';
+import { ALL_TABLES, createRequestContext, createServices } from '../../src/composition-root.js';
 import { listGlobalId, meetingGlobalId } from '../../src/graphql/ids.js';
 import { seedDemoData } from '../../src/seed/demo.js';
 import { featuresOver } from '../support/suspension-fixture.js';
+import { startChildServer } from '../support/child-server.js';
 import { startTestServer } from '../support/test-server.js';
 
 const run = promisify(execFile);
@@ -77,4 +80,68 @@ describe('npm run seed', () => {
     expect(everyone.edges).toHaveLength(40);
     await store.close();
   }, 120_000);
+});
+
+const SEED_ARGS = ['--import', 'tsx', 'src/scripts/seed.ts', '--users', '300', '--posts-per-user', '10', '--seed', '23'];
+
+/** What a seeded file holds: row counts of the tables seeding fills, and every list's items in order. */
+async function contentOf(file: string) {
+  const db = new Database(file, { readonly: true });
+  const count = (table: string) => Number((db.prepare(`SELECT count(*) AS n FROM t_${table}`).get() as { n: number }).n);
+  const counts = Object.fromEntries(['users', 'timeline', 'suspended_users', 'meetings', 'meeting_users', 'lists'].map((t) => [t, count(t)]));
+  const lists = db.prepare('SELECT k_list_id AS id, v_title AS title FROM t_lists').all() as Array<{ id: string; title: string }>;
+  db.close();
+  const store = new SqliteStore({ database: new Database(file) });
+  await store.ensureTables(ALL_TABLES);
+  const services = createServices(loadConfig({ SQLITE_PATH: file }), { store, logger: pino({ level: 'silent' }) });
+  const ctx = createRequestContext(services, { username: 'test', isAdmin: true });
+  const items: Record<string, string[]> = {};
+  for (const list of lists) items[list.title] = (await ctx.lists.items(list.id, { first: 100 })).edges.map((e) => e.node.label);
+  await store.close();
+  return { counts, lists: items };
+}
+
+describe('npm run seed beside a running server', () => {
+  it('completes, after being killed halfway, exactly as an uninterrupted run', async () => {
+    const reference = join(dir, 'reference.db');
+    await run(process.execPath, SEED_ARGS, { env: { ...process.env, SQLITE_PATH: reference } });
+
+    const file = join(dir, 'shared.db');
+    const server = await startChildServer(file);
+    try {
+      const env = { ...process.env, SQLITE_PATH: file };
+      // Killed once the progress bar shows work done (the bar reports every second).
+      const first = spawn(process.execPath, SEED_ARGS, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      let progress = '';
+      const killed = new Promise<NodeJS.Signals | number | null>((resolve) => first.once('exit', (code, signal) => resolve(signal ?? code)));
+      first.stderr.on('data', (d: Buffer) => {
+        progress += d.toString();
+        if (/\| [1-9]\d*\/\d+ \|/.test(progress)) first.kill('SIGKILL');
+      });
+      expect(await killed).toBe('SIGKILL');
+
+      const again = await run(process.execPath, SEED_ARGS, { env });
+      expect(again.stdout).toContain(`Seeded ${file} with seed 23`);
+      expect(again.stdout).toMatch(/existing\s*│\s*[1-9]/);
+      // The server answered throughout and still does.
+      expect((await fetch(server.url.replace('/graphql', '/readyz'))).status).toBe(200);
+    } finally {
+      server.process.kill('SIGTERM');
+      await server.exited;
+    }
+    const expected = await contentOf(reference);
+    expect(expected.counts).toMatchObject({ users: 300, timeline: 3000, meetings: 30, lists: 15 });
+    expect(await contentOf(file)).toEqual(expected);
+  }, 120_000);
+
+  it('prints one clear line when it fails, and its usage on --help', async () => {
+    const help = await run(process.execPath, ['--import', 'tsx', 'src/scripts/seed.ts', '--help']);
+    expect(help.stdout).toMatch(/^usage: npm run seed -- \[--users N\]/);
+    const failed = await run(process.execPath, ['--import', 'tsx', 'src/scripts/seed.ts', '--users', '1'], {
+      // A folder where the database file should be: SQLite cannot open it.
+      env: { ...process.env, SQLITE_PATH: dir },
+    }).catch((err: { code: number; stderr: string }) => err);
+    expect(failed).toMatchObject({ code: 1 });
+    expect((failed as { stderr: string }).stderr.trim().split('\n')).toEqual([`seed failed: unable to open database file (check SQLITE_PATH: "${dir}" must be a file in a writable folder)`]);
+  });
 });

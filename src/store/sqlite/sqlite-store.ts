@@ -53,7 +53,7 @@ export interface SqliteStatementLike {
 export interface SqliteDatabaseLike {
   prepare(sql: string): SqliteStatementLike;
   exec(sql: string): unknown;
-  transaction(fn: () => void): () => void;
+  transaction(fn: () => void): { (): void; immediate(): void };
   defaultSafeIntegers(toggle?: boolean): unknown;
   pragma(source: string): unknown;
   close(): unknown;
@@ -66,6 +66,8 @@ export interface SqliteStoreOptions {
   readonly clock?: Clock;
   /** Wall clock in ms, for TTL expiry. */
   readonly now?: () => number;
+  /** How long a write waits for another process's write to finish (default 10 s). */
+  readonly busyTimeoutMs?: number;
 }
 
 type PhysicalRow = Record<string, unknown>;
@@ -85,12 +87,24 @@ export class SqliteStore implements Store {
     this.now = options.now ?? Date.now;
     // Write timestamps reach 2^63-1 (seed 001), beyond a double: read integers as bigint.
     this.db.defaultSafeIntegers(true);
+    // WAL: readers never block the writer. Another process (`npm run seed` beside the
+    // server) may hold the write lock: wait for it rather than fail at once.
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
+    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
+  }
+
+  /**
+   * Run a write as one IMMEDIATE transaction: it takes the write lock first (waiting up
+   * to the busy timeout). A deferred transaction that reads, then writes, would fail at
+   * once with SQLITE_BUSY when another process wrote in between.
+   */
+  private write(fn: () => void): void {
+    this.db.transaction(fn).immediate();
   }
 
   async ensureTables(tables: readonly TableSpec[]): Promise<void> {
-    const run = this.db.transaction(() => {
+    this.write(() => {
       for (const table of tables) {
         const layout = this.layout(table);
         for (const sql of createStatements(layout)) this.db.exec(sql);
@@ -106,7 +120,6 @@ export class SqliteStore implements Store {
         this.ensured.add(table.name);
       }
     });
-    run();
   }
 
   async get(table: TableSpec, key: Row): Promise<Row | null> {
@@ -148,12 +161,12 @@ export class SqliteStore implements Store {
 
   async upsert(table: TableSpec, row: Row, options?: WriteOptions): Promise<void> {
     const prepared = this.prepareUpsert(table, row, options);
-    this.db.transaction(() => this.applyUpsert(prepared))();
+    this.write(() => this.applyUpsert(prepared));
   }
 
   async delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void> {
     const prepared = this.prepareDelete(table, key, options);
-    this.db.transaction(() => this.applyTombstone(prepared))();
+    this.write(() => this.applyTombstone(prepared));
   }
 
   async deleteRange(
@@ -163,7 +176,7 @@ export class SqliteStore implements Store {
     options?: DeleteOptions,
   ): Promise<void> {
     const prepared = this.prepareRangeDelete(table, partition, range, options);
-    this.db.transaction(() => this.applyTombstone(prepared))();
+    this.write(() => this.applyTombstone(prepared));
   }
 
   async increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void> {
@@ -183,7 +196,7 @@ export class SqliteStore implements Store {
   async insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult> {
     const prepared = this.prepareUpsert(table, row, options);
     let result: ConditionalResult = { applied: false, existing: null };
-    this.db.transaction(() => {
+    this.write(() => {
       const existing = this.getSync(table, row);
       if (existing) {
         result = { applied: false, existing };
@@ -191,7 +204,7 @@ export class SqliteStore implements Store {
       }
       this.applyUpsert(prepared);
       result = { applied: true, existing: null };
-    })();
+    });
     return result;
   }
 
@@ -211,12 +224,12 @@ export class SqliteStore implements Store {
       }
     });
     // One SQLite transaction: a logged batch applies all or nothing.
-    this.db.transaction(() => {
+    this.write(() => {
       for (const m of prepared) {
         if (m.kind === 'upsert') this.applyUpsert(m.p);
         else this.applyTombstone(m.p);
       }
-    })();
+    });
   }
 
   async ping(): Promise<void> {
