@@ -5,40 +5,53 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
+/** The arguments of `acceptMeeting`. */
 export type AcceptMeetingInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** The global ID of the meeting. */
   meetingId: string | number;
 };
 
+/** The arguments of `addListItem`. */
 export type AddListItemInput = {
   /** Insert before this item of the same list; omitted: at the end. */
   beforeItemId?: string | number | null | undefined;
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** 1 to 200 characters. */
   label: string;
+  /** The global ID of the list (the viewer's own, or any for an admin). */
   listId: string | number;
 };
 
+/** The arguments of `createList`. */
 export type CreateListInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** 1 to 200 characters. */
   title: string;
 };
 
+/** The arguments of `createMeeting`. */
 export type CreateMeetingInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** 1 to 200 characters. */
   title: string;
 };
 
+/** The arguments of `createPost`. */
 export type CreatePostInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** 1 to 5000 characters. */
   content: string;
 };
 
+/** The arguments of `createUser`. */
 export type CreateUserInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** 1 to 80 characters. */
   displayName: string;
@@ -50,38 +63,55 @@ export type CreateUserInput = {
   username: string;
 };
 
+/** The arguments of `deletePost`. */
 export type DeletePostInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** The global ID of a post of the viewer's. */
   id: string | number;
 };
 
+/** The arguments of `moveListItem`. */
 export type MoveListItemInput = {
   /** Move right after this item. Exactly one of the two. */
   afterItemId?: string | number | null | undefined;
   /** Move right before this item (before the first item: to the top). Exactly one of the two. */
   beforeItemId?: string | number | null | undefined;
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
+  /** The global ID of the item to move. */
   itemId: string | number;
 };
 
+/** The arguments of `reconcileMeeting`. */
 export type ReconcileMeetingInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
+  /** The global ID of the meeting to recount. */
   meetingId: string | number;
 };
 
+/** The arguments of `removeListItem`. */
 export type RemoveListItemInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
+  /** The global ID of the item to remove. */
   itemId: string | number;
 };
 
+/** The arguments of `renameListItem`. */
 export type RenameListItemInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
+  /** The global ID of the item to rename. */
   itemId: string | number;
+  /** The new text, 1 to 200 characters. */
   label: string;
 };
 
+/** The arguments of `suspendUser`. */
 export type SuspendUserInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** 1 to 500 characters. */
   reason: string;
@@ -91,13 +121,17 @@ export type SuspendUserInput = {
   userId: string | number;
 };
 
+/** The arguments of `unsuspendUser`. */
 export type UnsuspendUserInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** The global ID of a suspended user. */
   userId: string | number;
 };
 
+/** The arguments of `updateUser`. */
 export type UpdateUserInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** Omitted or null: unchanged. */
   displayName?: string | null | undefined;

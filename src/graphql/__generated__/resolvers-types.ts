@@ -26,72 +26,100 @@ export type Scalars = {
   DateTime: { input: Date; output: Date; }
 };
 
+/** The arguments of `acceptMeeting`. */
 export type AcceptMeetingInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of the meeting. */
   meetingId: Scalars['ID']['input'];
 };
 
+/** The result of `acceptMeeting`. */
 export type AcceptMeetingPayload = {
   __typename?: 'AcceptMeetingPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
   /** True when this request counted the viewer; false for a repeat acceptance. */
   counted: Scalars['Boolean']['output'];
+  /** The meeting, with its acceptance count after this acceptance. */
   meeting: Meeting;
 };
 
+/** The arguments of `addListItem`. */
 export type AddListItemInput = {
   /** Insert before this item of the same list; omitted: at the end. */
   beforeItemId?: InputMaybe<Scalars['ID']['input']>;
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 200 characters. */
   label: Scalars['String']['input'];
+  /** The global ID of the list (the viewer's own, or any for an admin). */
   listId: Scalars['ID']['input'];
 };
 
+/** The result of `addListItem`. */
 export type AddListItemPayload = {
   __typename?: 'AddListItemPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The new item. */
   item: ListItem;
 };
 
+/** The arguments of `createList`. */
 export type CreateListInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 200 characters. */
   title: Scalars['String']['input'];
 };
 
+/** The result of `createList`. */
 export type CreateListPayload = {
   __typename?: 'CreateListPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The new, empty list. */
   list: OrderedList;
 };
 
+/** The arguments of `createMeeting`. */
 export type CreateMeetingInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 200 characters. */
   title: Scalars['String']['input'];
 };
 
+/** The result of `createMeeting`. */
 export type CreateMeetingPayload = {
   __typename?: 'CreateMeetingPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The new meeting. */
   meeting: Meeting;
 };
 
+/** The arguments of `createPost`. */
 export type CreatePostInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 5000 characters. */
   content: Scalars['String']['input'];
 };
 
+/** The result of `createPost`. */
 export type CreatePostPayload = {
   __typename?: 'CreatePostPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The new post. */
   post: Post;
 };
 
+/** The arguments of `createUser`. */
 export type CreateUserInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 80 characters. */
   displayName: Scalars['String']['input'];
@@ -103,49 +131,64 @@ export type CreateUserInput = {
   username: Scalars['String']['input'];
 };
 
+/** The result of `createUser`. */
 export type CreateUserPayload = {
   __typename?: 'CreateUserPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The new user. */
   user: User;
 };
 
+/** The arguments of `deletePost`. */
 export type DeletePostInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of a post of the viewer's. */
   id: Scalars['ID']['input'];
 };
 
+/** The result of `deletePost`. */
 export type DeletePostPayload = {
   __typename?: 'DeletePostPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The global ID of the deleted post. */
   deletedPostId: Scalars['ID']['output'];
 };
 
 /** An item of an ordered list. */
 export type ListItem = Node & {
   __typename?: 'ListItem';
+  /** The global ID of the item. */
   id: Scalars['ID']['output'];
+  /** The item's text, 1 to 200 characters. */
   label: Scalars['String']['output'];
+  /** The list the item belongs to. */
   list: OrderedList;
 };
 
 /** A page of list items. */
 export type ListItemConnection = {
   __typename?: 'ListItemConnection';
+  /** The edges of this page, in the connection's order. */
   edges: Array<ListItemEdge>;
+  /** Whether more edges exist on either side of this page, and the cursors at its ends. */
   pageInfo: PageInfo;
 };
 
 /** A list item and its cursor. */
 export type ListItemEdge = {
   __typename?: 'ListItemEdge';
+  /** An opaque cursor for this edge: pass it as `after` or `before` to page from here. */
   cursor: Scalars['String']['output'];
+  /** The list item at this edge. */
   node: ListItem;
 };
 
 /**
  * A meeting people accept. Acceptances are counted exactly once per user without Paxos
- * (seed 001: first write wins through `USING TIMESTAMP (2^63-1 - now)`, then `WRITETIME`
+ * (the first write wins through `USING TIMESTAMP (2^63-1 - now)`, then `WRITETIME`
  * tells whether this request's write won, then a counter increment).
  */
 export type Meeting = Node & {
@@ -154,14 +197,16 @@ export type Meeting = Node & {
   acceptanceCount: Scalars['Int']['output'];
   /** The users who accepted, ordered by user id. */
   acceptedBy: UserConnection;
+  /** The global ID of the meeting. */
   id: Scalars['ID']['output'];
+  /** The meeting's title, 1 to 200 characters. */
   title: Scalars['String']['output'];
 };
 
 
 /**
  * A meeting people accept. Acceptances are counted exactly once per user without Paxos
- * (seed 001: first write wins through `USING TIMESTAMP (2^63-1 - now)`, then `WRITETIME`
+ * (the first write wins through `USING TIMESTAMP (2^63-1 - now)`, then `WRITETIME`
  * tells whether this request's write won, then a counter increment).
  */
 export type MeetingAcceptedByArgs = {
@@ -171,21 +216,28 @@ export type MeetingAcceptedByArgs = {
   last?: InputMaybe<Scalars['Int']['input']>;
 };
 
+/** The arguments of `moveListItem`. */
 export type MoveListItemInput = {
   /** Move right after this item. Exactly one of the two. */
   afterItemId?: InputMaybe<Scalars['ID']['input']>;
   /** Move right before this item (before the first item: to the top). Exactly one of the two. */
   beforeItemId?: InputMaybe<Scalars['ID']['input']>;
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** The global ID of the item to move. */
   itemId: Scalars['ID']['input'];
 };
 
+/** The result of `moveListItem`. */
 export type MoveListItemPayload = {
   __typename?: 'MoveListItemPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The moved item. */
   item: ListItem;
 };
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type Mutation = {
   __typename?: 'Mutation';
   /**
@@ -239,77 +291,91 @@ export type Mutation = {
   unsuspendUser?: Maybe<UnsuspendUserPayload>;
   /**
    * Update a user's profile (the user or an admin). The directory indexes are updated in
-   * the same logged batch, without locks (seed 004).
+   * the same logged batch, without locks.
    */
   updateUser?: Maybe<UpdateUserPayload>;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationAcceptMeetingArgs = {
   input: AcceptMeetingInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationAddListItemArgs = {
   input: AddListItemInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationCreateListArgs = {
   input: CreateListInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationCreateMeetingArgs = {
   input: CreateMeetingInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationCreatePostArgs = {
   input: CreatePostInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationCreateUserArgs = {
   input: CreateUserInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationDeletePostArgs = {
   input: DeletePostInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationMoveListItemArgs = {
   input: MoveListItemInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationReconcileMeetingArgs = {
   input: ReconcileMeetingInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationRemoveListItemArgs = {
   input: RemoveListItemInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationRenameListItemArgs = {
   input: RenameListItemInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationSuspendUserArgs = {
   input: SuspendUserInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationUnsuspendUserArgs = {
   input: UnsuspendUserInput;
 };
 
 
+/** The entry points for writing; each takes one `input` and needs a token (`Authorization: Bearer <token>`). */
 export type MutationUpdateUserArgs = {
   input: UpdateUserInput;
 };
@@ -324,21 +390,23 @@ export type Node = {
 };
 
 /**
- * A list whose order people set by hand (seed 002's ledger list). Every change is a
+ * A list whose order people set by hand. Every change is a
  * transaction applied in order by a background applier; reads apply pending transactions,
  * so pages are exact at any moment.
  */
 export type OrderedList = Node & {
   __typename?: 'OrderedList';
+  /** The global ID of the list. */
   id: Scalars['ID']['output'];
   /** The items in their hand-set order. */
   items: ListItemConnection;
+  /** The list's title, 1 to 200 characters. */
   title: Scalars['String']['output'];
 };
 
 
 /**
- * A list whose order people set by hand (seed 002's ledger list). Every change is a
+ * A list whose order people set by hand. Every change is a
  * transaction applied in order by a background applier; reads apply pending transactions,
  * so pages are exact at any moment.
  */
@@ -355,35 +423,48 @@ export type OrderedListItemsArgs = {
  */
 export type PageInfo = {
   __typename?: 'PageInfo';
+  /** The cursor of the last edge of this page (page forward from it with `after`); null for an empty page. */
   endCursor?: Maybe<Scalars['String']['output']>;
+  /** True when edges exist after the last edge of this page (exact, in both paging directions). */
   hasNextPage: Scalars['Boolean']['output'];
+  /** True when edges exist before the first edge of this page (exact, in both paging directions). */
   hasPreviousPage: Scalars['Boolean']['output'];
+  /** The cursor of the first edge of this page (page backward from it with `before`); null for an empty page. */
   startCursor?: Maybe<Scalars['String']['output']>;
 };
 
 /** A post on a user's timeline. */
 export type Post = Node & {
   __typename?: 'Post';
+  /** Who wrote the post. */
   author: User;
+  /** The text of the post, 1 to 5000 characters. */
   content: Scalars['String']['output'];
+  /** When the post was published; the timeline is ordered by it. */
   createdAt: Scalars['DateTime']['output'];
+  /** The global ID of the post. */
   id: Scalars['ID']['output'];
 };
 
 /** A page of posts. */
 export type PostConnection = {
   __typename?: 'PostConnection';
+  /** The edges of this page, in the connection's order. */
   edges: Array<PostEdge>;
+  /** Whether more edges exist on either side of this page, and the cursors at its ends. */
   pageInfo: PageInfo;
 };
 
 /** A post and its cursor. */
 export type PostEdge = {
   __typename?: 'PostEdge';
+  /** An opaque cursor for this edge: pass it as `after` or `before` to page from here. */
   cursor: Scalars['String']['output'];
+  /** The post at this edge. */
   node: Post;
 };
 
+/** The entry points for reading. */
 export type Query = {
   __typename?: 'Query';
   /** Fetch any object by its global ID; null when it does not exist. */
@@ -404,7 +485,7 @@ export type Query = {
   usersByLastName: UserConnection;
   /**
    * Users in a location (case-insensitive exact match), ordered by user id. Served by a
-   * hand-built composite index (seed 004); stale entries are filtered on read. Members only.
+   * hand-built composite index; stale entries are filtered on read. Members only.
    */
   usersByLocation: UserConnection;
   /** The signed-in user, or null when anonymous (or not yet created). */
@@ -412,16 +493,19 @@ export type Query = {
 };
 
 
+/** The entry points for reading. */
 export type QueryNodeArgs = {
   id: Scalars['ID']['input'];
 };
 
 
+/** The entry points for reading. */
 export type QueryNodesArgs = {
   ids: Array<Scalars['ID']['input']>;
 };
 
 
+/** The entry points for reading. */
 export type QuerySuspendedUsersArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   before?: InputMaybe<Scalars['String']['input']>;
@@ -430,11 +514,13 @@ export type QuerySuspendedUsersArgs = {
 };
 
 
+/** The entry points for reading. */
 export type QueryUserByUsernameArgs = {
   username: Scalars['String']['input'];
 };
 
 
+/** The entry points for reading. */
 export type QueryUsersByLastNameArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   before?: InputMaybe<Scalars['String']['input']>;
@@ -444,6 +530,7 @@ export type QueryUsersByLastNameArgs = {
 };
 
 
+/** The entry points for reading. */
 export type QueryUsersByLocationArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   before?: InputMaybe<Scalars['String']['input']>;
@@ -452,43 +539,64 @@ export type QueryUsersByLocationArgs = {
   location: Scalars['String']['input'];
 };
 
+/** The arguments of `reconcileMeeting`. */
 export type ReconcileMeetingInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** The global ID of the meeting to recount. */
   meetingId: Scalars['ID']['input'];
 };
 
+/** The result of `reconcileMeeting`. */
 export type ReconcileMeetingPayload = {
   __typename?: 'ReconcileMeetingPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The meeting, with its repaired acceptance count. */
   meeting: Meeting;
   /** The counter's value before the repair. */
   previousCount: Scalars['Int']['output'];
 };
 
+/** The arguments of `removeListItem`. */
 export type RemoveListItemInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** The global ID of the item to remove. */
   itemId: Scalars['ID']['input'];
 };
 
+/** The result of `removeListItem`. */
 export type RemoveListItemPayload = {
   __typename?: 'RemoveListItemPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The global ID of the removed item. */
   removedItemId: Scalars['ID']['output'];
 };
 
+/** The arguments of `renameListItem`. */
 export type RenameListItemInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
+  /** The global ID of the item to rename. */
   itemId: Scalars['ID']['input'];
+  /** The new text, 1 to 200 characters. */
   label: Scalars['String']['input'];
 };
 
+/** The result of `renameListItem`. */
 export type RenameListItemPayload = {
   __typename?: 'RenameListItemPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The renamed item. */
   item: ListItem;
 };
 
+/** The arguments of `suspendUser`. */
 export type SuspendUserInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 500 characters. */
   reason: Scalars['String']['input'];
@@ -498,47 +606,64 @@ export type SuspendUserInput = {
   userId: Scalars['ID']['input'];
 };
 
+/** The result of `suspendUser`. */
 export type SuspendUserPayload = {
   __typename?: 'SuspendUserPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The new suspension. */
   suspension: Suspension;
 };
 
-/** A suspension of a user (seed 000's sorted set of suspended users). */
+/** A user's suspension: who, why and since when. */
 export type Suspension = {
   __typename?: 'Suspension';
+  /** Why the user was suspended, as the admin wrote it. */
   reason: Scalars['String']['output'];
+  /** When the suspension took effect. */
   suspendedAt: Scalars['DateTime']['output'];
+  /** The suspended user. */
   user: User;
 };
 
 /** A page of suspensions, newest first. */
 export type SuspensionConnection = {
   __typename?: 'SuspensionConnection';
+  /** The edges of this page, in the connection's order. */
   edges: Array<SuspensionEdge>;
+  /** Whether more edges exist on either side of this page, and the cursors at its ends. */
   pageInfo: PageInfo;
 };
 
 /** A suspension and its cursor. */
 export type SuspensionEdge = {
   __typename?: 'SuspensionEdge';
+  /** An opaque cursor for this edge: pass it as `after` or `before` to page from here. */
   cursor: Scalars['String']['output'];
+  /** The suspension at this edge. */
   node: Suspension;
 };
 
+/** The arguments of `unsuspendUser`. */
 export type UnsuspendUserInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of a suspended user. */
   userId: Scalars['ID']['input'];
 };
 
+/** The result of `unsuspendUser`. */
 export type UnsuspendUserPayload = {
   __typename?: 'UnsuspendUserPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The user, no longer suspended. */
   user: User;
 };
 
+/** The arguments of `updateUser`. */
 export type UpdateUserInput = {
+  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** Omitted or null: unchanged. */
   displayName?: InputMaybe<Scalars['String']['input']>;
@@ -550,17 +675,23 @@ export type UpdateUserInput = {
   location?: InputMaybe<Scalars['String']['input']>;
 };
 
+/** The result of `updateUser`. */
 export type UpdateUserPayload = {
   __typename?: 'UpdateUserPayload';
+  /** The `clientMutationId` of the input, unchanged. */
   clientMutationId?: Maybe<Scalars['String']['output']>;
+  /** The user as updated. */
   user: User;
 };
 
 /** A member of the site. */
 export type User = Node & {
   __typename?: 'User';
+  /** When the user was created. */
   createdAt: Scalars['DateTime']['output'];
+  /** The name shown to other people, 1 to 80 characters. */
   displayName: Scalars['String']['output'];
+  /** The global ID of the user. */
   id: Scalars['ID']['output'];
   /** The user's last name; searchable by prefix with `usersByLastName`. */
   lastName?: Maybe<Scalars['String']['output']>;
@@ -593,14 +724,18 @@ export type UserPostsArgs = {
 /** A page of users. */
 export type UserConnection = {
   __typename?: 'UserConnection';
+  /** The edges of this page, in the connection's order. */
   edges: Array<UserEdge>;
+  /** Whether more edges exist on either side of this page, and the cursors at its ends. */
   pageInfo: PageInfo;
 };
 
 /** A user and its cursor. */
 export type UserEdge = {
   __typename?: 'UserEdge';
+  /** An opaque cursor for this edge: pass it as `after` or `before` to page from here. */
   cursor: Scalars['String']['output'];
+  /** The user at this edge. */
   node: User;
 };
 
