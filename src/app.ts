@@ -28,6 +28,7 @@ import { resolvers } from './graphql/resolvers/index.js';
 import type { CursorCodec } from './paging/cursor.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
 import { withRequestLog } from './request-log.js';
+import { demoGlobalIds } from './seed/demo.js';
 import { createHttpHandler } from './server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
@@ -124,6 +125,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     bodyLimitBytes: config.bodyLimitBytes,
     playground: config.playground,
     cors: config.corsOrigins,
+    demoIds: () => demoGlobalIds(store),
     checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
     ping: () => store.ping(),
     contextFor: async (req) => {

@@ -32,6 +32,7 @@ import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
 import { KeyedLock } from './saga/keyed-lock.js';
 import { sagaLogTable } from './saga/saga-log.js';
 import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
+import { seedProgressTable } from './seed/seed-tables.js';
 import { CassandraStore } from './store/cassandra/cassandra-store.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
@@ -48,6 +49,7 @@ export const ALL_TABLES: readonly TableSpec[] = [
   ...directoryTables,
   ...listTables,
   sagaLogTable,
+  seedProgressTable,
 ];
 
 /** Every saga the product runs (each feature exports its definitions). */

@@ -1,5 +1,5 @@
 /**
- * Serve: read the configuration, start the server, seed the demo data on first start,
+ * Serve: read the configuration, start the server, seed the demo data into an empty store,
  * and shut down gracefully on SIGTERM/SIGINT. `main.ts` runs it as it is; a test entry
  * may wrap the store (a fault-injecting or slowing decorator) first.
  */
@@ -8,7 +8,7 @@ import { createStore } from './composition-root.js';
 import { ConfigError, loadConfig } from './config.js';
 import { listGlobalId, meetingGlobalId } from './graphql/ids.js';
 import { createLogger } from './logger.js';
-import { seedDemoData } from './seed/demo.js';
+import { demoIds, seedDemoData } from './seed/demo.js';
 import type { Store } from './store/port.js';
 
 /** What a caller of `serve` may change. */
@@ -32,11 +32,13 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   const logger = createLogger({ level: config.logLevel, production: config.production });
   const store = options.wrapStore ? options.wrapStore(createStore(config)) : undefined;
   const app = await createApp(config, { logger, store });
-  const demo = config.seedDemo ? await seedDemoData(app.services) : null;
+  const seeded = config.seedDemo ? await seedDemoData(app.services) : null;
+  // On every start, not only the first: the ids to try in the playground.
+  const demo = seeded ?? (await demoIds(app.store));
   if (demo) {
     logger.info(
       { meeting: meetingGlobalId(demo.meetingId), list: listGlobalId(demo.listId) },
-      'seeded the demo data set (users alice, bob, carol, dave); run `npm run token -- alice` for a token',
+      `${seeded ? 'seeded the' : 'serving the'} demo data set (users alice, bob, carol, dave); run \`npm run -s token -- alice\` for a token`,
     );
   }
   const port = await app.listen();

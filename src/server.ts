@@ -8,7 +8,7 @@ import type { ApolloServer, BaseContext } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
 import type { Logger } from 'pino';
 import { applyCors, type CorsOrigins } from './cors.js';
-import { playgroundAsset, playgroundHtml } from './graphql/playground.js';
+import { playgroundAsset, playgroundHtml, type DemoIds } from './graphql/playground.js';
 
 /** What the HTTP handler needs. */
 export interface HttpHandlerOptions<C extends BaseContext> {
@@ -21,6 +21,8 @@ export interface HttpHandlerOptions<C extends BaseContext> {
   readonly bodyLimitBytes: number;
   /** Serve the GraphiQL playground at GET /graphql for browsers. */
   readonly playground: boolean;
+  /** The demo data set's ids, filled into the playground's example tabs. */
+  readonly demoIds?: () => Promise<DemoIds | null>;
   /** Origins browsers may call `/graphql` from. */
   readonly cors: CorsOrigins;
   /** Refuse a query before parsing when it breaks the token limit (message) or not (null). */
@@ -94,7 +96,7 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         !url.searchParams.has('query') &&
         (req.headers.accept ?? '').includes('text/html')
       ) {
-        const html = playgroundHtml();
+        const html = playgroundHtml((await options.demoIds?.()) ?? null);
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html) });
         res.end(html);
         return;

@@ -6,7 +6,7 @@
  * BENCHMARKS.md: graphql-js's generic `execute` was most of our per-request cost.
  */
 import type { GatewayInterface } from '@apollo/server-gateway-interface';
-import { GraphQLError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, getOperationAST, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 
 /** How many compiled operations to keep (oldest dropped first). */
@@ -37,6 +37,17 @@ export function jitGateway(schema: GraphQLSchema, sdl: string): GatewayInterface
           const key = `${request.queryHash}:${request.operationName ?? ''}`;
           let query = compiled.get(key);
           if (!query) {
+            // Apollo resolves the operation from what the executor reports: name the
+            // problem here (graphql-jit compiles an unknown name without an error, and
+            // Apollo would then answer 500).
+            // (`request.operationName` is the resolved name: null here; the client's is in `request.request`.)
+            const asked = request.request.operationName ?? undefined;
+            if (!getOperationAST(request.document, asked)) {
+              const message = asked
+                ? `the document has no operation named "${asked}"`
+                : 'the document has several operations: name the one to run in operationName';
+              return { errors: [new GraphQLError(message)] };
+            }
             const result = compileQuery(schema, request.document, request.operationName ?? undefined);
             if (!isCompiledQuery(result)) return result;
             if (compiled.size >= CACHE_SIZE) compiled.delete(compiled.keys().next().value!);

@@ -32,60 +32,114 @@ export function playgroundAsset(path: string): { body: Buffer; type: string } | 
   return { body, type: `${asset.type}; charset=utf-8` };
 }
 
-/** Example operations the playground opens with: one per connection, and the mutations. */
-export const EXAMPLE_TABS: ReadonlyArray<{ query: string }> = [
-  {
-    query: `# Welcome! Every connection pages with first/after (forward) or last/before (backward).
-# Mutations and admin queries need a token: run \`npm run token -- alice\` (or -- root --admin)
-# and add it in the Headers pane below: { "Authorization": "Bearer <token>" }
+/** The demo data set's ids (global IDs), for the example tabs. */
+export interface DemoIds {
+  readonly meeting: string;
+  readonly list: string;
+}
 
-# A user's timeline, newest first (run it, then page on with "after": endCursor).
+/**
+ * Example operations the playground opens with: one per connection, and the mutations.
+ * Lines stay short so every tab reads whole in a 1024 px wide window. With the demo
+ * data set's ids, the meeting and list tabs run as they are.
+ */
+export function exampleTabs(ids: DemoIds | null): ReadonlyArray<{ query: string }> {
+  const meeting = ids?.meeting ?? 'PASTE-A-MEETING-ID';
+  const list = ids?.list ?? 'PASTE-AN-ORDEREDLIST-ID';
+  const whereFrom = (what: string, mutation: string) =>
+    ids
+      ? `# (the demo ${what}; any ${what} id works)`
+      : `# Paste its id below: ${mutation} returns one.`;
+  return [
+    {
+      query: `# Welcome! Connections page forward with
+# first/after and backward with last/before.
+#
+# Mutations and admin queries need a token:
+#   npm run -s token -- alice
+#   npm run -s token -- root --admin
+# Put it in the Headers pane below, once; it is
+# shared by every tab:
+#   { "Authorization": "Bearer <token>" }
+
+# alice's timeline, newest first. Page on with
+# "after": the endCursor of the result.
 query Timeline($after: String) {
   userByUsername(username: "alice") {
     displayName
     posts(first: 5, after: $after) {
-      edges { cursor node { id content createdAt author { username } } }
-      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+      edges {
+        cursor
+        node {
+          id
+          content
+          createdAt
+          author { username }
+        }
+      }
+      pageInfo {
+        hasNextPage
+        hasPreviousPage
+        startCursor
+        endCursor
+      }
     }
   }
 }`,
-  },
-  {
-    query: `# Suspended users, newest first, across time buckets (admin token required).
+    },
+    {
+      query: `# Suspended users, newest first, across time
+# buckets (needs an admin token).
 query SuspendedUsers($after: String) {
   suspendedUsers(first: 10, after: $after) {
-    edges { cursor node { reason suspendedAt user { username } } }
-    pageInfo { hasNextPage hasPreviousPage endCursor }
+    edges {
+      cursor
+      node {
+        reason
+        suspendedAt
+        user { username }
+      }
+    }
+    pageInfo { hasNextPage endCursor }
   }
 }`,
-  },
-  {
-    query: `# Who accepted a meeting: paste its id (the demo meeting's is in the start-up log,
-# or create one with createMeeting).
+    },
+    {
+      query: `# Who accepted a meeting, counted once each.
+${whereFrom('meeting', 'createMeeting')}
 query MeetingAcceptances {
-  node(id: "PASTE-A-MEETING-ID") {
+  node(id: "${meeting}") {
     ... on Meeting {
       title
       acceptanceCount
-      acceptedBy(first: 10) { edges { node { username } } pageInfo { hasNextPage endCursor } }
+      acceptedBy(first: 10) {
+        edges { node { username } }
+        pageInfo { hasNextPage endCursor }
+      }
     }
   }
 }`,
-  },
-  {
-    query: `# An ordered list's items in their hand-set order: paste its id (the demo list's is
-# in the start-up log, or create one with createList).
+    },
+    {
+      query: `# An ordered list's items, in the order
+# people set by hand.
+${whereFrom('list', 'createList')}
 query ListItems {
-  node(id: "PASTE-AN-ORDEREDLIST-ID") {
+  node(id: "${list}") {
     ... on OrderedList {
       title
-      items(first: 20) { edges { cursor node { id label } } pageInfo { hasNextPage endCursor } }
+      items(first: 20) {
+        edges { cursor node { id label } }
+        pageInfo { hasNextPage endCursor }
+      }
     }
   }
 }`,
-  },
-  {
-    query: `# The user directory: by location (exact, case-insensitive) and by last-name prefix.
+    },
+    {
+      query: `# The user directory (needs a token): by
+# location (exact, any case) and by last-name
+# prefix.
 query Directory {
   usersByLocation(location: "Paris", first: 10) {
     edges { node { username location } }
@@ -96,20 +150,39 @@ query Directory {
     pageInfo { hasNextPage endCursor }
   }
 }`,
-  },
-  {
-    query: `# Mutations take one input and return a payload (a token is required).
+    },
+    {
+      query: `# Mutations take one input and return a
+# payload (needs a token).
 mutation Examples {
-  createPost(input: { content: "Hello from the playground" }) { post { id createdAt } }
-  createMeeting(input: { title: "Planning" }) { meeting { id } }
-  createList(input: { title: "Groceries" }) { list { id } }
+  createPost(input: { content: "Hello!" }) {
+    post { id createdAt }
+  }
+  createMeeting(input: { title: "Planning" }) {
+    meeting { id }
+  }
+  createList(input: { title: "Groceries" }) {
+    list { id }
+  }
 }`,
-  },
-];
+    },
+  ];
+}
 
-/** The playground page. */
-export function playgroundHtml(): string {
-  const config = JSON.stringify({ tabs: EXAMPLE_TABS }).replace(/</g, '\\u003c');
+/** The example tabs without demo ids (placeholders say how to get one). */
+export const EXAMPLE_TABS = exampleTabs(null);
+
+/**
+ * The playground page. One set of headers serves every tab: GraphiQL keeps headers per
+ * tab, so the page stores the last edited headers and clears the tabs' own copies,
+ * which makes every tab (new ones too) show and send the shared set. Saved tabs are
+ * kept per demo data set, so a new data set's ids reach the example tabs.
+ */
+export function playgroundHtml(ids: DemoIds | null = null): string {
+  const config = JSON.stringify({ tabs: exampleTabs(ids), namespace: ids ? `${ids.meeting}:${ids.list}` : 'no-demo' }).replace(
+    /</g,
+    '\\u003c',
+  );
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -126,16 +199,54 @@ export function playgroundHtml(): string {
 <script src="/playground/graphiql.min.js"></script>
 <script>
   const config = ${config};
-  const fetcher = GraphiQL.createFetcher({ url: window.location.origin + '/graphql' });
-  ReactDOM.createRoot(document.getElementById('graphiql')).render(
-    React.createElement(GraphiQL, {
+  const send = GraphiQL.createFetcher({ url: window.location.origin + '/graphql' });
+  // Right after a tab switch GraphiQL may still send the previous tab's operation name:
+  // send a name only when the document has that operation (or its only one).
+  const fetcher = (params, options) => {
+    const names = [...params.query.replace(/#.*$/gm, '').matchAll(/\\b(?:query|mutation|subscription)\\s+([_A-Za-z]\\w*)/g)].map((m) => m[1]);
+    const operationName = names.includes(params.operationName) ? params.operationName : names.length <= 1 ? names[0] : params.operationName;
+    return send({ ...params, operationName }, options);
+  };
+  // GraphiQL's saved state (tabs, headers), kept apart for each demo data set.
+  const prefix = 'playground:' + config.namespace + ':';
+  const storage = {
+    getItem: (key) => localStorage.getItem(prefix + key),
+    setItem: (key, value) => localStorage.setItem(prefix + key, value),
+    removeItem: (key) => localStorage.removeItem(prefix + key),
+    clear: () => Object.keys(localStorage).filter((k) => k.startsWith(prefix)).forEach((k) => localStorage.removeItem(k)),
+    get length() { return Object.keys(localStorage).filter((k) => k.startsWith(prefix)).length; },
+  };
+  // The editors get more of the width than the results (which wrap), so the examples
+  // read whole at 1024 px; dragging the divider still changes it.
+  if (storage.getItem('graphiql:editorFlex') === null) storage.setItem('graphiql:editorFlex', '1.6');
+  const SHARED = 'playground:headers';
+  function Playground() {
+    const [headers, setHeaders] = React.useState(() => localStorage.getItem(SHARED) || '');
+    return React.createElement(GraphiQL, {
       fetcher,
+      storage,
       defaultTabs: config.tabs,
+      // A tab without headers of its own shows and sends these.
+      defaultHeaders: headers,
+      onEditHeaders: (value) => {
+        localStorage.setItem(SHARED, value);
+        setHeaders(value);
+      },
+      // After every tab change or edit, no tab keeps a copy of its own.
+      onTabChange: (state) => state.tabs.forEach((tab) => { tab.headers = null; }),
       isHeadersEditorEnabled: true,
       shouldPersistHeaders: true,
-      defaultEditorToolsVisibility: 'variables',
-    }),
-  );
+      defaultEditorToolsVisibility: 'headers',
+    });
+  }
+  const root = document.getElementById('graphiql');
+  ReactDOM.createRoot(root).render(React.createElement(Playground));
+  // Long lines (a global ID is 60 characters) wrap instead of running off the pane.
+  new MutationObserver(() => {
+    for (const el of root.querySelectorAll('.graphiql-editor .CodeMirror')) {
+      if (el.CodeMirror && !el.CodeMirror.getOption('lineWrapping')) el.CodeMirror.setOption('lineWrapping', true);
+    }
+  }).observe(root, { childList: true, subtree: true });
 </script>
 </body>
 </html>`;

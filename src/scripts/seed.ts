@@ -99,7 +99,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = pino({ level: 'warn' });
   const store = createStore(config);
-  await store.ensureTables([...ALL_TABLES, seedProgressTable]);
+  await store.ensureTables(ALL_TABLES);
   writing = true;
   const progress = progressOf(store);
   const services = createServices(config, { store, logger });

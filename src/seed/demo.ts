@@ -4,6 +4,10 @@
  * for several pages, a suspension, a meeting with acceptances, and an ordered list.
  */
 import { createListApplier, createRequestContext, type Services } from '../composition-root.js';
+import type { DemoIds } from '../graphql/playground.js';
+import { listGlobalId, meetingGlobalId } from '../graphql/ids.js';
+import type { Store } from '../store/port.js';
+import { seedProgressTable } from './seed-tables.js';
 
 const DEMO_USERS = [
   { username: 'alice', displayName: 'Alice Liddell', location: 'Paris', lastName: 'Liddell', posts: 45 },
@@ -16,6 +20,21 @@ const DEMO_USERS = [
 export interface DemoSummary {
   readonly meetingId: string;
   readonly listId: string;
+}
+
+/** Where the demo set's ids are kept, so every start (not only the first) can show them. */
+const DEMO_KEY = { run: 'demo', unit: 'ids' } as const;
+
+/** The demo set's meeting and list ids, or null when the store holds no demo set. */
+export async function demoIds(store: Store): Promise<DemoSummary | null> {
+  const row = await store.get(seedProgressTable, DEMO_KEY);
+  return row?.done ? { meetingId: row.ref as string, listId: row.detail as string } : null;
+}
+
+/** The demo set's global IDs for the playground's example tabs, or null. */
+export async function demoGlobalIds(store: Store): Promise<DemoIds | null> {
+  const ids = await demoIds(store);
+  return ids && { meeting: meetingGlobalId(ids.meetingId), list: listGlobalId(ids.listId) };
 }
 
 /** Seed the demo set unless its first user exists; returns the ids to try, or null. */
@@ -39,5 +58,6 @@ export async function seedDemoData(services: Services, now = Date.now()): Promis
   const list = await ctx.lists.create('Groceries', ids[0]!);
   for (const label of ['milk', 'eggs', 'bread', 'tea', 'jam']) await ctx.lists.add(list.listId, label);
   await createListApplier(services).drain(list.listId);
+  await services.store.upsert(seedProgressTable, { ...DEMO_KEY, ref: meeting.meetingId, step: 0, detail: list.listId, done: true });
   return { meetingId: meeting.meetingId, listId: list.listId };
 }

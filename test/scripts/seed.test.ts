@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { ALL_TABLES, createRequestContext, createServices } from '../../src/composition-root.js';
 import { listGlobalId, meetingGlobalId } from '../../src/graphql/ids.js';
-import { seedDemoData } from '../../src/seed/demo.js';
+import { demoIds, seedDemoData } from '../../src/seed/demo.js';
 import { featuresOver } from '../support/suspension-fixture.js';
 import { startChildServer } from '../support/child-server.js';
 import { startTestServer } from '../support/test-server.js';
@@ -29,6 +29,8 @@ describe('the demo data set of npm start', () => {
       const demo = await seedDemoData(server.app.services);
       expect(demo).not.toBeNull();
       expect(await seedDemoData(server.app.services)).toBeNull();
+      // Every later start finds the ids again, for its log and the playground's tabs.
+      expect(await demoIds(server.app.store)).toEqual(demo);
       const admin = await server.token('root', { admin: true });
       const res = await server.gql(
         `query ($m: ID!, $l: ID!) {
