@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: the benchmarks, on the embedded store. Prints progress, then a table
- * with every figure next to its target, and writes bench/results/latest.json.
- * BENCH_DURATION (seconds per autocannon run, default 10) and BENCH_SECTIONS
- * (comma-separated: paging,overhead,roundtrips,counter) narrow a run.
+ * with every figure next to its target, and writes bench/results/latest.json (ignored
+ * by git, so a run leaves the tree clean; bench/results/recorded.json is the run
+ * BENCHMARKS.md reports). BENCH_DURATION (seconds per autocannon run, default 10) and
+ * BENCH_SECTIONS (comma-separated: paging,overhead,roundtrips,counter) narrow a run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,16 @@ import { prepareOverheadFixture, TIMELINE_QUERY, benchServices } from './fixture
 import { runRoundTrips } from './round-trips.js';
 import { runUniqueCounter } from './unique-counter.js';
 import { createRequestContext } from '../src/composition-root.js';
+import { parseCli } from '../src/scripts/cli.js';
+
+parseCli(
+  `usage: npm run bench
+
+Runs the benchmarks on the embedded store (about a minute on 2 cores) and writes
+bench/results/latest.json. Environment: BENCH_DURATION (seconds per load run, default
+10), BENCH_SECTIONS (comma-separated: paging,overhead,roundtrips,counter).`,
+  {},
+);
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,roundtrips,counter').split(','));

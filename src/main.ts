@@ -1,6 +1,15 @@
-/** Entry point: serve with the configuration from the environment. */
+/** Entry point: serve with the configuration from the environment; `--help` prints the usage. */
+import { parseCli } from './scripts/cli.js';
 import { serve } from './serve.js';
 
+const USAGE = `usage: node dist/main.js      (npm start builds first; npm run dev watches src/)
+
+Starts the GraphQL server on http://HOST:PORT/graphql (default 0.0.0.0:4000), with
+/healthz and /readyz. Everything is configured through environment variables (STORE,
+SQLITE_PATH, CASSANDRA_*, AUTH_SECRET, CURSOR_SECRET, CORS_ORIGINS, LOG_LEVEL, ...):
+see the Configuration table of the README.`;
+
+parseCli(USAGE, {});
 serve().catch((err: unknown) => {
   console.error(err);
   process.exit(1);
