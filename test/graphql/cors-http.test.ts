@@ -2,11 +2,18 @@
  * CORS over HTTP: the preflight and the response headers for each CORS_ORIGINS
  * setting, and the defaults of development (any origin) and production (none).
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
 const servers: TestServer[] = [];
+/** Production mode with secrets production accepts (long and random). */
+const PRODUCTION = {
+  NODE_ENV: 'production',
+  AUTH_SECRET: randomBytes(48).toString('base64url'),
+  CURSOR_SECRET: randomBytes(48).toString('base64url'),
+};
 afterAll(() => Promise.all(servers.map((s) => s.close())));
 
 async function serverWith(env: Record<string, string>): Promise<TestServer> {
@@ -52,7 +59,7 @@ describe('CORS on /graphql', () => {
   });
 
   it('allows no origin in production until CORS_ORIGINS is set', async () => {
-    const server = await serverWith({ NODE_ENV: 'production' });
+    const server = await serverWith(PRODUCTION);
     const res = await preflight(server, 'http://localhost:5173');
     expect(res.status).toBe(403);
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
@@ -64,7 +71,7 @@ describe('CORS on /graphql', () => {
   });
 
   it('allows exactly the listed origins', async () => {
-    const server = await serverWith({ NODE_ENV: 'production', CORS_ORIGINS: 'https://app.example.com, http://localhost:5173/' });
+    const server = await serverWith({ ...PRODUCTION, CORS_ORIGINS: 'https://app.example.com, http://localhost:5173/' });
     expect((await preflight(server, 'https://app.example.com')).status).toBe(204);
     expect((await preflight(server, 'http://localhost:5173')).status).toBe(204);
     expect((await preflight(server, 'https://evil.example.com')).status).toBe(403);
