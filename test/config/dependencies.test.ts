@@ -36,7 +36,7 @@ function packageOf(specifier: string): string {
 }
 
 /** Packages a file loads at run time: static imports and re-exports (not `import type`), dynamic imports. */
-export function runtimeImports(source: string): string[] {
+function runtimeImports(source: string): string[] {
   const found: string[] = [];
   const statement = /^\s*(import|export)\s+(type\s+)?([^;]*?)\s+from\s+'([^']+)'/gms;
   for (const m of source.matchAll(statement)) if (!m[2]) found.push(m[4]!);
