@@ -21,6 +21,7 @@ import { startTestServer } from '../support/test-server.js';
 
 const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'seed-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('the demo data set of npm start', () => {
   it('fills every feature once, and only into an empty store', async () => {
@@ -58,7 +59,6 @@ describe('the demo data set of npm start', () => {
 });
 
 describe('npm run seed', () => {
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('seeds every feature with progress and a summary, deterministically', async () => {
     const file = join(dir, 'seed.db');
