@@ -1,7 +1,7 @@
 # The server image used by docker-compose.yml. better-sqlite3 builds from source.
 # It carries the compiled commands too:
-#   docker compose exec server node dist/scripts/token.js alice     a token for alice
-#   docker compose exec server node dist/scripts/seed.js --help     more data
+#   docker compose exec -T server node dist/scripts/token.js alice     a token for alice
+#   docker compose exec -T server node dist/scripts/seed.js --help     more data
 FROM node:20-bookworm-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
