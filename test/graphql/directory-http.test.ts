@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
-import { SlowStore } from '../support/faulty-store.js';
+import { RendezvousStore } from '../support/faulty-store.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
 const UPDATE = `mutation ($input: UpdateUserInput!) { updateUser(input: $input) { user { id location lastName displayName } } }`;
@@ -14,10 +14,11 @@ const BY_LOCATION = `query ($l: String!, $after: String) { usersByLocation(locat
 describe('the user directory over HTTP', () => {
   let server: TestServer;
   let admin: string;
+  let rendezvous: RendezvousStore;
   beforeAll(async () => {
-    // A little latency per store call, as a real cluster has: concurrent updates of one
-    // user then read the same old entries before either writes, leaving stale entries.
-    server = await startTestServer({ wrap: (s) => new SlowStore(s, 2) });
+    // Concurrent updates of one user that read the same old entries before any of them
+    // writes leave stale entries: the rendezvous makes that interleaving certain.
+    server = await startTestServer({ wrap: (s) => (rendezvous = new RendezvousStore(s)) });
     admin = await server.token('root', { admin: true });
   });
   afterAll(() => server.close());
@@ -48,7 +49,9 @@ describe('the user directory over HTTP', () => {
   it('leaves every user in exactly one location after 20 concurrent updates of the same users', async () => {
     const users = await createUsers(5, 'Start');
     const places = ['Kyoto', 'Lagos', 'Quito'];
-    // Four updates of each user arrive together, each to another place.
+    // Four updates of each user arrive together, each to another place, and all of them
+    // read the user's old index entries before any of them writes.
+    rendezvous.arm(20, (call) => call.operation === 'slice' && call.table === 'user_index_entries');
     const updates = Array.from({ length: 20 }, (_, i) =>
       server.gql(UPDATE, { input: { id: users[Math.floor(i / 4)]!.id, location: places[i % 3] } }, admin),
     );

@@ -64,3 +64,37 @@ export class SlowStore extends StoreDecorator {
     return run();
   }
 }
+
+/**
+ * Holds matching calls until a set number of them have arrived, then lets them all go
+ * on together: a race the test needs happens every time, however the machine schedules
+ * the requests. Armed per test; calls that do not match pass straight through.
+ */
+export class RendezvousStore extends StoreDecorator {
+  private waiting: Array<() => void> = [];
+  private parties = 0;
+  private match: ((call: StoreCall) => boolean) | null = null;
+
+  /** The next `parties` calls that `match` accepts wait for each other (at most `timeoutMs`). */
+  arm(parties: number, match: (call: StoreCall) => boolean, timeoutMs = 5_000): void {
+    this.parties = parties;
+    this.match = match;
+    setTimeout(() => this.release(), timeoutMs).unref();
+  }
+
+  private release(): void {
+    this.match = null;
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const go of waiting) go();
+  }
+
+  protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+    if (this.match?.(call)) {
+      const arrived = new Promise<void>((resolve) => this.waiting.push(resolve));
+      if (this.waiting.length >= this.parties) this.release();
+      await arrived;
+    }
+    return run();
+  }
+}
