@@ -34,6 +34,9 @@ export function jitGateway(schema: GraphQLSchema, sdl: string): GatewayInterface
     async load() {
       return {
         async executor(request) {
+          // graphql-jit runs some operation even when `operationName` names none: never
+          // let it (Apollo turns this error into OPERATION_RESOLUTION_FAILURE, HTTP 400).
+          if (!request.operation) return { errors: [new GraphQLError('`operationName` names no operation of the document')] };
           const key = `${request.queryHash}:${request.operationName ?? ''}`;
           let query = compiled.get(key);
           if (!query) {

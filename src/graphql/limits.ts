@@ -10,6 +10,7 @@ import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens';
 import { GraphQLError, getNamedType, type ValidationRule } from 'graphql';
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import { DEFAULT_PAGE_SIZE } from '../paging/engine.js';
+import { operationGuardPlugin } from './operation-guard.js';
 
 /** The configured limits. */
 export interface RequestLimits {
@@ -43,9 +44,25 @@ function memo<V>(size: number) {
 }
 
 /**
+ * What of a variable's value the cost can depend on: the estimator reads numbers
+ * (`first`, `last`) and list lengths (`ids`), nothing else. Strings, objects and the
+ * items of lists are reduced to a tag, so the memo key stays a few bytes whatever the
+ * request carries, and nothing here recurses into a value (a variable nested 100,000
+ * levels deep costs one step).
+ */
+function costShape(value: unknown): string {
+  // Booleans too: `@include(if: $b)` decides which fields count.
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value)) return `[${value.length}]`;
+  if (value === null || value === undefined) return 'null';
+  return typeof value === 'string' ? 's' : 'o';
+}
+
+/**
  * Computes each operation's cost once its variables are known, and refuses it above
- * the limit. The cost depends only on the document and the variables, so it is
- * remembered (per query hash and variables) instead of walking the document per request.
+ * the limit. The cost depends only on the document, the operation and the shape of the
+ * variables the operation declares, so it is remembered under those (variables it does
+ * not declare cannot change it and never reach the key).
  */
 function costPlugin(limit: number): ApolloServerPlugin {
   const known = memo<number>(5_000);
@@ -53,17 +70,25 @@ function costPlugin(limit: number): ApolloServerPlugin {
     async requestDidStart() {
       return {
         async didResolveOperation({ request, document, schema, operation, queryHash }) {
+          // No operation: the operation guard refuses the request.
+          if (!operation) return;
           // Introspection (the playground's schema fetch) is not paged data: skip it.
-          const fields = operation?.selectionSet.selections ?? [];
+          const fields = operation.selectionSet.selections;
           if (fields.every((f) => f.kind === 'Field' && f.name.value.startsWith('__'))) return;
-          const key = `${queryHash}:${request.operationName ?? ''}:${request.variables ? JSON.stringify(request.variables) : ''}`;
+          const variables = request.variables ?? {};
+          const declared = operation.variableDefinitions ?? [];
+          const given = declared.map((d) => d.variable.name.value).filter((name) => Object.hasOwn(variables, name));
+          // Absent ('-': the declared default applies) and null differ.
+          const shape = declared.map((d) => (given.includes(d.variable.name.value) ? costShape(variables[d.variable.name.value]) : '-')).join(',');
+          const key = `${queryHash}:${operation.name?.value ?? ''}:${shape}`;
           let cost = known.get(key);
           if (cost === undefined) try {
             cost = getComplexity({
               schema,
               query: document,
               operationName: request.operationName ?? undefined,
-              variables: request.variables ?? {},
+              // Only the declared variables: the others cannot change the cost.
+              variables: Object.fromEntries(given.map((name) => [name, variables[name]])),
               estimators: [connectionEstimator, simpleEstimator({ defaultComplexity: 1 })],
             });
             known.set(key, cost);
@@ -125,7 +150,8 @@ export function limitProtections(limits: RequestLimits, options: { hideSuggestio
   const { plugins, validationRules } = armor.protect();
   // armor types its plugins against Apollo's CommonJS build; they are the same objects.
   return {
-    plugins: [...(plugins as unknown as ApolloServerPlugin[]), costPlugin(limits.cost)],
+    // The operation guard first: see operationGuardPlugin.
+    plugins: [operationGuardPlugin(), ...(plugins as unknown as ApolloServerPlugin[]), costPlugin(limits.cost)],
     validationRules,
   };
 }
