@@ -30,6 +30,7 @@ import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
 import { withRequestLog } from './request-log.js';
 import { demoGlobalIds } from './seed/demo.js';
 import { createHttpHandler } from './server.js';
+import { DeadlineStore } from './store/deadline-store.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
 
@@ -127,11 +128,15 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     cors: config.corsOrigins,
     demoIds: () => demoGlobalIds(store),
     checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
+    maxResponseBytes: config.maxResponseBytes,
+    writeTimeoutMs: config.writeTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
     ping: () => store.ping(),
-    contextFor: async (req) => {
+    contextFor: async (req, deadline) => {
       const header = req.headers.authorization;
       const viewer = await viewerFromAuthorization(header, key);
-      return createRequestContext(services, viewer);
+      // The request's store stops at its deadline (REQUEST_TIMEOUT_MS).
+      return createRequestContext({ ...services, store: new DeadlineStore(store, deadline, config.requestTimeoutMs) }, viewer);
     },
   });
   const loggedHandler = withRequestLog(handler, logger);

@@ -49,8 +49,12 @@ export interface Config {
   /** Answer introspection queries (off in production unless set). */
   readonly introspection: boolean;
   readonly production: boolean;
-  /** The longest a request may take, headers and body included. */
+  /** The longest a request may take, headers, body and execution included. */
   readonly requestTimeoutMs: number;
+  /** The largest GraphQL response the server sends. */
+  readonly maxResponseBytes: number;
+  /** How long a response may take to drain to its reader. */
+  readonly writeTimeoutMs: number;
   readonly limits: {
     readonly depth: number;
     readonly aliases: number;
@@ -187,6 +191,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: corsOrigins(env, production),
     production,
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1_000, 600_000),
+    maxResponseBytes: int(env, 'MAX_RESPONSE_BYTES', 4_000_000, 1_000, 1_000_000_000),
+    writeTimeoutMs: int(env, 'WRITE_TIMEOUT_MS', 10_000, 100, 600_000),
     limits: Object.freeze({
       depth: int(env, 'LIMIT_DEPTH', 10, 1, 100),
       aliases: int(env, 'LIMIT_ALIASES', 15, 0, 1_000),

@@ -14,7 +14,9 @@ import { playgroundAsset, playgroundHtml, type DemoIds } from './graphql/playgro
 export interface HttpHandlerOptions<C extends BaseContext> {
   readonly apollo: ApolloServer<C>;
   /** Build the GraphQL context of one request (may throw a GraphQLError). */
-  readonly contextFor: (req: IncomingMessage) => Promise<C>;
+  readonly contextFor: (req: IncomingMessage, deadline: number) => Promise<C>;
+  /** How long a request may take in all (`REQUEST_TIMEOUT_MS`): the execution deadline. */
+  readonly requestTimeoutMs: number;
   /** A cheap round trip to the store, for /readyz. */
   readonly ping: () => Promise<void>;
   readonly logger: Logger;
@@ -27,6 +29,10 @@ export interface HttpHandlerOptions<C extends BaseContext> {
   readonly cors: CorsOrigins;
   /** Refuse a query before parsing when it breaks the token limit (message) or not (null). */
   readonly checkTokens: (query: unknown) => string | null;
+  /** The largest GraphQL response sent; a larger one is refused (`MAX_RESPONSE_BYTES`). */
+  readonly maxResponseBytes: number;
+  /** How long a response may take to drain to its reader before the socket is closed. */
+  readonly writeTimeoutMs: number;
 }
 
 class BodyTooLarge extends Error {}
@@ -53,6 +59,76 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
   });
 }
 
+/** Deepest JSON nesting a request may carry: the schema's inputs need a handful of levels. */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Whether a parsed JSON value nests deeper than `max` levels. Iterative, so a value
+ * nested 100,000 levels deep is measured, not a stack overflow (which every recursive
+ * walk after it, `JSON.stringify` included, would hit).
+ */
+export function jsonDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** The parts of a GET request Apollo will parse as JSON. */
+function jsonSearchParams(url: URL): unknown[] {
+  return ['variables', 'extensions'].flatMap((name) => {
+    const raw = url.searchParams.get(name);
+    if (raw === null) return [];
+    try {
+      return [JSON.parse(raw)];
+    } catch {
+      return []; // Apollo refuses it with its own 400
+    }
+  });
+}
+
+/**
+ * End a response, and close the socket if its reader does not take the bytes within
+ * `timeoutMs`: a client that sends a request and never reads must not hold the
+ * response in memory until it disconnects ('finish' fires once the kernel has it all).
+ */
+function endWithin(res: ServerResponse, body: string | Buffer, timeoutMs: number): void {
+  res.end(body);
+  if (res.writableFinished) return;
+  const timer = setTimeout(() => res.destroy(), timeoutMs);
+  timer.unref();
+  const clear = () => clearTimeout(timer);
+  res.once('finish', clear);
+  res.once('close', clear);
+}
+
+/** The refusal of a GraphQL response above the size limit. */
+function responseTooLarge(bytes: number, limit: number): string {
+  return JSON.stringify({
+    errors: [
+      {
+        message: `the response is ${bytes} bytes, above the limit of ${limit} (MAX_RESPONSE_BYTES): ask for fewer fields or smaller pages`,
+        extensions: { code: 'RESPONSE_TOO_LARGE' },
+      },
+    ],
+  });
+}
+
+/** What a browser opening /graphql gets when the playground is off. */
+export const PLAYGROUND_OFF_HTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>GraphQL endpoint</title></head>
+<body>
+<h1>This is a GraphQL endpoint</h1>
+<p>The playground is off on this server (it is off by default when <code>NODE_ENV=production</code>).
+Start the server with <code>PLAYGROUND=true</code> to turn it on.</p>
+<p>Send GraphQL requests here with <code>POST</code> and <code>content-type: application/json</code>.</p>
+</body></html>
+`;
+
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
@@ -63,10 +139,17 @@ function requestError(res: ServerResponse, status: number, message: string): voi
   sendJson(res, status, { errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] });
 }
 
+async function collect(chunks: AsyncIterable<string>): Promise<string> {
+  let text = '';
+  for await (const chunk of chunks) text += chunk;
+  return text;
+}
+
 /** The request handler of the whole server. */
 export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOptions<C>) {
   const { apollo, logger } = options;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const deadline = Date.now() + options.requestTimeoutMs;
     const url = new URL(req.url ?? '/', 'http://localhost');
     try {
       if (url.pathname === '/healthz') return sendJson(res, 200, { status: 'ok' });
@@ -83,23 +166,17 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         const asset = playgroundAsset(url.pathname);
         if (asset) {
           res.writeHead(200, { 'content-type': asset.type, 'cache-control': 'public, max-age=86400' });
-          res.end(asset.body);
-          return;
+          return endWithin(res, asset.body, options.writeTimeoutMs);
         }
       }
       if (url.pathname !== '/graphql') return sendJson(res, 404, { error: `no route ${url.pathname}; try /graphql` });
       if (applyCors(req, res, options.cors)) return;
-      // A browser opening /graphql (no query in the URL) gets the playground.
-      if (
-        options.playground &&
-        req.method === 'GET' &&
-        !url.searchParams.has('query') &&
-        (req.headers.accept ?? '').includes('text/html')
-      ) {
-        const html = playgroundHtml((await options.demoIds?.()) ?? null);
+      // A browser opening /graphql (no query in the URL) gets the playground, or a page
+      // saying it is off and how to turn it on.
+      if (req.method === 'GET' && !url.searchParams.has('query') && (req.headers.accept ?? '').includes('text/html')) {
+        const html = options.playground ? playgroundHtml((await options.demoIds?.()) ?? null) : PLAYGROUND_OFF_HTML;
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html) });
-        res.end(html);
-        return;
+        return endWithin(res, html, options.writeTimeoutMs);
       }
       if (req.method !== 'GET' && req.method !== 'POST') {
         res.setHeader('allow', 'GET, POST');
@@ -125,6 +202,10 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         }
       }
 
+      if ((req.method === 'GET' ? jsonSearchParams(url) : [body]).some((v) => jsonDeeperThan(v, MAX_JSON_DEPTH))) {
+        return requestError(res, 400, `the request's JSON is nested deeper than ${MAX_JSON_DEPTH} levels`);
+      }
+
       const tooLong = options.checkTokens(
         req.method === 'GET' ? url.searchParams.get('query') : (body as { query?: unknown } | undefined)?.query,
       );
@@ -134,16 +215,20 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
 
       const response = await apollo.executeHTTPGraphQLRequest({
         httpGraphQLRequest: { method: req.method, headers, search: url.search, body },
-        context: () => options.contextFor(req),
+        context: () => options.contextFor(req, deadline),
       });
       for (const [key, value] of response.headers) res.setHeader(key, value);
       res.statusCode = response.status ?? 200;
-      if (response.body.kind === 'complete') {
-        res.end(response.body.string);
-        return;
+      // Nothing here asks for incremental delivery (@defer): one complete body.
+      const text = response.body.kind === 'complete' ? response.body.string : await collect(response.body.asyncIterator);
+      const bytes = Buffer.byteLength(text);
+      if (bytes > options.maxResponseBytes) {
+        const refusal = responseTooLarge(bytes, options.maxResponseBytes);
+        res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(refusal) });
+        return endWithin(res, refusal, options.writeTimeoutMs);
       }
-      for await (const chunk of response.body.asyncIterator) res.write(chunk);
-      res.end();
+      res.setHeader('content-length', bytes);
+      endWithin(res, text, options.writeTimeoutMs);
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         return requestError(res, 413, `the request body exceeds ${options.bodyLimitBytes} bytes`);

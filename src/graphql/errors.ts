@@ -9,6 +9,7 @@ import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
 import { DomainError, SagaAbortedError, type DomainErrorCode } from '../errors.js';
 import { PagingArgumentError } from '../paging/types.js';
+import { DeadlineExceededError } from '../store/deadline-store.js';
 
 /** A GraphQL error with one of the API's codes. */
 export function apiError(code: DomainErrorCode, message: string, argumentName?: string): GraphQLError {
@@ -44,6 +45,9 @@ export function createFormatError(logger: Logger) {
     }
     if (original instanceof PagingArgumentError) {
       return { ...base, message: original.message, extensions: { code: 'BAD_USER_INPUT', argumentName: original.argument } };
+    }
+    if (original instanceof DeadlineExceededError || (original instanceof SagaAbortedError && original.cause instanceof DeadlineExceededError)) {
+      return { ...base, message: original.message, extensions: { code: 'TIMEOUT' } };
     }
     if (original instanceof SagaAbortedError) {
       // The cause is logged; the message only says what happened to the data.

@@ -89,9 +89,14 @@ describe('production mode', () => {
   it('turns introspection and the playground off', async () => {
     const res = await server.gql(`{ __schema { types { name } } }`);
     expect(res.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
-    const page = await fetch(server.url, { headers: { accept: 'text/html' } });
-    expect(page.headers.get('content-type')).not.toContain('text/html');
-    expect(page.status).toBe(400);
+    // A browser gets a short page saying the playground is off and how to turn it on.
+    const page = await fetch(server.url, { headers: { accept: 'text/html,application/xhtml+xml' } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const html = await page.text();
+    expect(html).toContain('The playground is off on this server');
+    expect(html).toContain('<code>PLAYGROUND=true</code>');
+    expect(html).not.toContain('graphiql');
     // No "did you mean" hints that would reveal the schema.
     const typo = await server.gql(`{ viewr { id } }`);
     expect(typo.errors?.[0]?.message).not.toMatch(/Did you mean/);
@@ -104,7 +109,8 @@ describe('production mode', () => {
     expect(get.status).toBe(400);
   });
 
-  it('bounds how long a request may take', async () => {
+  it('bounds how long a request may take, and how large and slow to drain its answer may be', async () => {
+    expect(loadConfig(env)).toMatchObject({ maxResponseBytes: 4_000_000, writeTimeoutMs: 10_000 });
     expect(server.app.httpServer.requestTimeout).toBe(30_000);
     expect(server.app.httpServer.headersTimeout).toBe(20_000);
     const strict = await startTestServer({ env: { ...env, REQUEST_TIMEOUT_MS: '5000' } });

@@ -52,14 +52,19 @@ export class InjectedFault extends Error {
 
 /** Delays every call, so concurrent requests interleave their reads and writes. */
 export class SlowStore extends StoreDecorator {
+  /** When the last call was made (epoch milliseconds), before its delay. */
+  lastStartedAt = 0;
+
   constructor(
     inner: ConstructorParameters<typeof StoreDecorator>[0],
-    private readonly delayMs: number,
+    /** The delay of each call; a test may change it. */
+    public delayMs: number,
   ) {
     super(inner);
   }
 
   protected async around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
+    this.lastStartedAt = Date.now();
     await new Promise((resolve) => setTimeout(resolve, this.delayMs));
     return run();
   }
