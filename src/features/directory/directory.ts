@@ -8,7 +8,7 @@
  * stale entries (false positives), which readers filter by checking each hit against
  * the user's current version, read through the request's user loader.
  */
-import { badInput, checkText } from '../../errors.js';
+import { badInput, checkCharacters, checkText } from '../../errors.js';
 import { bucketedSource } from '../../paging/bucketed-source.js';
 import type { CursorCodec } from '../../paging/cursor.js';
 import { pageFromSource } from '../../paging/engine.js';
@@ -179,7 +179,7 @@ export class Directory implements DirectoryIndex {
     if (prefix.length > MAX_VALUE_LENGTH) {
       throw badInput('prefix', `\`prefix\` must be at most ${MAX_VALUE_LENGTH} characters, got ${prefix.length}`);
     }
-    const key = indexKeyOf(prefix);
+    const key = indexKeyOf(checkCharacters('prefix', prefix));
     const range = key === '' ? {} : { lower: { values: [key], inclusive: true }, upper: { values: [key + TOP], inclusive: true } };
     const chars = [...key];
     const listBuckets =

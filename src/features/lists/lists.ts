@@ -13,6 +13,7 @@ import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
+import { validateValue } from '../../store/values.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
 import { compareItems, readLedger, txToRow, type ListItem, type ListTx } from './ledger.js';
@@ -57,6 +58,20 @@ function listFromRow(row: Row): OrderedList {
 
 const KEY = /^-?\d{1,20}$/;
 
+/**
+ * A cursor key part that holds a CQL bigint (weight and seq are 64-bit): twenty digits
+ * can exceed the range, and such a value must be a bad cursor, not a store error.
+ */
+function isBigintText(part: unknown): boolean {
+  if (typeof part !== 'string' || !KEY.test(part)) return false;
+  try {
+    validateValue('bigint', BigInt(part), 'weight');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A connection over a ledger list: the key is (weight, seq, item id). */
 function ledgerSource(store: Store, listId: string): OrderedSource<ListItem> {
   const position = (key: CursorKey) => ({ weight: BigInt(key[0] as string), seq: BigInt(key[1] as string), itemId: key[2] as string });
@@ -70,10 +85,8 @@ function ledgerSource(store: Store, listId: string): OrderedSource<ListItem> {
     compare: (a, b) => compareItems(position(a), position(b)),
     isKey: (key) =>
       key.length === 3 &&
-      typeof key[0] === 'string' &&
-      KEY.test(key[0]) &&
-      typeof key[1] === 'string' &&
-      KEY.test(key[1]) &&
+      isBigintText(key[0]) &&
+      isBigintText(key[1]) &&
       typeof key[2] === 'string' &&
       /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(key[2]),
   };

@@ -80,7 +80,7 @@ export class Suspensions {
    */
   async suspend(input: { userId: string; reason: string; suspendedAt?: Date | null }, now = new Date()): Promise<Suspension> {
     requireAdmin(this.deps.actor);
-    const reason = checkText('reason', input.reason, 1, MAX_REASON_LENGTH);
+    const reason = checkText('reason', input.reason, 1, MAX_REASON_LENGTH, { multiline: true });
     const at = input.suspendedAt ?? now;
     if (at.getTime() < EARLIEST || at.getTime() > now.getTime() + 60_000) {
       throw badInput('suspendedAt', `\`suspendedAt\` must lie between 1970 and now, got ${at.toISOString()}`);

@@ -57,7 +57,7 @@ export class Timeline {
 
   /** Publish a post as `authorId` (who must exist: the caller checks). */
   async createPost(authorId: string, content: string, at: Date = new Date()): Promise<Post> {
-    const text = checkText('content', content, 1, MAX_POST_LENGTH);
+    const text = checkText('content', content, 1, MAX_POST_LENGTH, { multiline: true });
     const postId = newTimeuuid(at);
     await this.store.upsert(timelineTable, { user_id: authorId, post_id: postId, content: text });
     const post: Post = { authorId, postId, content: text, createdAt: dateOfTimeuuid(postId) };
