@@ -19,6 +19,22 @@ export type BucketSetting = 'year' | 'month' | 'day';
 export const DEV_CURSOR_SECRET = 'dev-cursor-secret-do-not-use-in-production';
 export const DEV_AUTH_SECRET = 'dev-auth-secret-do-not-use-in-production';
 
+/**
+ * Secrets published as examples (the development ones, and the defaults earlier
+ * versions of docker-compose.yml printed): anyone can read them, so production refuses
+ * them. test/config/production-secrets.test.ts fails if the README or
+ * docker-compose.yml prints one that is not listed here.
+ */
+export const EXAMPLE_SECRETS: readonly string[] = [
+  DEV_CURSOR_SECRET,
+  DEV_AUTH_SECRET,
+  'change-me-cursor-secret-0000',
+  'change-me-auth-secret-000000',
+];
+
+/** Shortest secret production accepts, in bytes (HS256 wants a key as long as its hash). */
+export const MIN_PRODUCTION_SECRET_BYTES = 32;
+
 /** The validated configuration. */
 export interface Config {
   readonly nodeEnv: string;
@@ -38,7 +54,10 @@ export interface Config {
   /** Which secrets fell back to their development values. */
   readonly devSecrets: readonly ('CURSOR_SECRET' | 'AUTH_SECRET')[];
   readonly logLevel: string;
+  /** Load the demo data set into an empty store at start (production: only when asked). */
   readonly seedDemo: boolean;
+  /** How far in the future a token's `exp` may lie, in seconds. */
+  readonly maxTokenAgeSeconds: number;
   readonly bodyLimitBytes: number;
   readonly suspensionBucket: BucketSetting;
   readonly acceptanceStrategy: 'first-write-wins' | 'lwt';
@@ -138,6 +157,37 @@ function corsOrigins(env: NodeJS.ProcessEnv, production: boolean): CorsOrigins {
   }
 }
 
+/**
+ * A production secret must be long, private and not trivially guessable: at least
+ * MIN_PRODUCTION_SECRET_BYTES bytes, none of the published examples, and not one short
+ * unit repeated ("aaaa…", "abab…").
+ */
+function checkProductionSecret(name: string, value: string): void {
+  const bytes = Buffer.byteLength(value);
+  if (bytes < MIN_PRODUCTION_SECRET_BYTES) {
+    throw new ConfigError(`${name} must be at least ${MIN_PRODUCTION_SECRET_BYTES} bytes long when NODE_ENV=production, got ${bytes}`);
+  }
+  if (EXAMPLE_SECRETS.includes(value)) {
+    throw new ConfigError(`${name} is an example secret printed in the README or docker-compose.yml; generate one, e.g. \`openssl rand -base64 48\``);
+  }
+  if (/^(.{1,4})\1+$/su.test(value)) {
+    throw new ConfigError(`${name} must not be one character or a short pattern repeated when NODE_ENV=production; generate one, e.g. \`openssl rand -base64 48\``);
+  }
+}
+
+const UNITS: Record<string, number> = { s: 1, m: 60, h: 3_600, d: 86_400 };
+
+/** A duration in seconds: a number of seconds, or a number with a unit (`90s`, `15m`, `12h`, `30d`). */
+function duration(env: NodeJS.ProcessEnv, name: string, fallback: string): number {
+  const raw = env[name] === undefined || env[name] === '' ? fallback : env[name]!;
+  const m = /^(\d{1,9})([smhd]?)$/.exec(raw);
+  const seconds = m ? Number(m[1]) * UNITS[m[2] || 's']! : 0;
+  if (seconds < 60 || seconds > 366 * 86_400) {
+    throw new ConfigError(`${name} must be a duration between 60s and 366d, such as 3600, 12h or 30d, got "${raw}"`);
+  }
+  return seconds;
+}
+
 const CONSISTENCIES = ['ONE', 'TWO', 'THREE', 'QUORUM', 'ALL', 'LOCAL_QUORUM', 'EACH_QUORUM', 'LOCAL_ONE'];
 
 /** Read and validate the configuration. */
@@ -155,13 +205,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const secret = (name: 'CURSOR_SECRET' | 'AUTH_SECRET', dev: string) => {
     const value = env[name];
     if (production && (value === undefined || value === '' || value === dev)) {
-      throw new ConfigError(`${name} must be set to a real secret (16+ bytes) when NODE_ENV=production; the development secret is refused`);
+      throw new ConfigError(
+        `${name} must be set to a real secret (${MIN_PRODUCTION_SECRET_BYTES}+ bytes) when NODE_ENV=production; the development secret is refused`,
+      );
     }
     if (value === undefined || value === '') {
       devSecrets.push(name);
       return dev;
     }
     if (Buffer.byteLength(value) < 16) throw new ConfigError(`${name} must be at least 16 bytes long, got ${Buffer.byteLength(value)}`);
+    if (production) checkProductionSecret(name, value);
     return value;
   };
   const config: Config = {
@@ -181,7 +234,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authSecret: secret('AUTH_SECRET', DEV_AUTH_SECRET),
     devSecrets: Object.freeze(devSecrets),
     logLevel: env.LOG_LEVEL ?? 'info',
-    seedDemo: bool(env, 'SEED_DEMO', true),
+    seedDemo: bool(env, 'SEED_DEMO', !production),
+    maxTokenAgeSeconds: duration(env, 'MAX_TOKEN_AGE', '30d'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_000_000, 1_000, 100_000_000),
     suspensionBucket: granularity(env.SUSPENSION_BUCKET ?? 'month'),
     acceptanceStrategy: oneOf(env, 'ACCEPTANCE_STRATEGY', ['first-write-wins', 'lwt'] as const, 'first-write-wins'),

@@ -2,7 +2,7 @@
  * Authentication: `Authorization: Bearer <JWT>`, HS256 through `jose`. Claim `sub` is
  * the username; claim `roles` an array in which "admin" grants admin rights.
  */
-import { SignJWT, jwtVerify } from 'jose';
+import { SignJWT, jwtVerify, type JWTPayload } from 'jose';
 import { GraphQLError } from 'graphql';
 
 /** UNAUTHENTICATED, answered with HTTP 401 when raised while building the context. */
@@ -23,23 +23,31 @@ export function authKey(secret: string): Uint8Array {
 
 /**
  * The viewer named by an Authorization header: null when there is none; an
- * UNAUTHENTICATED error when it is malformed, forged or expired.
+ * UNAUTHENTICATED error when it is malformed, forged, expired, carries no `exp`, or
+ * expires more than `maxAgeSeconds` from now (a token must not be valid forever).
  */
-export async function viewerFromAuthorization(header: string | undefined, key: Uint8Array): Promise<Viewer | null> {
+export async function viewerFromAuthorization(header: string | undefined, key: Uint8Array, maxAgeSeconds: number): Promise<Viewer | null> {
   if (header === undefined || header === '') return null;
   const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(header);
   if (!match) throw unauthenticated('the Authorization header must be "Bearer <JWT>"');
+  let payload: JWTPayload;
   try {
-    const { payload } = await jwtVerify(match[1]!, key, { algorithms: ['HS256'] });
-    if (typeof payload.sub !== 'string' || payload.sub === '') {
-      throw new Error('the token has no subject');
-    }
-    const roles = Array.isArray(payload.roles) ? payload.roles : [];
-    return { username: payload.sub, isAdmin: roles.includes('admin') };
+    // jose checks the signature before any claim, so the reasons below are only told
+    // to holders of a genuine token.
+    ({ payload } = await jwtVerify(match[1]!, key, { algorithms: ['HS256'], requiredClaims: ['exp'] }));
   } catch (err) {
-    const reason = (err as { code?: string }).code === 'ERR_JWT_EXPIRED' ? 'the token has expired' : 'the token is invalid';
-    throw unauthenticated(reason);
+    const { code, claim } = err as { code?: string; claim?: string };
+    if (code === 'ERR_JWT_EXPIRED') throw unauthenticated('the token has expired');
+    if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && claim === 'exp') throw unauthenticated('the token has no expiry (`exp`)');
+    throw unauthenticated('the token is invalid');
   }
+  const horizon = Math.floor(Date.now() / 1000) + maxAgeSeconds;
+  if (payload.exp! > horizon) {
+    throw unauthenticated(`the token expires too far in the future: at most ${maxAgeSeconds} s from now (MAX_TOKEN_AGE)`);
+  }
+  if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated('the token is invalid');
+  const roles = Array.isArray(payload.roles) ? payload.roles : [];
+  return { username: payload.sub, isAdmin: roles.includes('admin') };
 }
 
 /** Sign a token (development tool and tests). */

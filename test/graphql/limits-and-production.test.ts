@@ -71,7 +71,7 @@ describe('request limits', () => {
 });
 
 describe('production mode', () => {
-  const env = { NODE_ENV: 'production', AUTH_SECRET: 'a-real-production-secret-1', CURSOR_SECRET: 'another-real-secret-22' };
+  const env = { NODE_ENV: 'production', AUTH_SECRET: 'a-real-production-secret-1-k7Qz9pL2wX', CURSOR_SECRET: 'another-real-secret-22-vB8nM1cR6tY3' };
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({ env: { ...env, BODY_LIMIT_BYTES: '2000' } });

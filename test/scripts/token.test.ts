@@ -15,7 +15,7 @@ describe('the token command', () => {
   it('prints the token alone on stdout, signed with AUTH_SECRET', async () => {
     const { stdout } = await run('npm', ['run', '-s', 'token', '--', 'alice', '--admin'], { env });
     expect(stdout).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
-    expect(await viewerFromAuthorization(`Bearer ${stdout.trim()}`, authKey(TEST_AUTH_SECRET))).toMatchObject({ username: 'alice', isAdmin: true });
+    expect(await viewerFromAuthorization(`Bearer ${stdout.trim()}`, authKey(TEST_AUTH_SECRET), 30 * 86_400)).toMatchObject({ username: 'alice', isAdmin: true });
   });
 
   it('prints its usage on --help, and with a usage error when the username is missing', async () => {
