@@ -2,8 +2,10 @@
  * Bad input, fuzzed over HTTP with fast-check: cursors of random bytes, truncated,
  * re-signed with another secret or taken from another connection; ids of the wrong
  * type or of missing nodes; huge strings and odd unicode; malformed JSON bodies; wrong
- * content types and methods; garbage tokens. Every answer is a GraphQL error with a
- * code or a 4xx, never a 500 or a stack trace, and the store is unchanged afterwards.
+ * content types and methods; garbage tokens; `operationName`s that name no operation
+ * (mutations included, over POST and GET); variables nested up to 100,000 levels deep
+ * or up to 990 KB large; subscriptions. Every answer is a GraphQL error with a code or
+ * a 4xx, never a 500 or a stack trace, and the store is unchanged afterwards.
  * FUZZ_RUNS sets the number of requests (default 1,500).
  */
 import fc from 'fast-check';
@@ -69,6 +71,12 @@ describe('fuzzed bad input over HTTP', () => {
     fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b).toString('base64')),
   );
 
+  /** Operation names that name no operation of the fuzz documents (undefined: none sent). */
+  const operationName = fc.oneof(
+    fc.constantFrom(undefined, null, '', ' ', 'write', 'Nope', 'Read Write', '__proto__', 'constructor'),
+    fc.string({ maxLength: 20 }).filter((n) => n !== 'Write' && n !== 'Read' && n !== 'S'),
+  );
+
   const size = fc.oneof(fc.integer({ min: -1_000, max: -1 }), fc.integer({ min: 101, max: 1_000_000 }), fc.constant(2 ** 31));
 
   type Req = { method?: string; contentType?: string | null; body?: string; token?: string | null; search?: string };
@@ -125,6 +133,36 @@ describe('fuzzed bad input over HTTP', () => {
     oddString.map((token) => ({ body: gqlBody('{ viewer { id } }', {}), token: `x${token.replace(/[^\x21-\x7e]/g, '')}`.slice(0, 8_000) })),
     oddString.map((q) => ({ method: 'GET', search: `?query=${encodeURIComponent(q.toWellFormed())}` })),
     fc.json().map((j) => ({ body: j })),
+    // operationName variants: never the mutation's own name, so nothing may be written.
+    fc.tuple(operationName, fc.boolean(), fc.boolean()).map(([given, get, twoOps]) => {
+      // Without a name, a lone operation would rightly run: send an empty one instead.
+      const name = !twoOps && given == null ? '' : given;
+      const query = twoOps
+        ? `query Read { viewer { id } } mutation Write { createPost(input: { content: "fuzz operationName" }) { post { id } } }`
+        : `mutation Write { createPost(input: { content: "fuzz operationName" }) { post { id } } }`;
+      if (get) {
+        const search = new URLSearchParams({ query, ...(name === undefined ? {} : { operationName: name }) });
+        return { method: 'GET', search: `?${search}`, token: member };
+      }
+      return { body: JSON.stringify({ query, operationName: name }), token: member };
+    }),
+    // Variables nested deep (up to 100,000 levels), as arrays or objects, used or not.
+    fc.tuple(fc.integer({ min: 33, max: 100_000 }), fc.boolean(), fc.constantFrom('v', 'c', 'ids')).map(([depth, arrays, name]) => {
+      const [open, close] = arrays ? ['[', ']'] : ['{"a":', '}'];
+      const value = `${open.repeat(depth)}${arrays ? '' : '1'}${close.repeat(depth)}`;
+      return { body: `{"query":"query ($ids: [ID!]) { nodes(ids: $ids) { id } }","variables":{"${name}":${value}}}`, token: member };
+    }),
+    // Huge variables: unused padding near the body limit, or long strings where the query takes text.
+    fc.tuple(fc.integer({ min: 100_000, max: 990_000 }), fc.boolean()).map(([size, used]) => ({
+      body: used
+        ? gqlBody(`mutation ($c: String!) { createPost(input: { content: $c }) { post { id } } }`, { c: 'x'.repeat(size) })
+        : gqlBody(`{ viewer { id } }`, { pad: 'x'.repeat(size) }),
+      token: member,
+    })),
+    // Subscriptions, named or not, with or without a matching operationName.
+    fc.tuple(fc.constantFrom('subscription { viewer { id } }', 'subscription S { suspendedUsers(first: 1) { edges { cursor } } }', 'subscription S { nope }'), operationName).map(
+      ([query, name]) => ({ body: JSON.stringify({ query, operationName: name ?? 'S' }), token: admin }),
+    ),
   );
 
   it(`answers ${RUNS} malformed requests with coded errors or 4xx, and changes nothing`, async () => {
