@@ -141,7 +141,7 @@ describe('fuzzed bad input over HTTP', () => {
         ? `query Read { viewer { id } } mutation Write { createPost(input: { content: "fuzz operationName" }) { post { id } } }`
         : `mutation Write { createPost(input: { content: "fuzz operationName" }) { post { id } } }`;
       if (get) {
-        const search = new URLSearchParams({ query, ...(name === undefined ? {} : { operationName: name }) });
+        const search = new URLSearchParams({ query, ...(name == null ? {} : { operationName: name }) });
         return { method: 'GET', search: `?${search}`, token: member };
       }
       return { body: JSON.stringify({ query, operationName: name }), token: member };
