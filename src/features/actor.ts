@@ -9,7 +9,10 @@ import type { KeyLoader } from './key-loader.js';
 export interface Actor {
   readonly username: string;
   readonly isAdmin: boolean;
-  /** The actor's user id; NOT_FOUND when their user has not been created yet. */
+  /**
+   * The actor's user id; FORBIDDEN when their user has not been created yet (such a
+   * token is nobody's: it may only create the user it names).
+   */
   userId(): Promise<string>;
 }
 
@@ -23,6 +26,17 @@ export function signedIn(actor: Actor | null): Actor {
 export function requireAdmin(actor: Actor | null): Actor {
   const signed = signedIn(actor);
   if (!signed.isAdmin) throw new DomainError('FORBIDDEN', 'this requires an admin token');
+  return signed;
+}
+
+/**
+ * The actor if a member: an admin (the signed role is the grant), or the token of a
+ * user that exists. UNAUTHENTICATED for an anonymous caller, FORBIDDEN for a token of
+ * no user (it must not search or read what members do).
+ */
+export async function requireMember(actor: Actor | null): Promise<Actor> {
+  const signed = signedIn(actor);
+  if (!signed.isAdmin) await signed.userId();
   return signed;
 }
 
@@ -45,7 +59,12 @@ export function actorOf(
     isAdmin: caller.isAdmin,
     async userId() {
       const id = await userIdByUsername.load(caller.username);
-      if (!id) throw new DomainError('NOT_FOUND', `no user named "${caller.username}" yet: create it with createUser first`);
+      if (!id) {
+        throw new DomainError(
+          'FORBIDDEN',
+          `no user named "${caller.username}" exists: its token may only create it, with createUser`,
+        );
+      }
       return id;
     },
   };

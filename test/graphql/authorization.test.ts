@@ -1,16 +1,24 @@
 /**
  * The README's authorization table, checked row by row: for every operation it lists,
- * each kind of caller (anonymous, member, owner, admin) is allowed exactly when the
- * row says so. The table and this test cannot drift apart: a row without a scenario,
- * or a scenario without a row, fails.
+ * each kind of caller (anonymous, member, owner, admin, and a ghost: a valid token
+ * whose user does not exist) is allowed exactly when the row says so. The table and
+ * this test cannot drift apart: a row without a scenario, or a scenario without a row,
+ * fails.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { startTestServer, type GqlResponse, type TestServer } from '../support/test-server.js';
 
-type Caller = 'anonymous' | 'member' | 'owner' | 'admin';
-const CALLERS: Caller[] = ['anonymous', 'member', 'owner', 'admin'];
+type Caller = 'anonymous' | 'member' | 'owner' | 'admin' | 'ghost';
+const CALLERS: Caller[] = ['anonymous', 'member', 'owner', 'admin', 'ghost'];
+
+/**
+ * Fields anonymous callers read as null with FORBIDDEN (the README says so), while the
+ * rest of their answer stands; every other refusal of an anonymous caller is
+ * UNAUTHENTICATED.
+ */
+const MEMBER_FIELDS = new Set(['User.location', 'User.lastName']);
 
 /** The table in the README: operation -> the callers it allows. */
 function readTable(): Map<string, Set<Caller>> {
@@ -34,7 +42,7 @@ describe('authorization, as the README table says', () => {
   let admin: string;
 
   async function newUser() {
-    const input = aUser();
+    const input = { ...aUser(), location: 'Lisbon', lastName: 'Pessoa' };
     const res = await server.gql(`mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id username } } }`, { input }, admin);
     return { ...(res.data!.createUser.user as { id: string; username: string }), token: await server.token(input.username) };
   }
@@ -56,6 +64,8 @@ describe('authorization, as the README table says', () => {
     tokens.member = m.token;
     tokens.admin = admin;
     tokens.anonymous = undefined;
+    // A genuine token of a username nobody has created: a member of nothing.
+    tokens.ghost = await server.token('ghost_of_nobody');
     // The owner is suspended, so User.suspension has something to show.
     await as(admin, `mutation ($u: ID!) { suspendUser(input: { userId: $u, reason: "x" }) { suspension { reason } } }`, { u: o.id });
   });
@@ -80,6 +90,8 @@ describe('authorization, as the README table says', () => {
     'Query.usersByLocation': (t) => server.gql(`{ usersByLocation(location: "Nowhere", first: 1) { edges { cursor } } }`, {}, t),
     'Query.usersByLastName': (t) => server.gql(`{ usersByLastName(prefix: "x", first: 1) { edges { cursor } } }`, {}, t),
     'Query.suspendedUsers': (t) => server.gql(`{ suspendedUsers(first: 1) { edges { cursor } } }`, {}, t),
+    'User.location': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { id location } }`, { u: owner.username }, t),
+    'User.lastName': (t) => server.gql(`query ($id: ID!) { node(id: $id) { ... on User { id lastName } } }`, { id: owner.id }, t),
     'User.suspension': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { suspension { reason } } }`, { u: owner.username }, t),
     'Mutation.createUser': async (t, caller) => {
       // The owner of a createUser is the token named after the new user.
@@ -125,7 +137,15 @@ describe('authorization, as the README table says', () => {
         if (allowed.has(caller)) {
           expect(res.errors, `${operation} as ${caller} should be allowed`).toBeUndefined();
         } else {
-          expect(code, `${operation} as ${caller} should be refused`).toBe(caller === 'anonymous' ? 'UNAUTHENTICATED' : 'FORBIDDEN');
+          const expected = caller === 'anonymous' && !MEMBER_FIELDS.has(operation) ? 'UNAUTHENTICATED' : 'FORBIDDEN';
+          expect(code, `${operation} as ${caller} should be refused`).toBe(expected);
+        }
+        if (MEMBER_FIELDS.has(operation)) {
+          // Refused: the field is null and the user itself is still answered.
+          const user = (res.data?.userByUsername ?? res.data?.node) as Record<string, unknown>;
+          const field = operation.split('.')[1]!;
+          expect(user.id, `${operation} as ${caller}`).toBe(owner.id);
+          expect(user[field], `${operation} as ${caller}`).toBe(allowed.has(caller) ? { location: 'Lisbon', lastName: 'Pessoa' }[field] : null);
         }
       }
     });

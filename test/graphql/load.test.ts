@@ -149,7 +149,7 @@ describe('load without loss', () => {
     const s = await server.gql(`{ suspendedUsers(first: 100) { edges { node { user { id } } } } }`, {}, admin);
     expect(new Set(s.data!.suspendedUsers.edges.map((e: { node: { user: { id: string } } }) => e.node.user.id))).toEqual(suspended);
     // The directory: each user in exactly the location its row holds.
-    const rows = await server.gql(`query ($ids: [ID!]!) { nodes(ids: $ids) { ... on User { id location } } }`, { ids: members.map((m) => m.id) });
+    const rows = await server.gql(`query ($ids: [ID!]!) { nodes(ids: $ids) { ... on User { id location } } }`, { ids: members.map((m) => m.id) }, admin);
     const where = new Map<string, string>(rows.data!.nodes.map((n: { id: string; location: string }) => [n.id, n.location]));
     const found = new Map<string, string[]>();
     for (const city of CITIES) {

@@ -107,9 +107,24 @@ describe('users, posts and authentication over HTTP', () => {
       }
     });
 
-    it('answers NOT_FOUND to a valid token whose user does not exist yet', async () => {
-      const res = await server.gql(mutation.query, mutation.variables, await server.token('ghost_user'));
-      expect(res.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    it('answers FORBIDDEN to a valid token whose user does not exist yet, and lets it create only that user', async () => {
+      const ghost = await server.token('ghost_user');
+      const res = await server.gql(mutation.query, mutation.variables, ghost);
+      expect(res.errors).toEqual([
+        {
+          message: 'no user named "ghost_user" exists: its token may only create it, with createUser',
+          path: ['createPost'],
+          locations: expect.any(Array),
+          extensions: { code: 'FORBIDDEN' },
+        },
+      ]);
+      const search = await server.gql(`{ usersByLastName(prefix: "g", first: 1) { edges { cursor } } }`, {}, ghost);
+      expect(search.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+      const created = await server.gql(`mutation { createUser(input: { username: "ghost_user", displayName: "Ghost", location: "Elsinore" }) { user { username location } } }`, {}, ghost);
+      expect(created.data).toEqual({ createUser: { user: { username: 'ghost_user', location: 'Elsinore' } } });
+      // Now a member like any other.
+      const after = await server.gql(mutation.query, mutation.variables, ghost);
+      expect(after.errors).toBeUndefined();
     });
   });
 

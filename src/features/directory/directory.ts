@@ -9,6 +9,7 @@
  * the user's current version, read through the request's user loader.
  */
 import { badInput, checkCharacters, checkText } from '../../errors.js';
+import { requireMember, type Actor } from '../actor.js';
 import { bucketedSource } from '../../paging/bucketed-source.js';
 import type { CursorCodec } from '../../paging/cursor.js';
 import { pageFromSource } from '../../paging/engine.js';
@@ -107,6 +108,8 @@ export interface VersionedProfile {
 export interface DirectoryDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
+  /** Who searches: the directory is for members (where people live is personal). */
+  readonly actor: Actor | null;
   /** The request's user loader: hits are checked against their user's current versions. */
   readonly users: Pick<KeyLoader<string, VersionedProfile | null>, 'load'>;
 }
@@ -165,7 +168,8 @@ export class Directory implements DirectoryIndex {
   }
 
   /** Users whose location is `location` (case-insensitive), by user id. */
-  byLocation(location: string, args: PageArgs): Promise<Page<IndexHit>> {
+  async byLocation(location: string, args: PageArgs): Promise<Page<IndexHit>> {
+    await requireMember(this.deps.actor);
     const key = indexKeyOf(checkText('location', location, 1, MAX_VALUE_LENGTH));
     const buckets = LOCATION_SHARDS.map((s) => `${key}#${s}`);
     return this.page('location', `Query.usersByLocation:${key}`, 'usersByLocation', args, {
@@ -175,7 +179,8 @@ export class Directory implements DirectoryIndex {
   }
 
   /** Users whose last name starts with `prefix` (case-insensitive), by last name then id. */
-  byLastName(prefix: string, args: PageArgs): Promise<Page<IndexHit>> {
+  async byLastName(prefix: string, args: PageArgs): Promise<Page<IndexHit>> {
+    await requireMember(this.deps.actor);
     if (prefix.length > MAX_VALUE_LENGTH) {
       throw badInput('prefix', `\`prefix\` must be at most ${MAX_VALUE_LENGTH} characters, got ${prefix.length}`);
     }

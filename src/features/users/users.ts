@@ -185,6 +185,18 @@ export class Users {
     return updated;
   }
 
+  /**
+   * A profile field only members read (where someone lives, their last name): the
+   * user themself, admins, and tokens of existing users. Anonymous callers and tokens
+   * of no user get FORBIDDEN (the GraphQL field is then null, the rest of the answer stands).
+   */
+  async memberOnlyField(user: User, field: IndexedField): Promise<string | null> {
+    const actor = this.deps.actor;
+    if (!actor) throw new DomainError('FORBIDDEN', `\`${field}\` is visible to members only: send a member's token`);
+    if (!actor.isAdmin && actor.username !== user.username) await actor.userId();
+    return user[field];
+  }
+
   /** Users by id, in the order asked, null for unknown ids (one round trip). */
   byIds(ids: readonly string[]): Promise<Array<User | null>> {
     return readUsers(this.deps.store, ids);

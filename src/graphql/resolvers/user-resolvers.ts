@@ -4,15 +4,9 @@ import { requireViewer } from '../context.js';
 import { localIdOf, userGlobalId } from '../ids.js';
 
 export const userQueries: Pick<QueryResolvers, 'viewer' | 'userByUsername' | 'usersByLocation' | 'usersByLastName'> = {
-  // Where people live is personal: the directory is for signed-in members.
-  usersByLocation: (_root, { location, ...args }, ctx) => {
-    requireViewer(ctx);
-    return ctx.directory.byLocation(location, args);
-  },
-  usersByLastName: (_root, { prefix, ...args }, ctx) => {
-    requireViewer(ctx);
-    return ctx.directory.byLastName(prefix, args);
-  },
+  // The directory decides who may search it (members).
+  usersByLocation: (_root, { location, ...args }, ctx) => ctx.directory.byLocation(location, args),
+  usersByLastName: (_root, { prefix, ...args }, ctx) => ctx.directory.byLastName(prefix, args),
   viewer: async (_root, _args, ctx) => {
     if (!ctx.viewer) return null;
     const id = await ctx.loaders.userIdByUsername.load(ctx.viewer.username);
@@ -50,4 +44,6 @@ export const userMutations: Pick<MutationResolvers, 'createUser' | 'updateUser'>
 export const userType: UserResolvers = {
   id: (user) => userGlobalId(user.id),
   posts: (user, args, ctx) => ctx.timeline.posts(user.id, args),
+  location: (user, _args, ctx) => ctx.users.memberOnlyField(user, 'location'),
+  lastName: (user, _args, ctx) => ctx.users.memberOnlyField(user, 'lastName'),
 };
