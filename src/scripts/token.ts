@@ -4,6 +4,7 @@
  * the development secret when it is unset) on stdout, alone, so it can be captured:
  * `TOKEN=$(npm run -s token -- alice)`.
  */
+import { decodeJwt } from 'jose';
 import { loadConfig } from '../config.js';
 import { authKey, signToken } from '../graphql/auth.js';
 import { parseCli, runScript, usageError } from './cli.js';
@@ -30,5 +31,11 @@ runScript('token', async () => {
   if (config.devSecrets.includes('AUTH_SECRET')) {
     console.error('note: AUTH_SECRET is unset; signing with the development secret');
   }
-  console.log(await signToken(authKey(config.authSecret), username, { admin: values.admin, expiresIn: values.expires }));
+  const token = await signToken(authKey(config.authSecret), username, { admin: values.admin, expiresIn: values.expires });
+  // The server refuses a token that expires further ahead than MAX_TOKEN_AGE: do not print one.
+  const ahead = decodeJwt(token).exp! - Math.floor(Date.now() / 1000);
+  if (ahead > config.maxTokenAgeSeconds) {
+    usageError(`--expires ${values.expires} is beyond MAX_TOKEN_AGE (${config.maxTokenAgeSeconds} s): the server would refuse this token`, USAGE);
+  }
+  console.log(token);
 });

@@ -1,9 +1,11 @@
 /**
  * `npm run -s token`: the token alone on stdout (so `TOKEN=$(npm run -s token -- alice)`
- * works), one that the server accepts; usage on --help and on a missing username.
+ * works), one that the server accepts; usage on --help and on a missing username; no
+ * token the server would refuse (an expiry beyond MAX_TOKEN_AGE).
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { authKey, viewerFromAuthorization } from '../../src/graphql/auth.js';
 import { TEST_AUTH_SECRET } from '../support/test-server.js';
@@ -23,5 +25,16 @@ describe('the token command', () => {
     expect(help.stdout).toMatch(/^usage: npm run -s token -- <username> \[--admin\] \[--expires 30d\]/);
     const missing = await run(process.execPath, ['--import', 'tsx', 'src/scripts/token.ts'], { env }).catch((e: { code: number; stderr: string }) => e);
     expect(missing).toMatchObject({ code: 2, stderr: expect.stringMatching(/^a username is required\n\nusage: /) });
+  });
+
+  it('signs for 30 days by default, and refuses to sign beyond MAX_TOKEN_AGE', async () => {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/scripts/token.ts', 'alice'], { env: { ...env, MAX_TOKEN_AGE: '30d' } });
+    const claims = decodeJwt(stdout.trim());
+    expect(claims.exp! - claims.iat!).toBe(30 * 86_400);
+    const beyond = await run(process.execPath, ['--import', 'tsx', 'src/scripts/token.ts', 'alice', '--expires', '90d'], { env: { ...env, MAX_TOKEN_AGE: '30d' } }).catch(
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
+    expect(beyond).toMatchObject({ code: 2, stdout: '' });
+    expect((beyond as { stderr: string }).stderr).toMatch(/^--expires 90d is beyond MAX_TOKEN_AGE \(2592000 s\): the server would refuse this token\n/);
   });
 });
