@@ -139,6 +139,7 @@ function requestError(res: ServerResponse, status: number, message: string): voi
   sendJson(res, status, { errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] });
 }
 
+/** The whole text of a chunked body (for the size check before anything is sent). */
 async function collect(chunks: AsyncIterable<string>): Promise<string> {
   let text = '';
   for await (const chunk of chunks) text += chunk;
