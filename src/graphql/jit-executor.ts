@@ -8,6 +8,7 @@
 import type { GatewayInterface } from '@apollo/server-gateway-interface';
 import { GraphQLError, getOperationAST, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { operationResolutionMessage } from './operation-guard.js';
 
 /** How many compiled operations to keep (oldest dropped first). */
 const CACHE_SIZE = 1_000;
@@ -34,9 +35,6 @@ export function jitGateway(schema: GraphQLSchema, sdl: string): GatewayInterface
     async load() {
       return {
         async executor(request) {
-          // graphql-jit runs some operation even when `operationName` names none: never
-          // let it (Apollo turns this error into OPERATION_RESOLUTION_FAILURE, HTTP 400).
-          if (!request.operation) return { errors: [new GraphQLError('`operationName` names no operation of the document')] };
           const key = `${request.queryHash}:${request.operationName ?? ''}`;
           let query = compiled.get(key);
           if (!query) {
@@ -45,12 +43,8 @@ export function jitGateway(schema: GraphQLSchema, sdl: string): GatewayInterface
             // Apollo would then answer 500).
             // (`request.operationName` is the resolved name: null here; the client's is in `request.request`.)
             const asked = request.request.operationName ?? undefined;
-            if (!getOperationAST(request.document, asked)) {
-              const message = asked
-                ? `the document has no operation named "${asked}"`
-                : 'the document has several operations: name the one to run in operationName';
-              return { errors: [new GraphQLError(message)] };
-            }
+            // (The operation guard refuses these first; this keeps the executor safe alone.)
+            if (!getOperationAST(request.document, asked)) return { errors: [new GraphQLError(operationResolutionMessage(asked))] };
             const result = compileQuery(schema, request.document, request.operationName ?? undefined);
             if (!isCompiledQuery(result)) return result;
             if (compiled.size >= CACHE_SIZE) compiled.delete(compiled.keys().next().value!);

@@ -6,20 +6,16 @@
  * that reads the resolved operation (the cost limit among them) saw none.
  */
 import type { ApolloServerPlugin } from '@apollo/server';
-import { GraphQLError, OperationTypeNode, type DocumentNode } from 'graphql';
+import { GraphQLError, OperationTypeNode } from 'graphql';
 
-/** The names of a document's operations, for the refusal message. */
-function operationNames(document: DocumentNode): string[] {
-  return document.definitions.flatMap((d) => (d.kind === 'OperationDefinition' ? [d.name?.value ?? '(anonymous)'] : []));
-}
-
-/** Explains why no operation was resolved. */
-function resolutionMessage(document: DocumentNode, operationName: string | null | undefined): string {
-  const names = operationNames(document);
-  if (operationName == null) {
-    return `the document holds ${names.length} operations (${names.join(', ')}); name the one to run with \`operationName\``;
-  }
-  return `\`operationName\` must name an operation of the document (${names.join(', ')}), got ${JSON.stringify(operationName.slice(0, 100))}`;
+/**
+ * Why no operation of the document was resolved for the `operationName` a client sent
+ * (null or undefined when it sent none).
+ */
+export function operationResolutionMessage(operationName: string | null | undefined): string {
+  return operationName == null
+    ? 'the document has several operations: name the one to run in operationName'
+    : `the document has no operation named ${JSON.stringify(operationName.slice(0, 100))}`;
 }
 
 /**
@@ -31,9 +27,9 @@ export function operationGuardPlugin(): ApolloServerPlugin {
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ request, document, operation }) {
+        async didResolveOperation({ request, operation }) {
           if (!operation) {
-            throw new GraphQLError(resolutionMessage(document, request.operationName), {
+            throw new GraphQLError(operationResolutionMessage(request.operationName), {
               extensions: { code: 'OPERATION_RESOLUTION_FAILURE', http: { status: 400 } },
             });
           }

@@ -19,9 +19,10 @@ function publishedExamples(): string[] {
   const compose = readFileSync('docker-compose.yml', 'utf8');
   const readme = readFileSync('README.md', 'utf8');
   return [
+    // Literal values only: `${VAR:?…}`, `$(openssl …)` and printf's `%s` are not secrets.
     ...[...compose.matchAll(/_SECRET: \$\{\w+:-([^}]+)\}/g)].map((m) => m[1]!),
-    ...[...compose.matchAll(/_SECRET: ["']?([^$"'\s]+)/g)].map((m) => m[1]!),
-    ...[...readme.matchAll(/_SECRET=["']?([^$"'\s`]+)/g)].map((m) => m[1]!),
+    ...[...compose.matchAll(/_SECRET: ["']?([\w-]{8,})/g)].map((m) => m[1]!),
+    ...[...readme.matchAll(/_SECRET=["']?([\w-]{8,})/g)].map((m) => m[1]!),
   ];
 }
 
