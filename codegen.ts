@@ -26,6 +26,8 @@ const config: CodegenConfig = {
           OrderedList: '../../features/lists/lists.js#OrderedList',
           ListItem: '../../features/lists/lists.js#ListItem',
           UserEdge: '../../paging/types.js#Edge<{ userId: string }>',
+          OrderedListEdge: '../../paging/types.js#Edge<{ listId: string }>',
+          MeetingEdge: '../../paging/types.js#Edge<{ meetingId: string }>',
         },
         mapperTypeSuffix: 'Model',
         resolversNonOptionalTypename: false,

@@ -27,6 +27,8 @@ import * as Operations from './graphql.js';
 
 
 
+
+
 export type Requester<C = {}> = <R, V>(doc: DocumentNode, vars?: V, options?: C) => Promise<R> | AsyncIterable<R>
 export function getSdk<C>(requester: Requester<C>) {
   return {
@@ -92,6 +94,12 @@ export function getSdk<C>(requester: Requester<C>) {
     },
     ListItems(variables: Types.ListItemsQueryVariables, options?: C): Promise<Types.ListItemsQuery> {
       return requester<Types.ListItemsQuery, Types.ListItemsQueryVariables>(Operations.ListItemsDocument, variables, options) as Promise<Types.ListItemsQuery>;
+    },
+    UserLists(variables: Types.UserListsQueryVariables, options?: C): Promise<Types.UserListsQuery> {
+      return requester<Types.UserListsQuery, Types.UserListsQueryVariables>(Operations.UserListsDocument, variables, options) as Promise<Types.UserListsQuery>;
+    },
+    UserMeetings(variables: Types.UserMeetingsQueryVariables, options?: C): Promise<Types.UserMeetingsQuery> {
+      return requester<Types.UserMeetingsQuery, Types.UserMeetingsQueryVariables>(Operations.UserMeetingsDocument, variables, options) as Promise<Types.UserMeetingsQuery>;
     },
     UsersByLocation(variables: Types.UsersByLocationQueryVariables, options?: C): Promise<Types.UsersByLocationQuery> {
       return requester<Types.UsersByLocationQuery, Types.UsersByLocationQueryVariables>(Operations.UsersByLocationDocument, variables, options) as Promise<Types.UsersByLocationQuery>;

@@ -92,6 +92,8 @@ describe('authorization, as the README table says', () => {
     'Query.suspendedUsers': (t) => server.gql(`{ suspendedUsers(first: 1) { edges { cursor } } }`, {}, t),
     'User.location': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { id location } }`, { u: owner.username }, t),
     'User.lastName': (t) => server.gql(`query ($id: ID!) { node(id: $id) { ... on User { id lastName } } }`, { id: owner.id }, t),
+    'User.lists': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { lists(first: 1) { edges { node { id } } } } }`, { u: owner.username }, t),
+    'User.meetings': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { meetings(first: 1) { edges { node { id } } } } }`, { u: owner.username }, t),
     'User.suspension': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { suspension { reason } } }`, { u: owner.username }, t),
     'Mutation.createUser': async (t, caller) => {
       // The owner of a createUser is the token named after the new user.

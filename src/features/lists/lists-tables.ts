@@ -61,8 +61,32 @@ export const listApplierLeasesTable = defineTable({
   partitionKey: ['list_id'],
 });
 
+/**
+ * Reverse lookup for `User.lists`: the lists a user owns, one partition per owner, so a
+ * page is one slice. Newest list first, as people expect of "my lists"; the list's
+ * creation time never changes, so the row's key is fixed when the list is created and
+ * never moves. `list_id` breaks ties between lists created in the same millisecond.
+ */
+export const listsByOwnerTable = defineTable({
+  name: 'lists_by_owner',
+  columns: { owner_id: 'uuid', created_at: 'timestamp', list_id: 'uuid' },
+  partitionKey: ['owner_id'],
+  clustering: [
+    { column: 'created_at', order: 'DESC' },
+    { column: 'list_id', order: 'DESC' },
+  ],
+});
+
 /** Every table this feature owns. */
-export const listTables = [listsTable, listItemsTable, listTransactionsTable, listItemIndexTable, pendingListsTable, listApplierLeasesTable];
+export const listTables = [
+  listsTable,
+  listItemsTable,
+  listTransactionsTable,
+  listItemIndexTable,
+  pendingListsTable,
+  listApplierLeasesTable,
+  listsByOwnerTable,
+];
 
 /** Partitions of `pending_lists`. */
 export const PENDING_SHARDS = 4;

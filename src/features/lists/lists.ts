@@ -17,10 +17,18 @@ import { validateValue } from '../../store/values.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
 import { compareItems, readLedger, txToRow, type ListItem, type ListTx } from './ledger.js';
-import { listTransactionsTable, listsTable, pendingListsTable, pendingShardOf } from './lists-tables.js';
+import { reverseLookupPage } from '../reverse-lookup.js';
+import { listTransactionsTable, listsByOwnerTable, listsTable, pendingListsTable, pendingShardOf } from './lists-tables.js';
 import { positionBetween } from './positions.js';
 
 export type { ListItem } from './ledger.js';
+
+/** An owner's list, as `User.lists` pages it: the list is read through the loader. */
+export interface OwnedListRef {
+  readonly ownerId: string;
+  readonly listId: string;
+  readonly createdAt: Date;
+}
 
 /** A list as the API shows it. */
 export interface OrderedList {
@@ -108,12 +116,43 @@ export async function readListItems(store: Store, listId: string, itemIds: reado
 export class Lists {
   constructor(private readonly deps: ListsDeps) {}
 
-  /** Create a list. */
+  /**
+   * Create a list. The list row and its owner's lookup row go in one logged batch: both
+   * or neither, so a list is never unreachable from `User.lists`. A batch is not
+   * isolated across partitions, so `ofOwner` still skips a lookup row whose list it
+   * cannot see yet.
+   */
   async create(title: string, ownerId: string, now = new Date()): Promise<OrderedList> {
     const list: OrderedList = { listId: randomUUID(), title: checkText('title', title, 1, 200), ownerId, createdAt: now };
-    await this.deps.store.upsert(listsTable, { list_id: list.listId, title: list.title, owner_id: ownerId, created_at: now });
+    await this.deps.store.batch([
+      { kind: 'upsert', table: listsByOwnerTable, row: { owner_id: ownerId, created_at: now, list_id: list.listId } },
+      { kind: 'upsert', table: listsTable, row: { list_id: list.listId, title: list.title, owner_id: ownerId, created_at: now } },
+    ]);
     this.deps.loaders.listById.prime(list.listId, list);
     return list;
+  }
+
+  /**
+   * One page of the lists `ownerId` owns, newest first (`User.lists`). Lists are read
+   * through the request's loader, in one batch per page; a lookup row whose list is
+   * missing is skipped.
+   */
+  ofOwner(ownerId: string, args: PageArgs): Promise<Page<OwnedListRef>> {
+    const { listById } = this.deps.loaders;
+    return reverseLookupPage<OwnedListRef>(
+      {
+        id: `User.lists:${ownerId}`,
+        connectionName: 'lists',
+        store: this.deps.store,
+        codec: this.deps.codec,
+        table: listsByOwnerTable,
+        partition: { owner_id: ownerId },
+        toNode: (row) => ({ ownerId, listId: row.list_id as string, createdAt: row.created_at as Date }),
+        rowOf: (ref) => ({ created_at: ref.createdAt, list_id: ref.listId }),
+        visible: async (refs) => (await Promise.all(refs.map((r) => listById.load(r.listId)))).map((list) => list !== null),
+      },
+      args,
+    );
   }
 
   /** One page of a list's items, in order. */

@@ -15,7 +15,8 @@ import { MAX_TIMESTAMP, type Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { requireAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
-import { meetingAcceptanceCountsTable, meetingUsersTable, meetingsTable } from './meetings-tables.js';
+import { reverseLookupPage } from '../reverse-lookup.js';
+import { meetingAcceptanceCountsTable, meetingUsersTable, meetingsByUserTable, meetingsTable } from './meetings-tables.js';
 
 /** A meeting as the API shows it. */
 export interface Meeting {
@@ -30,6 +31,14 @@ export interface Acceptance {
   readonly meetingId: string;
   readonly userId: string;
   readonly acceptedAt: Date;
+}
+
+/** A meeting a user created or accepted, as `User.meetings` pages it: the meeting is read through the loader. */
+export interface UserMeetingRef {
+  readonly userId: string;
+  readonly meetingId: string;
+  /** The meeting's creation time (the lookup's order). */
+  readonly createdAt: Date;
 }
 
 /**
@@ -86,6 +95,11 @@ function acceptanceFromRow(row: Row): Acceptance {
   return { meetingId: row.meeting_id as string, userId: row.user_id as string, acceptedAt: row.accepted_at as Date };
 }
 
+/** The lookup row that makes `meeting` one of `userId`'s meetings. */
+function userMeetingRow(userId: string, meeting: Meeting): Row {
+  return { user_id: userId, created_at: meeting.createdAt, meeting_id: meeting.meetingId };
+}
+
 /** Meetings by id, in order, null for misses (one round trip). */
 export async function readMeetings(store: Store, ids: readonly string[]): Promise<Array<Meeting | null>> {
   const rows = await store.getMany(meetingsTable, ids.map((meeting_id) => ({ meeting_id })));
@@ -102,16 +116,17 @@ export async function readAcceptanceCounts(store: Store, ids: readonly string[])
 export class Meetings {
   constructor(private readonly deps: MeetingsDeps) {}
 
-  /** Create a meeting. */
+  /**
+   * Create a meeting. The meeting row and its creator's lookup row go in one logged
+   * batch: both or neither, so a meeting is never unreachable from `User.meetings`.
+   */
   async create(input: { title: string }, createdBy: string, now = new Date()): Promise<Meeting> {
     const title = checkText('title', input.title, 1, 200);
     const meeting: Meeting = { meetingId: randomUUID(), title, createdBy, createdAt: now };
-    await this.deps.store.upsert(meetingsTable, {
-      meeting_id: meeting.meetingId,
-      title,
-      created_by: createdBy,
-      created_at: now,
-    });
+    await this.deps.store.batch([
+      { kind: 'upsert', table: meetingsByUserTable, row: userMeetingRow(createdBy, meeting) },
+      { kind: 'upsert', table: meetingsTable, row: { meeting_id: meeting.meetingId, title, created_by: createdBy, created_at: now } },
+    ]);
     this.deps.loaders.meetingById.prime(meeting.meetingId, meeting);
     return meeting;
   }
@@ -129,6 +144,10 @@ export class Meetings {
   async accept(meetingId: string, userId: string, now = new Date()): Promise<{ meeting: Meeting; counted: boolean }> {
     const meeting = await this.requireMeeting(meetingId);
     const { store } = this.deps;
+    // The user's lookup row first: its key is fixed by the meeting, so every attempt
+    // rewrites the same row (no duplicate edges), and a failure after it leaves a row
+    // that `ofUser` skips until an acceptance exists, never an unreachable acceptance.
+    await store.upsert(meetingsByUserTable, userMeetingRow(userId, meeting));
     const key = { meeting_id: meetingId, user_id: userId };
     const token = this.deps.tokens.take();
     let won: boolean;
@@ -185,6 +204,41 @@ export class Meetings {
     const meeting = await this.deps.loaders.meetingById.load(meetingId);
     if (!meeting) throw new DomainError('NOT_FOUND', 'no such meeting', 'meetingId');
     return meeting;
+  }
+
+  /**
+   * One page of the meetings `userId` created or accepted, newest meeting first
+   * (`User.meetings`). Meetings are read through the request's loader, acceptances in
+   * one read, both once per page; a lookup row is skipped while its meeting is missing
+   * or the user neither created it nor has an acceptance (an accept that failed after
+   * writing the lookup row).
+   */
+  ofUser(userId: string, args: PageArgs): Promise<Page<UserMeetingRef>> {
+    const { store, loaders } = this.deps;
+    return reverseLookupPage<UserMeetingRef>(
+      {
+        id: `User.meetings:${userId}`,
+        connectionName: 'meetings',
+        store,
+        codec: this.deps.codec,
+        table: meetingsByUserTable,
+        partition: { user_id: userId },
+        toNode: (row) => ({ userId, meetingId: row.meeting_id as string, createdAt: row.created_at as Date }),
+        rowOf: (ref) => ({ created_at: ref.createdAt, meeting_id: ref.meetingId }),
+        async visible(refs) {
+          const meetings = await Promise.all(refs.map((r) => loaders.meetingById.load(r.meetingId)));
+          // Only meetings the user did not create need their acceptance proven.
+          const unproven = refs.filter((r, i) => meetings[i] !== null && meetings[i]!.createdBy !== userId);
+          const accepted = new Set<string>();
+          if (unproven.length > 0) {
+            const rows = await store.getMany(meetingUsersTable, unproven.map((r) => ({ meeting_id: r.meetingId, user_id: userId })));
+            for (const row of rows) if (row) accepted.add(row.meeting_id as string);
+          }
+          return refs.map((r, i) => meetings[i] !== null && (meetings[i]!.createdBy === userId || accepted.has(r.meetingId)));
+        },
+      },
+      args,
+    );
   }
 
   /** One page of the users who accepted, in clustering order (by user id). */

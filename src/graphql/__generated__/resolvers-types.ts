@@ -216,6 +216,24 @@ export type MeetingAcceptedByArgs = {
   last?: InputMaybe<Scalars['Int']['input']>;
 };
 
+/** A page of meetings. */
+export type MeetingConnection = {
+  __typename?: 'MeetingConnection';
+  /** The edges of this page, in the connection's order. */
+  edges: Array<MeetingEdge>;
+  /** Whether more edges exist on either side of this page, and the cursors at its ends. */
+  pageInfo: PageInfo;
+};
+
+/** A meeting and its cursor. */
+export type MeetingEdge = {
+  __typename?: 'MeetingEdge';
+  /** An opaque cursor for this edge: pass it as `after` or `before` to page from here. */
+  cursor: Scalars['String']['output'];
+  /** The meeting at this edge. */
+  node: Meeting;
+};
+
 /** The arguments of `moveListItem`. */
 export type MoveListItemInput = {
   /** Move right after this item. Exactly one of the two. */
@@ -400,6 +418,8 @@ export type OrderedList = Node & {
   id: Scalars['ID']['output'];
   /** The items in their hand-set order. */
   items: ListItemConnection;
+  /** The user who created the list; only they (or an admin) change it. */
+  owner: User;
   /** The list's title, 1 to 200 characters. */
   title: Scalars['String']['output'];
 };
@@ -415,6 +435,24 @@ export type OrderedListItemsArgs = {
   before?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+/** A page of ordered lists. */
+export type OrderedListConnection = {
+  __typename?: 'OrderedListConnection';
+  /** The edges of this page, in the connection's order. */
+  edges: Array<OrderedListEdge>;
+  /** Whether more edges exist on either side of this page, and the cursors at its ends. */
+  pageInfo: PageInfo;
+};
+
+/** An ordered list and its cursor. */
+export type OrderedListEdge = {
+  __typename?: 'OrderedListEdge';
+  /** An opaque cursor for this edge: pass it as `after` or `before` to page from here. */
+  cursor: Scalars['String']['output'];
+  /** The list at this edge. */
+  node: OrderedList;
 };
 
 /**
@@ -695,8 +733,21 @@ export type User = Node & {
   id: Scalars['ID']['output'];
   /** The user's last name; searchable by prefix with `usersByLastName`. */
   lastName?: Maybe<Scalars['String']['output']>;
+  /**
+   * The lists the user owns, newest first. Readable by anyone, like the lists themselves.
+   * Page with `first`/`after` forward or `last`/`before` backward (at most 100 per page,
+   * 20 by default).
+   */
+  lists: OrderedListConnection;
   /** Where the user is; searchable with `usersByLocation`. */
   location?: Maybe<Scalars['String']['output']>;
+  /**
+   * The meetings the user created or accepted, newest meeting first (by when the meeting
+   * was created), each once. Readable by anyone, like the meetings and their `acceptedBy`.
+   * Page with `first`/`after` forward or `last`/`before` backward (at most 100 per page,
+   * 20 by default).
+   */
+  meetings: MeetingConnection;
   /**
    * The user's posts, newest first. Page with `first`/`after` forward or `last`/`before`
    * backward (at most 100 per page, 20 by default); `after` and `before` together bound a
@@ -710,6 +761,24 @@ export type User = Node & {
   suspension?: Maybe<Suspension>;
   /** Unique, 3 to 32 characters of a-z, 0-9 and _. */
   username: Scalars['String']['output'];
+};
+
+
+/** A member of the site. */
+export type UserListsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/** A member of the site. */
+export type UserMeetingsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
 };
 
 
@@ -844,11 +913,15 @@ export type ResolversTypes = {
   ListItemConnection: ResolverTypeWrapper<Omit<ListItemConnection, 'edges'> & { edges: Array<ResolversTypes['ListItemEdge']> }>;
   ListItemEdge: ResolverTypeWrapper<Omit<ListItemEdge, 'node'> & { node: ResolversTypes['ListItem'] }>;
   Meeting: ResolverTypeWrapper<MeetingModel>;
+  MeetingConnection: ResolverTypeWrapper<Omit<MeetingConnection, 'edges'> & { edges: Array<ResolversTypes['MeetingEdge']> }>;
+  MeetingEdge: ResolverTypeWrapper<EdgeModel<{ meetingId: string }>>;
   MoveListItemInput: MoveListItemInput;
   MoveListItemPayload: ResolverTypeWrapper<Omit<MoveListItemPayload, 'item'> & { item: ResolversTypes['ListItem'] }>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Node: ResolverTypeWrapper<ResolversInterfaceTypes<ResolversTypes>['Node']>;
   OrderedList: ResolverTypeWrapper<OrderedListModel>;
+  OrderedListConnection: ResolverTypeWrapper<Omit<OrderedListConnection, 'edges'> & { edges: Array<ResolversTypes['OrderedListEdge']> }>;
+  OrderedListEdge: ResolverTypeWrapper<EdgeModel<{ listId: string }>>;
   PageInfo: ResolverTypeWrapper<PageInfo>;
   Post: ResolverTypeWrapper<PostModel>;
   PostConnection: ResolverTypeWrapper<Omit<PostConnection, 'edges'> & { edges: Array<ResolversTypes['PostEdge']> }>;
@@ -899,11 +972,15 @@ export type ResolversParentTypes = {
   ListItemConnection: Omit<ListItemConnection, 'edges'> & { edges: Array<ResolversParentTypes['ListItemEdge']> };
   ListItemEdge: Omit<ListItemEdge, 'node'> & { node: ResolversParentTypes['ListItem'] };
   Meeting: MeetingModel;
+  MeetingConnection: Omit<MeetingConnection, 'edges'> & { edges: Array<ResolversParentTypes['MeetingEdge']> };
+  MeetingEdge: EdgeModel<{ meetingId: string }>;
   MoveListItemInput: MoveListItemInput;
   MoveListItemPayload: Omit<MoveListItemPayload, 'item'> & { item: ResolversParentTypes['ListItem'] };
   Mutation: Record<PropertyKey, never>;
   Node: ResolversInterfaceTypes<ResolversParentTypes>['Node'];
   OrderedList: OrderedListModel;
+  OrderedListConnection: Omit<OrderedListConnection, 'edges'> & { edges: Array<ResolversParentTypes['OrderedListEdge']> };
+  OrderedListEdge: EdgeModel<{ listId: string }>;
   PageInfo: PageInfo;
   Post: PostModel;
   PostConnection: Omit<PostConnection, 'edges'> & { edges: Array<ResolversParentTypes['PostEdge']> };
@@ -995,6 +1072,16 @@ export type MeetingResolvers<ContextType = RequestContext, ParentType extends Re
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
+export type MeetingConnectionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['MeetingConnection'] = ResolversParentTypes['MeetingConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['MeetingEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type MeetingEdgeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['MeetingEdge'] = ResolversParentTypes['MeetingEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['Meeting'], ParentType, ContextType>;
+};
+
 export type MoveListItemPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['MoveListItemPayload'] = ResolversParentTypes['MoveListItemPayload']> = {
   clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   item?: Resolver<ResolversTypes['ListItem'], ParentType, ContextType>;
@@ -1024,8 +1111,19 @@ export type NodeResolvers<ContextType = RequestContext, ParentType extends Resol
 export type OrderedListResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['OrderedList'] = ResolversParentTypes['OrderedList']> = {
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   items?: Resolver<ResolversTypes['ListItemConnection'], ParentType, ContextType, Partial<OrderedListItemsArgs>>;
+  owner?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
   title?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
+export type OrderedListConnectionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['OrderedListConnection'] = ResolversParentTypes['OrderedListConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['OrderedListEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type OrderedListEdgeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['OrderedListEdge'] = ResolversParentTypes['OrderedListEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['OrderedList'], ParentType, ContextType>;
 };
 
 export type PageInfoResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
@@ -1115,7 +1213,9 @@ export type UserResolvers<ContextType = RequestContext, ParentType extends Resol
   displayName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   lastName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  lists?: Resolver<ResolversTypes['OrderedListConnection'], ParentType, ContextType, Partial<UserListsArgs>>;
   location?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  meetings?: Resolver<ResolversTypes['MeetingConnection'], ParentType, ContextType, Partial<UserMeetingsArgs>>;
   posts?: Resolver<ResolversTypes['PostConnection'], ParentType, ContextType, Partial<UserPostsArgs>>;
   suspension?: Resolver<Maybe<ResolversTypes['Suspension']>, ParentType, ContextType>;
   username?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -1145,10 +1245,14 @@ export type Resolvers<ContextType = RequestContext> = {
   ListItemConnection?: ListItemConnectionResolvers<ContextType>;
   ListItemEdge?: ListItemEdgeResolvers<ContextType>;
   Meeting?: MeetingResolvers<ContextType>;
+  MeetingConnection?: MeetingConnectionResolvers<ContextType>;
+  MeetingEdge?: MeetingEdgeResolvers<ContextType>;
   MoveListItemPayload?: MoveListItemPayloadResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
   Node?: NodeResolvers<ContextType>;
   OrderedList?: OrderedListResolvers<ContextType>;
+  OrderedListConnection?: OrderedListConnectionResolvers<ContextType>;
+  OrderedListEdge?: OrderedListEdgeResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
   Post?: PostResolvers<ContextType>;
   PostConnection?: PostConnectionResolvers<ContextType>;

@@ -1,8 +1,8 @@
 /** Every resolver of schema.graphql, checked against the generated resolver types. */
 import type { Resolvers } from '../__generated__/resolvers-types.js';
 import { DateTimeScalar } from '../scalars.js';
-import { listItemType, listMutations, orderedListType } from './list-resolvers.js';
-import { meetingMutations, meetingType, userEdgeType } from './meeting-resolvers.js';
+import { listItemType, listMutations, orderedListEdgeType, orderedListType } from './list-resolvers.js';
+import { meetingEdgeType, meetingMutations, meetingType, userEdgeType } from './meeting-resolvers.js';
 import { nodeInterface, nodeQueries } from './node-resolvers.js';
 import { suspensionMutations, suspensionQueries, suspensionType, userSuspensionField } from './suspension-resolvers.js';
 import { postType, timelineMutations } from './timeline-resolvers.js';
@@ -18,6 +18,8 @@ export const resolvers: Resolvers = {
   Suspension: suspensionType,
   Meeting: meetingType,
   UserEdge: userEdgeType,
+  MeetingEdge: meetingEdgeType,
   OrderedList: orderedListType,
+  OrderedListEdge: orderedListEdgeType,
   ListItem: listItemType,
 };

@@ -1,7 +1,8 @@
 /** Ordered lists (seed 002): the list and item types and the list mutations. */
-import type { ListItemResolvers, MutationResolvers, OrderedListResolvers } from '../__generated__/resolvers-types.js';
+import type { ListItemResolvers, MutationResolvers, OrderedListEdgeResolvers, OrderedListResolvers } from '../__generated__/resolvers-types.js';
 import { requireViewer, requireViewerId } from '../context.js';
 import { apiError } from '../errors.js';
+import { edgeNodeFrom } from './edge-node.js';
 import { listGlobalId, listItemGlobalId, listItemRefOf, localIdOf } from '../ids.js';
 
 /** An item id that must belong to `listId`: another list's item is BAD_USER_INPUT. */
@@ -53,6 +54,15 @@ export const listMutations: Pick<
 export const orderedListType: OrderedListResolvers = {
   id: (list) => listGlobalId(list.listId),
   items: (list, args, ctx) => ctx.lists.items(list.listId, args),
+  owner: async (list, _args, ctx) => {
+    const owner = await ctx.loaders.userById.load(list.ownerId);
+    if (!owner) throw new Error(`list ${list.listId} has no owner row ${list.ownerId}`);
+    return owner;
+  },
+};
+
+export const orderedListEdgeType: OrderedListEdgeResolvers = {
+  node: edgeNodeFrom('list', (ref: { listId: string }) => ref.listId, (ctx, id) => ctx.loaders.listById.load(id)),
 };
 
 export const listItemType: ListItemResolvers = {

@@ -1,7 +1,8 @@
 /** Meetings: creation, acceptance (seed 001's unique counter), reconciliation. */
-import type { MeetingResolvers, MutationResolvers, UserEdgeResolvers } from '../__generated__/resolvers-types.js';
+import type { MeetingEdgeResolvers, MeetingResolvers, MutationResolvers, UserEdgeResolvers } from '../__generated__/resolvers-types.js';
 import { requireViewer, requireViewerId } from '../context.js';
 import { localIdOf, meetingGlobalId } from '../ids.js';
+import { edgeNodeFrom } from './edge-node.js';
 
 export const meetingMutations: Pick<MutationResolvers, 'createMeeting' | 'acceptMeeting' | 'reconcileMeeting'> = {
   createMeeting: async (_root, { input }, ctx) => {
@@ -29,10 +30,10 @@ export const meetingType: MeetingResolvers = {
   acceptedBy: (m, args, ctx) => ctx.meetings.acceptedBy(m.meetingId, args),
 };
 
+export const meetingEdgeType: MeetingEdgeResolvers = {
+  node: edgeNodeFrom('meeting', (ref: { meetingId: string }) => ref.meetingId, (ctx, id) => ctx.loaders.meetingById.load(id)),
+};
+
 export const userEdgeType: UserEdgeResolvers = {
-  node: async (edge, _args, ctx) => {
-    const user = await ctx.loaders.userById.load(edge.node.userId);
-    if (!user) throw new Error(`edge to unknown user ${edge.node.userId}`);
-    return user;
-  },
+  node: edgeNodeFrom('user', (ref: { userId: string }) => ref.userId, (ctx, id) => ctx.loaders.userById.load(id)),
 };

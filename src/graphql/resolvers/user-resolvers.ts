@@ -44,6 +44,8 @@ export const userMutations: Pick<MutationResolvers, 'createUser' | 'updateUser'>
 export const userType: UserResolvers = {
   id: (user) => userGlobalId(user.id),
   posts: (user, args, ctx) => ctx.timeline.posts(user.id, args),
+  lists: (user, args, ctx) => ctx.lists.ofOwner(user.id, args),
+  meetings: (user, args, ctx) => ctx.meetings.ofUser(user.id, args),
   location: (user, _args, ctx) => ctx.users.memberOnlyField(user, 'location'),
   lastName: (user, _args, ctx) => ctx.users.memberOnlyField(user, 'lastName'),
 };
