@@ -128,6 +128,7 @@ query ListItems {
   node(id: "${list}") {
     ... on OrderedList {
       title
+      owner { username }
       items(first: 20) {
         edges { cursor node { id label } }
         pageInfo { hasNextPage endCursor }
@@ -163,6 +164,22 @@ mutation Examples {
   }
   createList(input: { title: "Groceries" }) {
     list { id }
+  }
+}`,
+    },
+    {
+      query: `# alice's lists (the ones she owns) and her
+# meetings (created or accepted), newest first.
+query UserListsAndMeetings {
+  userByUsername(username: "alice") {
+    lists(first: 5) {
+      edges { node { id title owner { username } } }
+      pageInfo { hasNextPage endCursor }
+    }
+    meetings(first: 5) {
+      edges { node { id title acceptanceCount } }
+      pageInfo { hasNextPage endCursor }
+    }
   }
 }`,
     },

@@ -70,9 +70,9 @@ describe('the playground in Chromium', () => {
     expect(result.data.userByUsername.posts.pageInfo.hasNextPage).toBe(true);
 
     const tabs = page.locator('.graphiql-tab');
-    expect(await tabs.count()).toBe(6);
+    expect(await tabs.count()).toBe(7);
     const queries: string[] = [];
-    for (let i = 0; i < 6; i++) {
+    for (let i = 0; i < 7; i++) {
       await tabs.nth(i).click();
       queries.push(await editorValue(page, QUERY));
       // Nothing runs off the editor: no horizontal scrolling.
@@ -87,6 +87,12 @@ describe('the playground in Chromium', () => {
     await tabs.nth(2).click();
     const meetingResult = await run(page);
     expect(meetingResult.data.node).toMatchObject({ title: 'Tea party planning', acceptanceCount: 3 });
+    await tabs.nth(6).click();
+    const mine = await run(page);
+    expect(mine.data.userByUsername.lists.edges.map((e: { node: { title: string; owner: { username: string } } }) => e.node)).toEqual([
+      { id: listGlobalId(demo.listId), title: 'Groceries', owner: { username: 'alice' } },
+    ]);
+    expect(mine.data.userByUsername.meetings.edges.map((e: { node: { title: string } }) => e.node.title)).toEqual(['Tea party planning']);
 
     expect(foreign).toEqual([]);
     expect(errors).toEqual([]);
