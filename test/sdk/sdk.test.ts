@@ -43,6 +43,13 @@ describe('the typed SDK', () => {
     const items = await me.ListItems({ id: list.id, first: 10 });
     expect(items.node && 'items' in items.node ? items.node.items.edges.map((e) => e.node.label) : []).toEqual(['b', 'A']);
     await me.RemoveListItem({ input: { itemId: b.id } });
+    const mine = await me.UserLists({ username: input.username, first: 5 });
+    expect(mine.userByUsername?.lists.edges.map((e) => e.node)).toEqual([{ id: list.id, title: 'SDK list', owner: { id: userId, username: input.username } }]);
+    const meetings = await me.UserMeetings({ username: input.username, last: 5 });
+    expect(meetings.userByUsername?.meetings).toMatchObject({
+      edges: [{ node: { id: meeting.id, title: 'SDK sync', acceptanceCount: 1 } }],
+      pageInfo: { hasNextPage: false, hasPreviousPage: false },
+    });
 
     expect((await me.UsersByLocation({ location: 'lisbon', first: 5 })).usersByLocation.edges.map((e) => e.node.id)).toEqual([userId]);
     expect((await me.UsersByLastName({ prefix: 'pess', first: 5 })).usersByLastName.edges.map((e) => e.node.id)).toEqual([userId]);
