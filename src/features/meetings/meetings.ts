@@ -147,6 +147,8 @@ export class Meetings {
     // The user's lookup row first: its key is fixed by the meeting, so every attempt
     // rewrites the same row (no duplicate edges), and a failure after it leaves a row
     // that `ofUser` skips until an acceptance exists, never an unreachable acceptance.
+    // It takes the ordinary timestamp, not seed 001's near-2^63 one: it holds no value a
+    // timestamp could decide, and a later cleanup must still be able to delete it.
     await store.upsert(meetingsByUserTable, userMeetingRow(userId, meeting));
     const key = { meeting_id: meetingId, user_id: userId };
     const token = this.deps.tokens.take();
