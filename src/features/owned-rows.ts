@@ -1,0 +1,29 @@
+/**
+ * Removing a row that a process claimed with insert-if-not-exists (a username, a
+ * suspension's reverse lookup, an applier lease), without racing anyone else's claim.
+ *
+ * Such a row carries the Paxos ballot's timestamp, chosen by the coordinator, not the
+ * caller. A plain delete stamped with this server's clock can lose to it (a clock
+ * behind the coordinator's), and one stamped later than a new owner's claim would hide
+ * that claim. So the delete is stamped with the write time of the very cell read back:
+ * a tombstone hides what was written at or below its timestamp, and wins a tie, so it
+ * removes exactly the version read (ours) and nothing written after it; a new claim
+ * takes a later ballot and survives. Between the read and the delete nobody else can
+ * claim the row, since it exists.
+ */
+import type { Store } from '../store/port.js';
+import type { CqlValue, Row, TableSpec } from '../store/table.js';
+
+/**
+ * Delete the row at `key` if its `column` holds `owner`; true when it did. Use for
+ * every row written with insert-if-not-exists.
+ */
+export async function deleteIfOwned(store: Store, table: TableSpec, key: Row, column: string, owner: CqlValue): Promise<boolean> {
+  const cells = await store.readCells(table, key, [column]);
+  const writetime = cells.writetime[column];
+  if (cells.row?.[column] !== owner || writetime === null || writetime === undefined) return false;
+  // The store's conditional delete (`DELETE … IF column = owner`) can replace these two
+  // calls once the port has it: the same effect in one round trip, linearizable.
+  await store.delete(table, key, { timestamp: writetime });
+  return true;
+}
