@@ -77,7 +77,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   const key = authKey(config.authSecret);
   const clock = deps.clock ?? new MonotonicClock();
   // The ledger-list applier, started with the server: woken after each append, and on a timer.
-  const applier = createListApplier({ store, clock, logger });
+  const applier = createListApplier({ store, clock, logger, cluster: config.cluster });
   if (config.listApplier) applier.start(config.listApplierIntervalMs);
   const services = createServices(config, {
     store,

@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
+import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings, type Config } from './config.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory } from './features/directory/directory.js';
@@ -53,8 +53,11 @@ export const ALL_TABLES: readonly TableSpec[] = [
 /** Every saga the product runs (each feature exports its definitions). */
 export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas]);
 
-/** The settings features are built with: the part of the configuration they read. */
-export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'>;
+/**
+ * The settings features are built with: the part of the configuration they read
+ * (`cluster` defaults to DEFAULT_CLUSTER_SETTINGS).
+ */
+export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> & Partial<Pick<Config, 'cluster'>>;
 
 /** Build the configured store adapter. */
 export function createStore(config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>): Store {
@@ -95,6 +98,8 @@ export interface Services {
   readonly acceptanceTokens: TokenSequence;
   /** Wakes the list applier after a list transaction is appended. */
   readonly onListAppend?: (listId: string) => void;
+  /** The clock-skew and write-timeout bounds the background jobs rely on. */
+  readonly cluster: ClusterSettings;
 }
 
 /** The process-wide services, over a store that is already open (and its tables created). */
@@ -112,6 +117,7 @@ export function createServices(
     userLock: new KeyedLock(),
     acceptanceTokens: new TokenSequence(),
     onListAppend: deps.onListAppend,
+    cluster: settings.cluster ?? DEFAULT_CLUSTER_SETTINGS,
   };
 }
 
@@ -121,8 +127,8 @@ export function createSagaRunner(services: Services, store: Store = services.sto
 }
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
-export function createListApplier(deps: Pick<Services, 'store' | 'clock' | 'logger'>): ListApplier {
-  return new ListApplier(deps.store, { clock: deps.clock, logger: deps.logger });
+export function createListApplier(deps: Pick<Services, 'store' | 'clock' | 'logger'> & Partial<Pick<Services, 'cluster'>>): ListApplier {
+  return new ListApplier(deps.store, { clock: deps.clock, logger: deps.logger, cluster: deps.cluster ?? DEFAULT_CLUSTER_SETTINGS });
 }
 
 /**

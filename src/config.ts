@@ -62,7 +62,23 @@ export interface Config {
     readonly recoveryIntervalMs: number;
     readonly recoveryGraceMs: number;
   };
+  /** What the servers sharing one cluster assume of each other (README, "Operations"). */
+  readonly cluster: ClusterSettings;
 }
+
+/**
+ * The bounds several servers over one cluster rely on: how far apart their clocks may
+ * be, and how long after its timestamp was chosen a write can still land.
+ */
+export interface ClusterSettings {
+  /** Largest difference between two servers' clocks (`CLOCK_SKEW_MS`). */
+  readonly clockSkewMs: number;
+  /** Longest a write can take to land after its timestamp was chosen (`WRITE_TIMEOUT_MS`). */
+  readonly writeTimeoutMs: number;
+}
+
+/** The defaults: NTP-synchronised servers, Cassandra's default write timeout. */
+export const DEFAULT_CLUSTER_SETTINGS: ClusterSettings = Object.freeze({ clockSkewMs: 1_000, writeTimeoutMs: 2_000 });
 
 /** A configuration error: names the variable, the rule, and what was received. */
 export class ConfigError extends Error {
@@ -184,6 +200,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     saga: Object.freeze({
       recoveryIntervalMs: int(env, 'SAGA_RECOVERY_INTERVAL_MS', 30_000, 100, 86_400_000),
       recoveryGraceMs: int(env, 'SAGA_RECOVERY_GRACE_MS', 10_000, 0, 86_400_000),
+    }),
+    cluster: Object.freeze({
+      clockSkewMs: int(env, 'CLOCK_SKEW_MS', DEFAULT_CLUSTER_SETTINGS.clockSkewMs, 0, 600_000),
+      writeTimeoutMs: int(env, 'WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000),
     }),
   };
   return Object.freeze(config);

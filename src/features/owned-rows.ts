@@ -19,11 +19,37 @@ import type { CqlValue, Row, TableSpec } from '../store/table.js';
  * every row written with insert-if-not-exists.
  */
 export async function deleteIfOwned(store: Store, table: TableSpec, key: Row, column: string, owner: CqlValue): Promise<boolean> {
-  const cells = await store.readCells(table, key, [column]);
-  const writetime = cells.writetime[column];
-  if (cells.row?.[column] !== owner || writetime === null || writetime === undefined) return false;
+  const writetime = await ownedWritetime(store, table, key, column, owner);
+  if (writetime === null) return false;
   // The store's conditional delete (`DELETE … IF column = owner`) can replace these two
   // calls once the port has it: the same effect in one round trip, linearizable.
   await store.delete(table, key, { timestamp: writetime });
+  return true;
+}
+
+/** The write time of `column` at `key` if it holds `owner`, else null. */
+async function ownedWritetime(store: Store, table: TableSpec, key: Row, column: string, owner: CqlValue): Promise<bigint | null> {
+  const cells = await store.readCells(table, key, [column]);
+  const writetime = cells.writetime[column];
+  return cells.row?.[column] === owner && writetime !== null && writetime !== undefined ? writetime : null;
+}
+
+/**
+ * Extend the TTL of a row this process claimed (a lease) if it still holds it; false
+ * when it no longer does. The rewrite is stamped just above the claim's own write
+ * time, so it wins over the claim whatever this server's clock says, yet loses to a
+ * later claim by someone else (a later ballot) made after the row expired.
+ */
+export async function renewIfOwned(
+  store: Store,
+  table: TableSpec,
+  key: Row,
+  column: string,
+  owner: CqlValue,
+  ttlSeconds: number,
+): Promise<boolean> {
+  const writetime = await ownedWritetime(store, table, key, column, owner);
+  if (writetime === null) return false;
+  await store.upsert(table, { ...key, [column]: owner }, { timestamp: writetime + 1n, ttl: ttlSeconds });
   return true;
 }

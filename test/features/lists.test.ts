@@ -242,7 +242,8 @@ describe('ordered lists (ledger)', () => {
     const { base, lists, listId } = await setup();
     for (const label of ['a', 'b', 'c']) await lists.add(listId, label);
     const recorded = new FaultyStore(base);
-    const applier = new ListApplier(recorded);
+    // One process, one clock: no skew to wait out before unmarking.
+    const applier = new ListApplier(recorded, { cluster: { clockSkewMs: 0, writeTimeoutMs: 0 } });
     for (let i = 0; i < 5; i++) applier.wake(listId);
     const mark = () => base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
     expect(await mark()).not.toBeNull();
@@ -253,6 +254,22 @@ describe('ordered lists (ledger)', () => {
     // Five wakes before the first pass started: one pass, one lease.
     expect(recorded.calls.filter((c) => c.operation === 'insertIfNotExists' && c.table === listApplierLeasesTable.name)).toHaveLength(1);
     applier.stop();
+  });
+
+  it('keeps a drained list marked until an append from a server whose clock is behind would have landed', async () => {
+    const { base, lists, listId } = await setup();
+    await lists.add(listId, 'a');
+    let nowMs = Date.now();
+    const clock = { nowMicros: () => BigInt(nowMs) * 1000n };
+    const applier = new ListApplier(base, { clock, cluster: { clockSkewMs: 1_000, writeTimeoutMs: 2_000 } });
+    const mark = () => base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
+    expect(await applier.settle(listId)).toBe(1);
+    // Applied, but a mark stamped up to 1 s ahead of this clock may belong to an append
+    // still landing: the unmark, stamped 3 s back, does not hide it.
+    expect(await mark()).not.toBeNull();
+    nowMs += 3_001;
+    expect(await applier.settle(listId)).toBe(0);
+    expect(await mark()).toBeNull();
   });
 
   it('pages a list of 10,000 items end to end in both directions, exactly', async () => {

@@ -205,7 +205,7 @@ export class SimInstance {
     const clock = skewedClock(cluster.time, offsetMs, node);
     this.store = new SimStore(cluster.base, clock, cluster.random, cluster.maxDelayMs, () => this.died());
     const logger = pino({ level: 'silent' });
-    this.applier = createListApplier({ store: this.store, clock, logger });
+    this.applier = createListApplier({ store: this.store, clock, logger, cluster: cluster.settings.cluster });
     this.services = createServices(cluster.settings, {
       store: this.store,
       logger,
@@ -281,6 +281,8 @@ export class SimCluster {
       cursorSecret: 'sim-cursor-secret',
       suspensionBucket: 'month',
       acceptanceStrategy: 'first-write-wins',
+      // Offsets within ±1 s put two clocks up to 2 s apart; a call lands within ms.
+      cluster: { clockSkewMs: 2_000, writeTimeoutMs: 1_000 },
       ...options.settings,
     };
     // The store's own clock is the coordinators': true time (TTLs, ballots).

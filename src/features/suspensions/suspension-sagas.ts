@@ -24,7 +24,7 @@
 import { DomainError } from '../../errors.js';
 import type { SagaDefinition } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
-import { dateOfTimeuuid } from '../../store/timeuuid.js';
+import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { deleteIfOwned } from '../owned-rows.js';
 import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
@@ -48,13 +48,11 @@ function sortedSetKey(p: SuspensionPayload) {
 }
 
 /**
- * The write timestamp of a suspension's sorted-set row (µs): from its saga id, so every
- * server writing or deleting that row uses the same one. The low three digits come
- * from the id's 100 ns sequence, so suspensions made in one millisecond differ.
+ * The write timestamp of a suspension's sorted-set row (µs): its saga id's time, so
+ * every server writing or deleting that row uses the same one.
  */
 export function sortedSetTimestamp(p: Pick<SuspensionPayload, 'ownerSagaId'>): bigint {
-  const h = p.ownerSagaId.replace(/-/g, '');
-  return BigInt(dateOfTimeuuid(p.ownerSagaId).getTime()) * 1000n + (BigInt(`0x${h.slice(0, 8)}`) % 1000n);
+  return microsOfTimeuuid(p.ownerSagaId);
 }
 
 /** Delete the reverse lookup only if this suspension owns it. */
