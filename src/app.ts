@@ -11,6 +11,7 @@ import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { Logger } from 'pino';
 import {
   ALL_TABLES,
+  createAcceptanceVerifier,
   createListApplier,
   createRequestContext,
   createSagaRunner,
@@ -85,6 +86,9 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     clock,
     onListAppend: config.listApplier ? (listId) => applier.wake(listId) : undefined,
   });
+  // Settles acceptance counts once their window is past the clock-skew bound.
+  const verifier = createAcceptanceVerifier(services);
+  verifier.start();
   const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
   // Sagas a crash left open: roll them forward or back before serving.
   const startup = await recoverSagas();
@@ -151,6 +155,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     async close() {
       recoveryTimer.stop();
       applier.stop();
+      verifier.stop();
       await new Promise<void>((resolve) => {
         httpServer.close(() => resolve());
         httpServer.closeIdleConnections();

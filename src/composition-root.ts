@@ -17,6 +17,7 @@ import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
 import { meetingTables } from './features/meetings/meetings-tables.js';
+import { AcceptanceVerifier } from './features/meetings/acceptance-verifier.js';
 import { Meetings, TokenSequence } from './features/meetings/meetings.js';
 import { suspensionSagas } from './features/suspensions/suspension-sagas.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
@@ -131,6 +132,11 @@ export function createListApplier(deps: Pick<Services, 'store' | 'clock' | 'logg
   return new ListApplier(deps.store, { clock: deps.clock, logger: deps.logger, cluster: deps.cluster ?? DEFAULT_CLUSTER_SETTINGS });
 }
 
+/** The acceptance verifier of a process (the server starts its timer). */
+export function createAcceptanceVerifier(deps: Pick<Services, 'store' | 'clock' | 'logger' | 'cluster'>): AcceptanceVerifier {
+  return new AcceptanceVerifier(deps.store, { clock: deps.clock, cluster: deps.cluster, logger: deps.logger });
+}
+
 /**
  * The features of one unit of work (a GraphQL request, or a seeding job) for one
  * caller: a round-trip-counting view of the store, fresh loaders, and every feature
@@ -161,6 +167,7 @@ export function createRequestContext(services: Services, viewer: Viewer | null, 
     clock: services.clock,
     tokens: services.acceptanceTokens,
     strategy: settings.acceptanceStrategy,
+    cluster: services.cluster,
   });
   const lists = new Lists({ store, codec, actor, loaders, clock: services.clock, onAppend: services.onListAppend });
   return { viewer: actor, loaders, users, timeline, suspensions, meetings, directory, lists, storeRoundTrips: () => store.roundTrips };

@@ -19,6 +19,7 @@
 import pino from 'pino';
 import {
   ALL_TABLES,
+  createAcceptanceVerifier,
   createListApplier,
   createRequestContext,
   createSagaRunner,
@@ -27,6 +28,7 @@ import {
   type Services,
 } from '../../src/composition-root.js';
 import type { ListApplier } from '../../src/features/lists/applier.js';
+import type { AcceptanceVerifier } from '../../src/features/meetings/acceptance-verifier.js';
 import type { RequestContext } from '../../src/graphql/context.js';
 import { MonotonicClock, type Clock } from '../../src/store/clock.js';
 import type { ClusteringBound, DeleteOptions, Mutation, Store, WriteOptions } from '../../src/store/port.js';
@@ -194,6 +196,7 @@ export class SimInstance {
   readonly store: SimStore;
   readonly services: Services;
   readonly applier: ListApplier;
+  readonly verifier: AcceptanceVerifier;
   private readonly deaths: Array<() => void> = [];
 
   constructor(
@@ -212,6 +215,7 @@ export class SimInstance {
       clock,
       onListAppend: (listId) => this.applier.wake(listId),
     });
+    this.verifier = createAcceptanceVerifier(this.services);
   }
 
   get isDead(): boolean {
@@ -244,6 +248,7 @@ export class SimInstance {
   async backgroundPass(): Promise<void> {
     await createSagaRunner(this.services).recover(this.cluster.recoveryGraceMs, new Date(this.cluster.time.now()));
     await this.applier.runOnce();
+    await this.verifier.runOnce();
   }
 
   private died(): void {
