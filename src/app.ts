@@ -28,6 +28,7 @@ import { limitProtections, tokenLimitViolation } from './graphql/limits.js';
 import { resolvers } from './graphql/resolvers/index.js';
 import type { CursorCodec } from './paging/cursor.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
+import { Presence } from './presence.js';
 import { createHttpHandler } from './server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
@@ -73,10 +74,14 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   for (const name of config.devSecrets) {
     logger.warn(`${name} is not set: using the development secret. Set it before exposing this server.`);
   }
-  const store = deps.store ?? createStore(config);
+  const clock = deps.clock ?? new MonotonicClock();
+  const store = deps.store ?? createStore(config, clock);
   await store.ensureTables(ALL_TABLES);
   const key = authKey(config.authSecret);
-  const clock = deps.clock ?? new MonotonicClock();
+  // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
+  const presence = await Presence.claim(store, config.instanceId, { logger });
+  if (clock instanceof MonotonicClock) clock.useNode(presence.identity.node);
+  presence.start();
   // The ledger-list applier, started with the server: woken after each append, and on a timer.
   const applier = createListApplier({ store, clock, logger, cluster: config.cluster });
   if (config.listApplier) applier.start(config.listApplierIntervalMs);
@@ -84,6 +89,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     store,
     logger,
     clock,
+    presence,
     onListAppend: config.listApplier ? (listId) => applier.wake(listId) : undefined,
   });
   // Settles acceptance counts once their window is past the clock-skew bound.
@@ -156,6 +162,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       recoveryTimer.stop();
       applier.stop();
       verifier.stop();
+      presence.stop();
       await new Promise<void>((resolve) => {
         httpServer.close(() => resolve());
         httpServer.closeIdleConnections();

@@ -30,6 +30,7 @@ import type { Viewer } from './graphql/auth.js';
 import type { RequestContext } from './graphql/context.js';
 import { createLoaders } from './graphql/loaders.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
+import { presenceTable, type Presence } from './presence.js';
 import { KeyedLock } from './saga/keyed-lock.js';
 import { sagaLogTable } from './saga/saga-log.js';
 import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
@@ -49,6 +50,7 @@ export const ALL_TABLES: readonly TableSpec[] = [
   ...directoryTables,
   ...listTables,
   sagaLogTable,
+  presenceTable,
 ];
 
 /** Every saga the product runs (each feature exports its definitions). */
@@ -61,7 +63,7 @@ export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas]);
 export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> & Partial<Pick<Config, 'cluster'>>;
 
 /** Build the configured store adapter. */
-export function createStore(config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>): Store {
+export function createStore(config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>, clock?: Clock): Store {
   if (config.store === 'cassandra') {
     const client = new cassandra.Client({
       contactPoints: [...config.cassandra.contactPoints],
@@ -77,10 +79,12 @@ export function createStore(config: Pick<Config, 'store' | 'sqlitePath' | 'cassa
       keyspace: config.cassandra.keyspace,
       replication: config.cassandra.replication,
       consistency,
+      // The process clock: its write timestamps carry this server's node bits.
+      clock,
     });
   }
   if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
-  return new SqliteStore({ database: new Database(config.sqlitePath) });
+  return new SqliteStore({ database: new Database(config.sqlitePath), clock });
 }
 
 /** What one process shares between all its requests. */
@@ -101,12 +105,14 @@ export interface Services {
   readonly onListAppend?: (listId: string) => void;
   /** The clock-skew and write-timeout bounds the background jobs rely on. */
   readonly cluster: ClusterSettings;
+  /** This process's presence in the cluster (saga ownership, liveness). */
+  readonly presence?: Presence;
 }
 
 /** The process-wide services, over a store that is already open (and its tables created). */
 export function createServices(
   settings: FeatureSettings,
-  deps: { store: Store; logger: Logger; clock?: Clock; onListAppend?: (listId: string) => void },
+  deps: { store: Store; logger: Logger; clock?: Clock; onListAppend?: (listId: string) => void; presence?: Presence },
 ): Services {
   return {
     store: deps.store,
@@ -119,12 +125,19 @@ export function createServices(
     acceptanceTokens: new TokenSequence(),
     onListAppend: deps.onListAppend,
     cluster: settings.cluster ?? DEFAULT_CLUSTER_SETTINGS,
+    presence: deps.presence,
   };
 }
 
 /** A saga runner over a store view (a request's counting store, or the base store for recovery). */
 export function createSagaRunner(services: Services, store: Store = services.store): SagaRunner {
-  return new SagaRunner({ store, registry: SAGA_REGISTRY, inFlight: services.sagasInFlight, logger: services.logger });
+  return new SagaRunner({
+    store,
+    registry: SAGA_REGISTRY,
+    inFlight: services.sagasInFlight,
+    presence: services.presence,
+    logger: services.logger,
+  });
 }
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */

@@ -2,6 +2,7 @@
  * Configuration from the environment, validated once and frozen. Every variable, its
  * default and its meaning is listed in the README's configuration table.
  */
+import { hostname } from 'node:os';
 
 /**
  * Keyspace replication as CQL's replication map (the Cassandra adapter's own type has
@@ -64,6 +65,11 @@ export interface Config {
   };
   /** What the servers sharing one cluster assume of each other (README, "Operations"). */
   readonly cluster: ClusterSettings;
+  /**
+   * This server's stable name (`INSTANCE_ID`, default host:port): a restarted server
+   * recovers at once the sagas its previous incarnation left open.
+   */
+  readonly instanceId: string;
 }
 
 /**
@@ -201,6 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       recoveryIntervalMs: int(env, 'SAGA_RECOVERY_INTERVAL_MS', 30_000, 100, 86_400_000),
       recoveryGraceMs: int(env, 'SAGA_RECOVERY_GRACE_MS', 10_000, 0, 86_400_000),
     }),
+    instanceId: env.INSTANCE_ID || `${hostname()}:${env.PORT || 4000}`,
     cluster: Object.freeze({
       clockSkewMs: int(env, 'CLOCK_SKEW_MS', DEFAULT_CLUSTER_SETTINGS.clockSkewMs, 0, 600_000),
       writeTimeoutMs: int(env, 'WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000),

@@ -33,23 +33,32 @@ export interface MonotonicClockOptions {
 export class MonotonicClock implements Clock {
   private last = 0n;
   private readonly now: () => number;
-  private readonly step: bigint;
-  private readonly node: bigint;
+  private step: bigint;
+  private node: bigint;
 
   constructor(options: MonotonicClockOptions = {}) {
     this.now = options.now ?? Date.now;
-    if (options.node !== undefined && (!Number.isInteger(options.node) || options.node < 0 || options.node >= NODE_COUNT)) {
-      throw new Error(`a clock's node must be an integer between 0 and ${NODE_COUNT - 1}, got ${options.node}`);
+    this.step = 1n;
+    this.node = 0n;
+    if (options.node !== undefined) this.useNode(options.node);
+  }
+
+  /** From now on, end every timestamp in `node`'s low bits (once the process has claimed one). */
+  useNode(node: number): void {
+    if (!Number.isInteger(node) || node < 0 || node >= NODE_COUNT) {
+      throw new Error(`a clock's node must be an integer between 0 and ${NODE_COUNT - 1}, got ${node}`);
     }
-    this.step = options.node === undefined ? 1n : BigInt(NODE_COUNT);
-    this.node = BigInt(options.node ?? 0);
+    this.step = BigInt(NODE_COUNT);
+    this.node = BigInt(node);
   }
 
   nowMicros(): bigint {
     const wall = BigInt(Math.floor(this.now() * 1000));
     // Round down to this node's slot: every timestamp ≡ node (mod step).
-    const slot = wall - (wall % this.step) + this.node;
-    this.last = slot > this.last ? slot : this.last + this.step;
-    return this.last;
+    const base = wall > this.last ? wall : this.last;
+    let slot = base - (base % this.step) + this.node;
+    if (slot <= this.last) slot += this.step;
+    this.last = slot;
+    return slot;
   }
 }

@@ -69,6 +69,9 @@ for (const operation of ['suspend', 'unsuspend'] as const) {
           'insertIfNotExists suspended_users',
           'upsert status_buckets',
           'upsert users_by_status',
+          // Confirmed at the claim's own write time: from here on reads show it.
+          'readCells suspended_users',
+          'upsert suspended_users',
         ]);
       } else {
         // The sorted-set row goes first, then the reverse lookup.

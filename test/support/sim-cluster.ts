@@ -30,6 +30,7 @@ import {
 import type { ListApplier } from '../../src/features/lists/applier.js';
 import type { AcceptanceVerifier } from '../../src/features/meetings/acceptance-verifier.js';
 import type { RequestContext } from '../../src/graphql/context.js';
+import { Presence } from '../../src/presence.js';
 import { MonotonicClock, type Clock } from '../../src/store/clock.js';
 import type { ClusteringBound, DeleteOptions, Mutation, Store, WriteOptions } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
@@ -74,6 +75,8 @@ export class SimStore extends StoreDecorator {
   /** Pending calls: set to false at a crash for the ones that never land. */
   private readonly pending = new Set<{ land: boolean }>();
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Test hook: crash just before the first call this matches. */
+  crashOn: ((call: StoreCall) => boolean) | null = null;
   /** Test hook: awaited before the n-th partition of a batch lands (to order parts by hand). */
   beforeBatchPart: ((part: number) => Promise<void>) | null = null;
 
@@ -162,8 +165,8 @@ export class SimStore extends StoreDecorator {
     });
   }
 
-  protected async around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
-    if (this.crashAt !== null && this.calls >= this.crashAt) this.crash();
+  protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+    if ((this.crashAt !== null && this.calls >= this.crashAt) || this.crashOn?.(call)) this.crash();
     this.calls++;
     if (this.dead) return never();
     const ticket = { land: true };
@@ -183,39 +186,45 @@ export class SimStore extends StoreDecorator {
   }
 }
 
-/** A clock `offsetMs` away from the simulation's true time, with this instance's low bits. */
-export function skewedClock(time: SimTime, offsetMs: number, node?: number): Clock {
-  return new MonotonicClock({ now: () => time.now() + offsetMs, node });
-}
-
 /** What an operation on an instance came to. */
 export type Outcome<T> = { readonly kind: 'ok'; readonly value: T } | { readonly kind: 'error'; readonly error: unknown } | { readonly kind: 'died' };
 
 /** One app process of the simulation. */
 export class SimInstance {
-  readonly store: SimStore;
   readonly services: Services;
   readonly applier: ListApplier;
   readonly verifier: AcceptanceVerifier;
   private readonly deaths: Array<() => void> = [];
 
-  constructor(
+  private constructor(
     readonly name: string,
     readonly offsetMs: number,
     readonly cluster: SimCluster,
-    node: number,
+    readonly store: SimStore,
+    clock: MonotonicClock,
+    readonly presence: Presence,
   ) {
-    const clock = skewedClock(cluster.time, offsetMs, node);
-    this.store = new SimStore(cluster.base, clock, cluster.random, cluster.maxDelayMs, () => this.died());
     const logger = pino({ level: 'silent' });
-    this.applier = createListApplier({ store: this.store, clock, logger, cluster: cluster.settings.cluster });
+    this.applier = createListApplier({ store, clock, logger, cluster: cluster.settings.cluster });
     this.services = createServices(cluster.settings, {
-      store: this.store,
+      store,
       logger,
       clock,
+      presence,
       onListAppend: (listId) => this.applier.wake(listId),
     });
     this.verifier = createAcceptanceVerifier(this.services);
+  }
+
+  /** A new process named `name`: claims its clock node (presence), as the server does at start. */
+  static async launch(name: string, offsetMs: number, cluster: SimCluster): Promise<SimInstance> {
+    const clock = new MonotonicClock({ now: () => cluster.time.now() + offsetMs });
+    let instance: SimInstance | undefined;
+    const store = new SimStore(cluster.base, clock, cluster.random, cluster.maxDelayMs, () => instance?.died());
+    const presence = await Presence.claim(store, name, { random: cluster.random });
+    clock.useNode(presence.identity.node);
+    instance = new SimInstance(name, offsetMs, cluster, store, clock, presence);
+    return instance;
   }
 
   get isDead(): boolean {
@@ -246,11 +255,13 @@ export class SimInstance {
 
   /** One round of every background job this process runs on timers. */
   async backgroundPass(): Promise<void> {
+    await this.presence.renew();
     await createSagaRunner(this.services).recover(this.cluster.recoveryGraceMs, new Date(this.cluster.time.now()));
     await this.applier.runOnce();
     await this.verifier.runOnce();
   }
 
+  /** The process died: its timers stop. */
   private died(): void {
     this.applier.stop();
     for (const d of this.deaths.splice(0)) d();
@@ -277,7 +288,6 @@ export class SimCluster {
   readonly instances: SimInstance[] = [];
   /** Recovery waits this long for sagas it cannot prove abandoned (virtual ms). */
   readonly recoveryGraceMs = 10_000;
-  private restarts = 0;
 
   private constructor(options: SimOptions) {
     this.random = prng(options.seed);
@@ -298,7 +308,7 @@ export class SimCluster {
   static async create(options: SimOptions): Promise<SimCluster> {
     const cluster = new SimCluster(options);
     await cluster.base.ensureTables(ALL_TABLES);
-    options.offsetsMs.forEach((offset, i) => cluster.instances.push(new SimInstance(`s${i}`, offset, cluster, i + 1)));
+    for (const [i, offset] of options.offsetsMs.entries()) cluster.instances.push(await SimInstance.launch(`s${i}`, offset, cluster));
     return cluster;
   }
 
@@ -310,7 +320,8 @@ export class SimCluster {
   /** Replace a dead instance by a new process with the same clock offset, and start it. */
   async restart(i: number): Promise<SimInstance> {
     const old = this.instances[i]!;
-    const fresh = new SimInstance(`${old.name}'`, old.offsetMs, this, this.instances.length + ++this.restarts);
+    // The same instance name: it knows the sagas its previous incarnation left open.
+    const fresh = await SimInstance.launch(old.name, old.offsetMs, this);
     this.instances[i] = fresh;
     await fresh.start();
     return fresh;

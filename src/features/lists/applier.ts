@@ -24,7 +24,7 @@ import type { Mutation, Store } from '../../store/port.js';
 import { startPeriodicTask, type PeriodicTask } from '../../periodic-task.js';
 import { KeyedLock } from '../../saga/keyed-lock.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
-import { deleteIfOwned, renewIfOwned } from '../owned-rows.js';
+import { deleteIfOwned, renewIfOwned } from '../../store/owned-rows.js';
 import { readTransactions, type ListTx } from './ledger.js';
 import {
   PENDING_SHARDS,

@@ -25,7 +25,7 @@ import { DomainError } from '../../errors.js';
 import type { SagaDefinition } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
-import { deleteIfOwned } from '../owned-rows.js';
+import { amendIfOwned, deleteIfOwned } from '../../store/owned-rows.js';
 import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
 /** What both sagas carry (JSON in the saga log). */
@@ -96,6 +96,12 @@ export const suspendSaga: SagaDefinition<SuspensionPayload> = {
       name: 'write the sorted-set row',
       run: (p) => store.upsert(usersByStatusTable, sortedSetRow(p), { timestamp: sortedSetTimestamp(p) }),
       compensate: (p) => deleteSortedSetRow(store, p),
+    },
+    {
+      name: 'confirm the lookup',
+      // From here on reads show the suspension. Stamped like the claim, so releasing
+      // the lookup removes the confirmation with it.
+      run: async (p) => void (await amendIfOwned(store, suspendedUsersTable, { user_id: p.userId }, 'saga_id', p.ownerSagaId, { confirmed: true })),
     },
   ],
 };

@@ -10,6 +10,7 @@ import { pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
+import { sagaLogTable, shardOf } from '../../saga/saga-log.js';
 import type { SagaRunner } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
@@ -61,13 +62,26 @@ function suspensionFromRow(row: Row): Suspension {
   };
 }
 
-/** Current suspensions by user id, in order, null for users not suspended (one round trip). */
+/**
+ * Current suspensions by user id, in order, null for users not suspended (one round
+ * trip). A suspension whose saga has not confirmed it is not shown: it was never
+ * acknowledged, and recovery may still undo it. A lookup without the confirmation
+ * column (written before it existed) is shown once its saga is closed (one more round
+ * trip, only for such rows).
+ */
 export async function readSuspensions(store: Store, userIds: readonly string[]): Promise<Array<Suspension | null>> {
   const rows = await store.getMany(
     suspendedUsersTable,
     userIds.map((user_id) => ({ user_id })),
   );
-  return rows.map((r) => (r ? suspensionFromRow(r) : null));
+  const unconfirmed = rows.filter((r): r is Row => r !== null && r.confirmed !== true);
+  const open = new Set<string>();
+  if (unconfirmed.length > 0) {
+    const sagaIds = unconfirmed.map((r) => r.saga_id as string);
+    const logged = await store.getMany(sagaLogTable, sagaIds.map((saga_id) => ({ shard: shardOf(saga_id), saga_id })));
+    sagaIds.forEach((id, i) => logged[i] && open.add(id));
+  }
+  return rows.map((r) => (r && (r.confirmed === true || !open.has(r.saga_id as string)) ? suspensionFromRow(r) : null));
 }
 
 /** The suspended-users feature. */

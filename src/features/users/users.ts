@@ -8,7 +8,7 @@ import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
 import { requireOwnerOrAdmin, signedIn, type Actor } from '../actor.js';
-import { deleteIfOwned } from '../owned-rows.js';
+import { deleteIfOwned } from '../../store/owned-rows.js';
 import { changesOf, type DirectoryIndex, type IndexedField, type IndexedValues, type IndexPlan } from '../directory/directory.js';
 import type { KeyLoader } from '../key-loader.js';
 import { usersByUsernameTable, usersTable } from './users-tables.js';

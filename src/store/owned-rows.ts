@@ -11,8 +11,8 @@
  * takes a later ballot and survives. Between the read and the delete nobody else can
  * claim the row, since it exists.
  */
-import type { Store } from '../store/port.js';
-import type { CqlValue, Row, TableSpec } from '../store/table.js';
+import type { Store } from './port.js';
+import type { CqlValue, Row, TableSpec } from './table.js';
 
 /**
  * Delete the row at `key` if its `column` holds `owner`; true when it did. Use for
@@ -51,5 +51,17 @@ export async function renewIfOwned(
   const writetime = await ownedWritetime(store, table, key, column, owner);
   if (writetime === null) return false;
   await store.upsert(table, { ...key, [column]: owner }, { timestamp: writetime + 1n, ttl: ttlSeconds });
+  return true;
+}
+
+/**
+ * Add cells to a row this process claimed, stamped with the claim's own write time, so
+ * that deleting the claim (`deleteIfOwned`, at that same time) removes them too. For
+ * cells the claim did not write; false when the row is not (or no longer) ours.
+ */
+export async function amendIfOwned(store: Store, table: TableSpec, key: Row, column: string, owner: CqlValue, cells: Row): Promise<boolean> {
+  const writetime = await ownedWritetime(store, table, key, column, owner);
+  if (writetime === null) return false;
+  await store.upsert(table, { ...key, ...cells }, { timestamp: writetime });
   return true;
 }
