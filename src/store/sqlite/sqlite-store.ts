@@ -53,7 +53,8 @@ export interface SqliteStatementLike {
 export interface SqliteDatabaseLike {
   prepare(sql: string): SqliteStatementLike;
   exec(sql: string): unknown;
-  transaction(fn: () => void): () => void;
+  /** `immediate()` takes the write lock first (BEGIN IMMEDIATE): see `SqliteStore`. */
+  transaction(fn: () => void): { (): void; immediate(): void };
   defaultSafeIntegers(toggle?: boolean): unknown;
   pragma(source: string): unknown;
   close(): unknown;
@@ -79,6 +80,10 @@ export class SqliteStore implements Store {
   private readonly layouts = new Map<string, SqliteLayout>();
   private readonly ensured = new Set<string>();
 
+  // Every writing transaction begins IMMEDIATE: it reads cells before writing them, and
+  // a deferred one upgraded to a writer fails at once with "database is locked" when
+  // another process (a second server on the same file) committed in between; an
+  // immediate one waits for the lock (the busy timeout) instead.
   constructor(options: SqliteStoreOptions) {
     this.db = options.database;
     this.clock = options.clock ?? new MonotonicClock();
@@ -106,7 +111,7 @@ export class SqliteStore implements Store {
         this.ensured.add(table.name);
       }
     });
-    run();
+    run.immediate();
   }
 
   async get(table: TableSpec, key: Row): Promise<Row | null> {
@@ -148,12 +153,12 @@ export class SqliteStore implements Store {
 
   async upsert(table: TableSpec, row: Row, options?: WriteOptions): Promise<void> {
     const prepared = this.prepareUpsert(table, row, options);
-    this.db.transaction(() => this.applyUpsert(prepared))();
+    this.db.transaction(() => this.applyUpsert(prepared)).immediate();
   }
 
   async delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void> {
     const prepared = this.prepareDelete(table, key, options);
-    this.db.transaction(() => this.applyTombstone(prepared))();
+    this.db.transaction(() => this.applyTombstone(prepared)).immediate();
   }
 
   async deleteRange(
@@ -163,7 +168,7 @@ export class SqliteStore implements Store {
     options?: DeleteOptions,
   ): Promise<void> {
     const prepared = this.prepareRangeDelete(table, partition, range, options);
-    this.db.transaction(() => this.applyTombstone(prepared))();
+    this.db.transaction(() => this.applyTombstone(prepared)).immediate();
   }
 
   async increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void> {
@@ -191,7 +196,7 @@ export class SqliteStore implements Store {
       }
       this.applyUpsert(prepared);
       result = { applied: true, existing: null };
-    })();
+    }).immediate();
     return result;
   }
 
@@ -216,7 +221,7 @@ export class SqliteStore implements Store {
         if (m.kind === 'upsert') this.applyUpsert(m.p);
         else this.applyTombstone(m.p);
       }
-    })();
+    }).immediate();
   }
 
   async ping(): Promise<void> {
