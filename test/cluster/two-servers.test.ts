@@ -4,8 +4,12 @@
  * at once is won exactly once; acceptances made on both settle exact within the settle
  * window, with no one calling reconcileMeeting; a suspension made on the skewed server
  * while the other empties the same bucket is always listed.
+ *
+ * With TWO_SERVERS_FAKETIME=1 the skewed server instead runs the plain entry under
+ * Debian's libfaketime (`apt-get install faketime`), for a check by hand; CI needs
+ * nothing but Node.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,6 +20,7 @@ import { startChildServer, type ChildServer } from '../support/child-server.js';
 import { TEST_AUTH_SECRET } from '../support/test-server.js';
 
 const SKEWED = 'test/support/skewed-main.ts';
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const CLUSTER = { CLOCK_SKEW_MS: '1000', WRITE_TIMEOUT_MS: '2000' };
 /** Window + skew + write timeout + one verifier interval (the window), and a margin. */
 const SETTLE_MS = ACCEPTANCE_WINDOW_MS + 1_000 + 2_000 + ACCEPTANCE_WINDOW_MS + 2_000;
@@ -44,7 +49,12 @@ async function createUser(server: ChildServer, username: string) {
 beforeAll(async () => {
   admin = await signToken(authKey(TEST_AUTH_SECRET), 'root', { admin: true });
   a = await startChildServer(file, { ...CLUSTER, INSTANCE_ID: 'server-a', TEST_CLOCK_OFFSET_MS: '0' }, SKEWED);
-  b = await startChildServer(file, { ...CLUSTER, INSTANCE_ID: 'server-b', TEST_CLOCK_OFFSET_MS: '-300' }, SKEWED);
+  if (process.env.TWO_SERVERS_FAKETIME === '1') {
+    if (!existsSync(LIBFAKETIME)) throw new Error(`TWO_SERVERS_FAKETIME=1 needs ${LIBFAKETIME} (apt-get install faketime)`);
+    b = await startChildServer(file, { ...CLUSTER, INSTANCE_ID: 'server-b', LD_PRELOAD: LIBFAKETIME, FAKETIME: '-0.3s' });
+  } else {
+    b = await startChildServer(file, { ...CLUSTER, INSTANCE_ID: 'server-b', TEST_CLOCK_OFFSET_MS: '-300' }, SKEWED);
+  }
 }, 60_000);
 
 afterAll(async () => {
