@@ -9,13 +9,14 @@ import { ListApplier } from '../../src/features/lists/applier.js';
 import { compareItems } from '../../src/features/lists/ledger.js';
 import {
   listApplierLeasesTable,
+  listItemIndexTable,
   listItemsTable,
   listTables,
   listTransactionsTable,
   pendingListsTable,
   pendingShardOf,
 } from '../../src/features/lists/lists-tables.js';
-import type { Lists } from '../../src/features/lists/lists.js';
+import { readListItems, type Lists } from '../../src/features/lists/lists.js';
 import type { Mutation } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { modelPage } from '../support/paging-model.js';
@@ -270,6 +271,34 @@ describe('ordered lists (ledger)', () => {
     nowMs += 3_001;
     expect(await applier.settle(listId)).toBe(0);
     expect(await mark()).toBeNull();
+  });
+
+  it('finds an item whose earlier moves the applier finished while the reader read, with the index re-pointed before the old rows are gone', async () => {
+    // On Cassandra a logged batch is not isolated across partitions: a reader can see
+    // step 2's index update before its deletes of the old rows.
+    const { base, lists, applier, steps, listId } = await setup();
+    const [a, b, c] = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
+    await applier.drain(listId);
+    await lists.move(listId, a.itemId, { afterItemId: c.itemId }); // tx1
+    const tx2Target = await lists.move(listId, a.itemId, { beforeItemId: b.itemId }); // tx2
+    // The reader reads both transactions; then, before it reads the index, the applier
+    // finishes tx1, does tx2's step 1, and only the index half of tx2's step 2 lands.
+    let raced = false;
+    class ApplierBetweenReads extends StoreDecorator {
+      protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+        const result = await run();
+        if (!raced && call.operation === 'slice' && call.table === listTransactionsTable.name) {
+          raced = true;
+          await steps.applyNext(applier, listId);
+          await steps.applyNext(applier, listId, 1);
+          await base.upsert(listItemIndexTable, { item_id: a.itemId, list_id: listId, weight: tx2Target.weight, seq: tx2Target.seq, label: 'a' });
+        }
+        return result;
+      }
+    }
+    const [found] = await readListItems(new ApplierBetweenReads(base), listId, [a.itemId]);
+    expect(raced).toBe(true);
+    expect(found).toMatchObject({ itemId: a.itemId, weight: tx2Target.weight, seq: tx2Target.seq });
   });
 
   it('pages a list of 10,000 items end to end in both directions, exactly', async () => {
