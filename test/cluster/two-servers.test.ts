@@ -23,7 +23,7 @@ const SKEWED = 'test/support/skewed-main.ts';
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const CLUSTER = { CLOCK_SKEW_MS: '1000', WRITE_TIMEOUT_MS: '2000' };
 /** Window + skew + write timeout + one verifier interval (the window), and a margin. */
-const SETTLE_MS = ACCEPTANCE_WINDOW_MS + 1_000 + 2_000 + ACCEPTANCE_WINDOW_MS + 2_000;
+const SETTLE_MS = ACCEPTANCE_WINDOW_MS + 1_000 + 2_000 + ACCEPTANCE_WINDOW_MS + 4_000;
 
 const dir = mkdtempSync(join(tmpdir(), 'two-servers-'));
 const file = join(dir, 'app.db');
