@@ -143,7 +143,11 @@ export class SimStore extends StoreDecorator {
    * this instance dies meanwhile.
    */
   override batch(mutations: readonly Mutation[]): Promise<void> {
-    const stamped = mutations.map((m) => ({ ...m, options: this.stamp(m.table, m.options) }) as Mutation);
+    // One client timestamp for the whole batch, as the driver sends it.
+    const timestamp = this.clock.nowMicros();
+    const stamped = mutations.map((m) =>
+      m.options?.timestamp !== undefined || Object.values(m.table.columns).includes('counter') ? m : ({ ...m, options: { ...m.options, timestamp } } as Mutation),
+    );
     const parts = new Map<string, Mutation[]>();
     for (const m of stamped) {
       const key = m.kind === 'deleteRange' ? m.partition : m.kind === 'upsert' ? m.row : m.key;
