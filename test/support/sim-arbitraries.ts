@@ -40,7 +40,7 @@ export function runAll<O extends Scheduled, T>(
 }
 
 /** Fixed seeds and run counts keep the properties reproducible in CI. */
-export const PROPERTY_RUNS = { seed: 14_2026, numRuns: Number(process.env.SIM_RUNS ?? 20), endOnFailure: process.env.SIM_SHRINK !== "1" } as const;
+export const PROPERTY_RUNS = { seed: 14_2026, numRuns: Number(process.env.SIM_RUNS ?? 15), endOnFailure: process.env.SIM_SHRINK !== "1" } as const;
 
 /**
  * Assert a simulated-cluster property with the fixed seed. With SIM_TALLY=1 it instead
