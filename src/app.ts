@@ -11,6 +11,7 @@ import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { Logger } from 'pino';
 import {
   ALL_TABLES,
+  createAcceptanceVerifier,
   createListApplier,
   createRequestContext,
   createSagaRunner,
@@ -29,6 +30,7 @@ import type { CursorCodec } from './paging/cursor.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
 import { withRequestLog } from './request-log.js';
 import { demoGlobalIds } from './seed/demo.js';
+import { Presence } from './presence.js';
 import { createHttpHandler } from './server.js';
 import { DeadlineStore } from './store/deadline-store.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
@@ -75,19 +77,27 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   for (const name of config.devSecrets) {
     logger.warn(`${name} is not set: using the development secret. Set it before exposing this server.`);
   }
-  const store = deps.store ?? createStore(config);
+  const clock = deps.clock ?? new MonotonicClock();
+  const store = deps.store ?? createStore(config, clock);
   await store.ensureTables(ALL_TABLES);
   const key = authKey(config.authSecret);
-  const clock = deps.clock ?? new MonotonicClock();
+  // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
+  const presence = await Presence.claim(store, config.instanceId, { logger });
+  if (clock instanceof MonotonicClock) clock.useNode(presence.identity.node);
+  presence.start();
   // The ledger-list applier, started with the server: woken after each append, and on a timer.
-  const applier = createListApplier({ store, clock, logger });
+  const applier = createListApplier({ store, clock, logger, cluster: config.cluster });
   if (config.listApplier) applier.start(config.listApplierIntervalMs);
   const services = createServices(config, {
     store,
     logger,
     clock,
+    presence,
     onListAppend: config.listApplier ? (listId) => applier.wake(listId) : undefined,
   });
+  // Settles acceptance counts once their window is past the clock-skew bound.
+  const verifier = createAcceptanceVerifier(services);
+  verifier.start();
   const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
   // Sagas a crash left open: roll them forward or back before serving.
   const startup = await recoverSagas();
@@ -161,6 +171,8 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     async close() {
       recoveryTimer.stop();
       applier.stop();
+      verifier.stop();
+      presence.stop();
       await new Promise<void>((resolve) => {
         httpServer.close(() => resolve());
         httpServer.closeIdleConnections();

@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
+import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings, type Config } from './config.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory } from './features/directory/directory.js';
@@ -17,6 +17,7 @@ import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
 import { meetingTables } from './features/meetings/meetings-tables.js';
+import { AcceptanceVerifier } from './features/meetings/acceptance-verifier.js';
 import { Meetings, TokenSequence } from './features/meetings/meetings.js';
 import { suspensionSagas } from './features/suspensions/suspension-sagas.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
@@ -29,6 +30,7 @@ import type { Viewer } from './graphql/auth.js';
 import type { RequestContext } from './graphql/context.js';
 import { createLoaders } from './graphql/loaders.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
+import { presenceTable, type Presence } from './presence.js';
 import { KeyedLock } from './saga/keyed-lock.js';
 import { sagaLogTable } from './saga/saga-log.js';
 import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
@@ -50,16 +52,20 @@ export const ALL_TABLES: readonly TableSpec[] = [
   ...listTables,
   sagaLogTable,
   seedProgressTable,
+  presenceTable,
 ];
 
 /** Every saga the product runs (each feature exports its definitions). */
 export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas]);
 
-/** The settings features are built with: the part of the configuration they read. */
-export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'>;
+/**
+ * The settings features are built with: the part of the configuration they read
+ * (`cluster` defaults to DEFAULT_CLUSTER_SETTINGS).
+ */
+export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> & Partial<Pick<Config, 'cluster'>>;
 
 /** Build the configured store adapter. */
-export function createStore(config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>): Store {
+export function createStore(config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>, clock?: Clock): Store {
   if (config.store === 'cassandra') {
     const client = new cassandra.Client({
       contactPoints: [...config.cassandra.contactPoints],
@@ -75,10 +81,12 @@ export function createStore(config: Pick<Config, 'store' | 'sqlitePath' | 'cassa
       keyspace: config.cassandra.keyspace,
       replication: config.cassandra.replication,
       consistency,
+      // The process clock: its write timestamps carry this server's node bits.
+      clock,
     });
   }
   if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
-  return new SqliteStore({ database: new Database(config.sqlitePath) });
+  return new SqliteStore({ database: new Database(config.sqlitePath), clock });
 }
 
 /** What one process shares between all its requests. */
@@ -97,12 +105,16 @@ export interface Services {
   readonly acceptanceTokens: TokenSequence;
   /** Wakes the list applier after a list transaction is appended. */
   readonly onListAppend?: (listId: string) => void;
+  /** The clock-skew and write-timeout bounds the background jobs rely on. */
+  readonly cluster: ClusterSettings;
+  /** This process's presence in the cluster (saga ownership, liveness). */
+  readonly presence?: Presence;
 }
 
 /** The process-wide services, over a store that is already open (and its tables created). */
 export function createServices(
   settings: FeatureSettings,
-  deps: { store: Store; logger: Logger; clock?: Clock; onListAppend?: (listId: string) => void },
+  deps: { store: Store; logger: Logger; clock?: Clock; onListAppend?: (listId: string) => void; presence?: Presence },
 ): Services {
   return {
     store: deps.store,
@@ -114,17 +126,30 @@ export function createServices(
     userLock: new KeyedLock(),
     acceptanceTokens: new TokenSequence(),
     onListAppend: deps.onListAppend,
+    cluster: settings.cluster ?? DEFAULT_CLUSTER_SETTINGS,
+    presence: deps.presence,
   };
 }
 
 /** A saga runner over a store view (a request's counting store, or the base store for recovery). */
 export function createSagaRunner(services: Services, store: Store = services.store): SagaRunner {
-  return new SagaRunner({ store, registry: SAGA_REGISTRY, inFlight: services.sagasInFlight, logger: services.logger });
+  return new SagaRunner({
+    store,
+    registry: SAGA_REGISTRY,
+    inFlight: services.sagasInFlight,
+    presence: services.presence,
+    logger: services.logger,
+  });
 }
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
-export function createListApplier(deps: Pick<Services, 'store' | 'clock' | 'logger'>): ListApplier {
-  return new ListApplier(deps.store, { clock: deps.clock, logger: deps.logger });
+export function createListApplier(deps: Pick<Services, 'store' | 'clock' | 'logger'> & Partial<Pick<Services, 'cluster'>>): ListApplier {
+  return new ListApplier(deps.store, { clock: deps.clock, logger: deps.logger, cluster: deps.cluster ?? DEFAULT_CLUSTER_SETTINGS });
+}
+
+/** The acceptance verifier of a process (the server starts its timer). */
+export function createAcceptanceVerifier(deps: Pick<Services, 'store' | 'clock' | 'logger' | 'cluster'>): AcceptanceVerifier {
+  return new AcceptanceVerifier(deps.store, { clock: deps.clock, cluster: deps.cluster, logger: deps.logger });
 }
 
 /**
@@ -157,6 +182,7 @@ export function createRequestContext(services: Services, viewer: Viewer | null, 
     clock: services.clock,
     tokens: services.acceptanceTokens,
     strategy: settings.acceptanceStrategy,
+    cluster: services.cluster,
   });
   const lists = new Lists({ store, codec, actor, loaders, clock: services.clock, onAppend: services.onListAppend });
   return { viewer: actor, loaders, users, timeline, suspensions, meetings, directory, lists, storeRoundTrips: () => store.roundTrips };

@@ -2,6 +2,7 @@
  * Configuration from the environment, validated once and frozen. Every variable, its
  * default and its meaning is listed in the README's configuration table.
  */
+import { hostname } from 'node:os';
 import { parseCorsOrigins, type CorsOrigins } from './cors.js';
 
 /**
@@ -88,7 +89,28 @@ export interface Config {
     readonly recoveryIntervalMs: number;
     readonly recoveryGraceMs: number;
   };
+  /** What the servers sharing one cluster assume of each other (README, "Operations"). */
+  readonly cluster: ClusterSettings;
+  /**
+   * This server's stable name (`INSTANCE_ID`, default host:port): a restarted server
+   * recovers at once the sagas its previous incarnation left open.
+   */
+  readonly instanceId: string;
 }
+
+/**
+ * The bounds several servers over one cluster rely on: how far apart their clocks may
+ * be, and how long after its timestamp was chosen a write can still land.
+ */
+export interface ClusterSettings {
+  /** Largest difference between two servers' clocks (`CLOCK_SKEW_MS`). */
+  readonly clockSkewMs: number;
+  /** Longest a write can take to land after its timestamp was chosen (`WRITE_TIMEOUT_MS`). */
+  readonly writeTimeoutMs: number;
+}
+
+/** The defaults: NTP-synchronised servers, Cassandra's default write timeout. */
+export const DEFAULT_CLUSTER_SETTINGS: ClusterSettings = Object.freeze({ clockSkewMs: 1_000, writeTimeoutMs: 2_000 });
 
 /** A configuration error: names the variable, the rule, and what was received. */
 export class ConfigError extends Error {
@@ -258,6 +280,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     saga: Object.freeze({
       recoveryIntervalMs: int(env, 'SAGA_RECOVERY_INTERVAL_MS', 30_000, 100, 86_400_000),
       recoveryGraceMs: int(env, 'SAGA_RECOVERY_GRACE_MS', 10_000, 0, 86_400_000),
+    }),
+    instanceId: env.INSTANCE_ID || `${hostname()}:${env.PORT || 4000}`,
+    cluster: Object.freeze({
+      clockSkewMs: int(env, 'CLOCK_SKEW_MS', DEFAULT_CLUSTER_SETTINGS.clockSkewMs, 0, 600_000),
+      writeTimeoutMs: int(env, 'WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000),
     }),
   };
   return Object.freeze(config);

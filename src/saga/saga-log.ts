@@ -1,8 +1,11 @@
 /**
  * The durable saga log: one row per open saga, written before each step (which also
  * records that the previous one finished) and deleted when the saga ends. What is left
- * after a crash is exactly the set of sagas recovery must roll forward or back.
+ * after a crash is exactly the set of sagas recovery must roll forward or back. Each
+ * row names its owner (process, clock node, instance), so recovery can tell a saga
+ * whose process is gone from one still running on another server.
  */
+import type { ProcessIdentity } from '../presence.js';
 import type { Store } from '../store/port.js';
 import { defineTable } from '../store/table.js';
 
@@ -20,6 +23,9 @@ export const sagaLogTable = defineTable({
     step: 'int',
     phase: 'text',
     updated_at: 'timestamp',
+    owner_process: 'uuid',
+    owner_node: 'int',
+    owner_instance: 'text',
   },
   partitionKey: ['shard'],
   clustering: ['saga_id'],
@@ -40,6 +46,8 @@ export interface SagaRecord {
   readonly step: number;
   readonly phase: SagaPhase;
   readonly updatedAt: Date;
+  /** The process running it (null for rows written without one). */
+  readonly owner: ProcessIdentity | null;
 }
 
 /** The shard of a saga id (stable). */
@@ -54,8 +62,17 @@ export class SagaLog {
   constructor(private readonly store: Store) {}
 
   /** Record where a saga stands (an upsert: idempotent). */
-  async record(sagaId: string, kind: string, payload: unknown, step: number, phase: SagaPhase, now = new Date()): Promise<void> {
+  async record(
+    sagaId: string,
+    kind: string,
+    payload: unknown,
+    step: number,
+    phase: SagaPhase,
+    owner: ProcessIdentity | null = null,
+    now = new Date(),
+  ): Promise<void> {
     await this.store.upsert(sagaLogTable, {
+      ...(owner ? { owner_process: owner.processId, owner_node: owner.node, owner_instance: owner.instance } : {}),
       shard: shardOf(sagaId),
       saga_id: sagaId,
       kind,
@@ -89,6 +106,10 @@ export class SagaLog {
           step: r.step as number,
           phase: r.phase as SagaPhase,
           updatedAt: r.updated_at as Date,
+          owner:
+            r.owner_process && r.owner_node !== null && r.owner_node !== undefined
+              ? { processId: r.owner_process as string, node: r.owner_node as number, instance: (r.owner_instance as string | null) ?? '' }
+              : null,
         });
       }
     }

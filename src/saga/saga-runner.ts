@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import { DomainError, SagaAbortedError } from '../errors.js';
 import { startPeriodicTask, type PeriodicTask } from '../periodic-task.js';
+import type { Presence } from '../presence.js';
 import type { Store } from '../store/port.js';
 import { newTimeuuid } from '../store/timeuuid.js';
 import { SagaLog, type SagaRecord } from './saga-log.js';
@@ -70,6 +71,8 @@ export interface SagaRunnerOptions {
   readonly registry: SagaRegistry;
   /** Sagas running in this process, shared by all runners, so recovery leaves them alone. */
   readonly inFlight: Set<string>;
+  /** This process's presence: sagas are recorded with it as owner, and recovery asks it who is alive. */
+  readonly presence?: Pick<Presence, 'identity' | 'isAlive'>;
   readonly logger?: Logger;
 }
 
@@ -108,6 +111,10 @@ export class SagaRunner {
     this.log = new SagaLog(options.store);
   }
 
+  private get owner() {
+    return this.options.presence?.identity ?? null;
+  }
+
   /**
    * Run a saga to completion. On a failure it compensates and throws: the step's own
    * DomainError (a refusal such as CONFLICT), or SagaAbortedError. The definition must
@@ -135,7 +142,10 @@ export class SagaRunner {
   }
 
   /**
-   * Roll every open saga older than `graceMs` forward or back, as its definition says.
+   * Roll open sagas forward or back, as their definitions say: at once those whose
+   * owner is gone (its presence expired, or it was this instance's previous
+   * incarnation) and this process's own that are not running; never one whose owner
+   * is alive elsewhere; and those recorded without an owner once older than `graceMs`.
    * Sagas running in this process are left alone. Errors are logged; the saga stays
    * open for the next pass.
    */
@@ -145,7 +155,7 @@ export class SagaRunner {
     let failed = 0;
     let skipped = 0;
     for (const record of await this.log.open()) {
-      if (this.options.inFlight.has(record.sagaId) || now.getTime() - record.updatedAt.getTime() < graceMs) {
+      if (this.options.inFlight.has(record.sagaId) || !(await this.due(record, graceMs, now))) {
         skipped++;
         continue;
       }
@@ -160,12 +170,19 @@ export class SagaRunner {
     return { rolledForward, rolledBack, failed, skipped };
   }
 
+  /** Whether recovery should take an open saga that is not running in this process now. */
+  private async due(record: SagaRecord, graceMs: number, now: Date): Promise<boolean> {
+    const { presence } = this.options;
+    if (record.owner && presence) return !(await presence.isAlive(record.owner)) || record.owner.processId === presence.identity.processId;
+    return now.getTime() - record.updatedAt.getTime() >= graceMs;
+  }
+
   /** Run the steps from `from` on, recording each in the log first; the first failure, or null. */
   private async forward<P>(saga: ActiveSaga<P>, from: number): Promise<FailedStep | null> {
     for (let step = from; step < saga.steps.length; step++) {
       try {
         // Before step i, and so after step i-1: the log says how far we got.
-        await this.log.record(saga.sagaId, saga.definition.kind, saga.payload, step, 'forward');
+        await this.log.record(saga.sagaId, saga.definition.kind, saga.payload, step, 'forward', this.owner);
         await saga.steps[step]!.run(saga.payload);
       } catch (error) {
         return { step, error };
@@ -250,7 +267,7 @@ export class SagaRunner {
   /** Undo steps `from` .. 0 in reverse order, logging each, then close the saga. */
   private async compensate<P>(saga: ActiveSaga<P>, from: number): Promise<void> {
     for (let j = Math.min(from, saga.steps.length - 1); j >= 0; j--) {
-      await this.log.record(saga.sagaId, saga.definition.kind, saga.payload, j, 'compensating');
+      await this.log.record(saga.sagaId, saga.definition.kind, saga.payload, j, 'compensating', this.owner);
       await saga.steps[j]!.compensate?.(saga.payload);
     }
     await this.log.close(saga.sagaId);

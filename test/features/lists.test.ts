@@ -9,13 +9,14 @@ import { ListApplier } from '../../src/features/lists/applier.js';
 import { compareItems } from '../../src/features/lists/ledger.js';
 import {
   listApplierLeasesTable,
+  listItemIndexTable,
   listItemsTable,
   listTables,
   listTransactionsTable,
   pendingListsTable,
   pendingShardOf,
 } from '../../src/features/lists/lists-tables.js';
-import type { Lists } from '../../src/features/lists/lists.js';
+import { readListItems, type Lists } from '../../src/features/lists/lists.js';
 import type { Mutation } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { modelPage } from '../support/paging-model.js';
@@ -242,7 +243,8 @@ describe('ordered lists (ledger)', () => {
     const { base, lists, listId } = await setup();
     for (const label of ['a', 'b', 'c']) await lists.add(listId, label);
     const recorded = new FaultyStore(base);
-    const applier = new ListApplier(recorded);
+    // One process, one clock: no skew to wait out before unmarking.
+    const applier = new ListApplier(recorded, { cluster: { clockSkewMs: 0, writeTimeoutMs: 0 } });
     for (let i = 0; i < 5; i++) applier.wake(listId);
     const mark = () => base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
     expect(await mark()).not.toBeNull();
@@ -253,6 +255,50 @@ describe('ordered lists (ledger)', () => {
     // Five wakes before the first pass started: one pass, one lease.
     expect(recorded.calls.filter((c) => c.operation === 'insertIfNotExists' && c.table === listApplierLeasesTable.name)).toHaveLength(1);
     applier.stop();
+  });
+
+  it('keeps a drained list marked until an append from a server whose clock is behind would have landed', async () => {
+    const { base, lists, listId } = await setup();
+    await lists.add(listId, 'a');
+    let nowMs = Date.now();
+    const clock = { nowMicros: () => BigInt(nowMs) * 1000n };
+    const applier = new ListApplier(base, { clock, cluster: { clockSkewMs: 1_000, writeTimeoutMs: 2_000 } });
+    const mark = () => base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
+    expect(await applier.settle(listId)).toBe(1);
+    // Applied, but a mark stamped up to 1 s ahead of this clock may belong to an append
+    // still landing: the unmark, stamped 3 s back, does not hide it.
+    expect(await mark()).not.toBeNull();
+    nowMs += 3_001;
+    expect(await applier.settle(listId)).toBe(0);
+    expect(await mark()).toBeNull();
+  });
+
+  it('finds an item whose earlier moves the applier finished while the reader read, with the index re-pointed before the old rows are gone', async () => {
+    // On Cassandra a logged batch is not isolated across partitions: a reader can see
+    // step 2's index update before its deletes of the old rows.
+    const { base, lists, applier, steps, listId } = await setup();
+    const [a, b, c] = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
+    await applier.drain(listId);
+    await lists.move(listId, a.itemId, { afterItemId: c.itemId }); // tx1
+    const tx2Target = await lists.move(listId, a.itemId, { beforeItemId: b.itemId }); // tx2
+    // The reader reads both transactions; then, before it reads the index, the applier
+    // finishes tx1, does tx2's step 1, and only the index half of tx2's step 2 lands.
+    let raced = false;
+    class ApplierBetweenReads extends StoreDecorator {
+      protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+        const result = await run();
+        if (!raced && call.operation === 'slice' && call.table === listTransactionsTable.name) {
+          raced = true;
+          await steps.applyNext(applier, listId);
+          await steps.applyNext(applier, listId, 1);
+          await base.upsert(listItemIndexTable, { item_id: a.itemId, list_id: listId, weight: tx2Target.weight, seq: tx2Target.seq, label: 'a' });
+        }
+        return result;
+      }
+    }
+    const [found] = await readListItems(new ApplierBetweenReads(base), listId, [a.itemId]);
+    expect(raced).toBe(true);
+    expect(found).toMatchObject({ itemId: a.itemId, weight: tx2Target.weight, seq: tx2Target.seq });
   });
 
   it('pages a list of 10,000 items end to end in both directions, exactly', async () => {

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
-import { meetingAcceptanceCountsTable } from '../../src/features/meetings/meetings-tables.js';
+import { meetingAcceptanceWindowsTable } from '../../src/features/meetings/meetings-tables.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
@@ -88,7 +88,7 @@ describe('reconcileMeeting', () => {
     const users = await members(5);
     const meetingId = await createMeeting(users[0]!.token);
     for (const u of users.slice(0, 4)) await server.gql(ACCEPT, { input: { meetingId } }, u.token);
-    faulty.failWhen((c) => c.operation === 'increment' && c.table === meetingAcceptanceCountsTable.name);
+    faulty.failWhen((c) => c.operation === 'increment' && c.table === meetingAcceptanceWindowsTable.name);
     const failed = await server.gql(ACCEPT, { input: { meetingId } }, users[4]!.token);
     faulty.failWhen(null);
     expect(failed.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');

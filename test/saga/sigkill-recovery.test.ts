@@ -20,6 +20,11 @@ import { TEST_AUTH_SECRET } from '../support/test-server.js';
 
 /** The server with slow saga steps (a test-only entry), so the kill lands between two. */
 const SLOW_SAGAS = 'test/support/slow-saga-main.ts';
+/**
+ * Every start is the same instance (as a restarted server on its host and port): it
+ * recovers at once the sagas its killed predecessor left, with no grace period.
+ */
+const INSTANCE_ID = 'sigkill-test-instance';
 const dir = mkdtempSync(join(tmpdir(), 'sigkill-'));
 const file = join(dir, 'app.db');
 
@@ -54,7 +59,7 @@ describe('a server killed with SIGKILL in the middle of a saga', () => {
   it('recovers on restart: suspend rolled back, unsuspend rolled forward, invariants hold', async () => {
     const admin = await signToken(authKey(TEST_AUTH_SECRET), 'root', { admin: true });
     // Slow steps, so the kill lands between two of them.
-    let server = await startChildServer(file, { TEST_SAGA_STEP_DELAY_MS: '300' }, SLOW_SAGAS);
+    let server = await startChildServer(file, { INSTANCE_ID, TEST_SAGA_STEP_DELAY_MS: '300' }, SLOW_SAGAS);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const r = await gql(server, `mutation ($i: CreateUserInput!) { createUser(input: $i) { user { id } } }`, { i: aUser() }, admin);
@@ -79,7 +84,7 @@ describe('a server killed with SIGKILL in the middle of a saga', () => {
       expect(await server.exited).toBe('SIGKILL');
       expect((await new SagaLog(store).open()).length).toBe(1);
 
-      server = await startChildServer(file, { SAGA_RECOVERY_GRACE_MS: '0', TEST_SAGA_STEP_DELAY_MS: '300' }, SLOW_SAGAS);
+      server = await startChildServer(file, { INSTANCE_ID, TEST_SAGA_STEP_DELAY_MS: '300' }, SLOW_SAGAS);
       expect(server.output()).toContain('saga rolled back');
       expect(await checkInvariants(store, rawIds)).toEqual([]);
       const afterFirst = await gql(server, `{ suspendedUsers(first: 10) { edges { node { reason } } } }`, {}, admin);
@@ -87,12 +92,13 @@ describe('a server killed with SIGKILL in the middle of a saga', () => {
 
       // 2. Kill during an unsuspension, after the sorted-set row is deleted.
       void gql(server, UNSUSPEND, { i: { userId: ids[1] } }, admin).catch(() => undefined);
+      // Step 1 (the lookup) is logged, so step 0 (the sorted-set row) is done; the
+      // slowed step 1 has not run yet.
       await waitForOpenSaga(store, 1);
-      await sleep(350);
       server.process.kill('SIGKILL');
       expect(await server.exited).toBe('SIGKILL');
 
-      server = await startChildServer(file, { SAGA_RECOVERY_GRACE_MS: '0' });
+      server = await startChildServer(file, { INSTANCE_ID });
       expect(server.output()).toContain('saga rolled forward');
       expect(await checkInvariants(store, rawIds)).toEqual([]);
       const afterSecond = await gql(server, `{ suspendedUsers(first: 10) { edges { node { reason } } } }`, {}, admin);

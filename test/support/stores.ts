@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
 import type { Store } from '../../src/store/port.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.js';
 
 /** A store to run a suite against, or the reason it cannot run here. */
 export interface StoreTarget {
@@ -19,9 +19,9 @@ export interface StoreTarget {
   readonly create: () => Promise<{ store: Store; dispose: () => Promise<void> }>;
 }
 
-/** A fresh in-memory SQLite store. */
-export function memorySqliteStore(): SqliteStore {
-  return new SqliteStore({ database: new Database(':memory:') });
+/** A fresh in-memory SQLite store (options: the store's own clocks). */
+export function memorySqliteStore(options: Omit<SqliteStoreOptions, 'database'> = {}): SqliteStore {
+  return new SqliteStore({ database: new Database(':memory:'), ...options });
 }
 
 async function dockerAvailable(): Promise<string | null> {

@@ -6,17 +6,25 @@
  *   3. delete the transaction.
  * Re-running a transaction from any point is harmless. One applier per list at a time:
  * within a process a per-list lock serialises it, and across processes a lease
- * (insert-if-not-exists with a TTL) does; a lease covers a bounded batch of
- * transactions, well inside its TTL. It runs on a timer over every pending list, and
- * `wake(listId)` settles one list soon after a change to it.
+ * (insert-if-not-exists with a short TTL, renewed while the applier works), so a
+ * crashed applier holds its list for seconds only. It runs on a timer over every
+ * pending list, and `wake(listId)` settles one list soon after a change to it.
+ *
+ * Unmarking a drained list is a delete racing the next append's mark, possibly written
+ * by a server whose clock is behind. So the unmark is stamped back by the clock-skew
+ * bound plus the write timeout (see `settle`): it can then only hide marks whose
+ * transactions had landed before the applier found the log empty.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings } from '../../config.js';
 import type { Clock } from '../../store/clock.js';
 import { MonotonicClock } from '../../store/clock.js';
 import type { Mutation, Store } from '../../store/port.js';
 import { startPeriodicTask, type PeriodicTask } from '../../periodic-task.js';
 import { KeyedLock } from '../../saga/keyed-lock.js';
+import { microsOfTimeuuid } from '../../store/timeuuid.js';
+import { deleteIfOwned, renewIfOwned } from '../../store/owned-rows.js';
 import { readTransactions, type ListTx } from './ledger.js';
 import {
   PENDING_SHARDS,
@@ -27,6 +35,11 @@ import {
   pendingListsTable,
   pendingShardOf,
 } from './lists-tables.js';
+
+/** TTL of an applier's lease on a list, in seconds. */
+export const LEASE_SECONDS = 10;
+/** How often a working applier renews its lease (well inside the TTL). */
+export const LEASE_RENEW_MS = 3_000;
 
 /** Applies pending list transactions. */
 export class ListApplier {
@@ -43,9 +56,20 @@ export class ListApplier {
 
   constructor(
     private readonly store: Store,
-    private readonly options: { clock?: Clock; logger?: Logger; leaseSeconds?: number; batchSize?: number } = {},
+    private readonly options: {
+      clock?: Clock;
+      logger?: Logger;
+      cluster?: ClusterSettings;
+      /** TTL of a lease: how long a crashed applier can hold a list. */
+      leaseSeconds?: number;
+      batchSize?: number;
+    } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
+  }
+
+  private get leaseSeconds(): number {
+    return this.options.leaseSeconds ?? LEASE_SECONDS;
   }
 
   /** Apply the oldest pending transaction of a list; false when there is none. */
@@ -60,18 +84,28 @@ export class ListApplier {
 
   /**
    * Apply the pending transactions of a list (at most a batch per lease); returns how
-   * many, or 0 when another applier holds the list.
+   * many, or 0 when another applier holds the list. The lease is renewed as it goes
+   * (every LEASE_RENEW_MS), and the work stops if it was lost.
    */
   async drain(listId: string): Promise<number> {
     const batch = this.options.batchSize ?? 500;
+    const key = { list_id: listId };
     let n = 0;
     while (n % batch === 0) {
       if (!(await this.lease(listId))) return n;
       let applied = 0;
+      let renewedAt = this.nowMs();
       try {
-        while (applied < batch && (await this.applyNext(listId))) applied++;
+        while (applied < batch) {
+          if (this.nowMs() - renewedAt >= LEASE_RENEW_MS) {
+            if (!(await renewIfOwned(this.store, listApplierLeasesTable, key, 'owner', this.owner, this.leaseSeconds))) return n + applied;
+            renewedAt = this.nowMs();
+          }
+          if (!(await this.applyNext(listId))) break;
+          applied++;
+        }
       } finally {
-        await this.release(listId);
+        await deleteIfOwned(this.store, listApplierLeasesTable, key, 'owner', this.owner);
       }
       n += applied;
       if (applied < batch) break;
@@ -79,18 +113,13 @@ export class ListApplier {
     return n;
   }
 
-  private async lease(listId: string): Promise<boolean> {
-    const claim = await this.store.insertIfNotExists(
-      listApplierLeasesTable,
-      { list_id: listId, owner: this.owner },
-      { ttl: this.options.leaseSeconds ?? 60 },
-    );
-    return claim.applied || claim.existing?.owner === this.owner;
+  private nowMs(): number {
+    return Number(this.clock.nowMicros() / 1000n);
   }
 
-  private async release(listId: string): Promise<void> {
-    const lease = await this.store.get(listApplierLeasesTable, { list_id: listId });
-    if (lease?.owner === this.owner) await this.store.delete(listApplierLeasesTable, { list_id: listId });
+  private async lease(listId: string): Promise<boolean> {
+    const claim = await this.store.insertIfNotExists(listApplierLeasesTable, { list_id: listId, owner: this.owner }, { ttl: this.leaseSeconds });
+    return claim.applied || claim.existing?.owner === this.owner;
   }
 
   /** Drain every list marked as pending, and unmark the drained ones. */
@@ -106,9 +135,14 @@ export class ListApplier {
   /** Drain one list, then unmark it if its log is empty; returns how many were applied. */
   async settle(listId: string): Promise<number> {
     const applied = await this.drain(listId);
-    // Unmark with the time of a read that found the log empty: an append after that
-    // re-marks with a later timestamp, and that mark survives this delete.
-    const checkedAt = this.clock.nowMicros();
+    // Unmark with the time of a read that found the log empty, moved back by the skew
+    // bound S plus the write timeout T. The delete hides a mark only if the mark's
+    // timestamp is at most that: the mark's server picked it at least S earlier on
+    // this clock's scale, so at least T earlier in true time, so its transaction (sent
+    // in the same batch) had landed and this read saw it. A later append's mark
+    // survives, and the list stays marked (re-checked each pass) until then.
+    const { clockSkewMs, writeTimeoutMs } = this.options.cluster ?? DEFAULT_CLUSTER_SETTINGS;
+    const checkedAt = this.clock.nowMicros() - BigInt(clockSkewMs + writeTimeoutMs) * 1000n;
     const left = await readTransactions(this.store, listId, 1);
     if (left.length === 0) {
       await this.store.delete(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId }, { timestamp: checkedAt });
@@ -158,9 +192,20 @@ export class ListApplier {
     this.timer = null;
   }
 
+  /**
+   * Apply one transaction. Its writes and deletes of the item's rows all carry one
+   * timestamp T, above the write time of the item's index row, which every earlier
+   * transaction of the item wrote (with its own T) next to the item's rows. So T beats
+   * every row this transaction deletes, whichever server wrote it with whatever clock:
+   * a move applied on a server whose clock is behind still removes the old position.
+   */
   private async apply(listId: string, tx: ListTx): Promise<void> {
     const { store } = this;
-    const index = await store.get(listItemIndexTable, { item_id: tx.itemId });
+    const cells = await store.readCells(listItemIndexTable, { item_id: tx.itemId }, ['label']);
+    const index = cells.row;
+    const now = this.clock.nowMicros();
+    const last = cells.writetime.label ?? null;
+    const stamp = { timestamp: last !== null && last >= now ? last + 1n : now };
     const at = index && index.list_id === listId ? { weight: index.weight as bigint, seq: index.seq as bigint } : null;
     const label = (index?.label as string | undefined) ?? '';
     const row = (p: { weight: bigint; seq: bigint }, deleted: boolean) => ({
@@ -177,7 +222,7 @@ export class ListApplier {
       seq: p.seq,
       label: l,
     });
-    const batch = (mutations: Mutation[]) => store.batch(mutations);
+    const batch = (mutations: Mutation[]) => store.batch(mutations.map((m) => ({ ...m, options: stamp })));
     switch (tx.kind) {
       case 'add':
         await batch([
@@ -217,7 +262,7 @@ export class ListApplier {
         ]);
         break;
     }
-    // 3. Delete the transaction.
-    await store.delete(listTransactionsTable, { list_id: listId, tx_id: tx.txId });
+    // 3. Delete the transaction, at the timestamp it was written with (its id's time).
+    await store.delete(listTransactionsTable, { list_id: listId, tx_id: tx.txId }, { timestamp: microsOfTimeuuid(tx.txId) });
   }
 }

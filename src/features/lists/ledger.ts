@@ -157,8 +157,21 @@ export async function readLedger(store: Store, listId: string, query: LedgerQuer
       (!from || sign * compareItems(item, from) >= 0) && (!lastKey || sign * compareItems(item, lastKey) <= 0);
   }
 
+  // A move whose target is where the index already puts its item has been applied
+  // through step 2, and so has every earlier transaction of that item (the applier
+  // goes in order; each move's position is unique). The transactions were read before
+  // the index, so the applier may have got that far in between: applying them again
+  // would move the item's current row back to a stale place (and, on Cassandra, where
+  // step 2's batch is not isolated, onto its soft-delete marker, hiding it).
+  const appliedThrough = new Map<string, number>();
+  txs.forEach((tx, i) => {
+    const p = position.get(tx.itemId);
+    if (tx.kind === 'move' && p && p.weight === tx.to.weight && p.seq === tx.to.seq) appliedThrough.set(tx.itemId, i);
+  });
+
   // The seed's steps, transaction by transaction, on the local copy.
-  for (const tx of txs) {
+  for (const [i, tx] of txs.entries()) {
+    if (i <= (appliedThrough.get(tx.itemId) ?? -1)) continue;
     const at = position.get(tx.itemId) ?? null;
     switch (tx.kind) {
       case 'add': {

@@ -12,7 +12,7 @@ import type { CursorKey, Direction, OrderedSource, Page, PageArgs } from '../../
 import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
-import { newTimeuuid } from '../../store/timeuuid.js';
+import { microsOfTimeuuid, newTimeuuid } from '../../store/timeuuid.js';
 import { validateValue } from '../../store/values.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
@@ -240,10 +240,14 @@ export class Lists {
     return positionBetween(view.items[0], undefined, this.deps.clock.nowMicros());
   }
 
-  /** Append a transaction and mark the list pending, in one logged batch. */
+  /**
+   * Append a transaction and mark the list pending, in one logged batch. The
+   * transaction row is stamped with its id's time, which the applier also uses to
+   * delete it: whichever server's clock is ahead, the delete hides it.
+   */
   private async append(listId: string, tx: ListTx): Promise<void> {
     await this.deps.store.batch([
-      { kind: 'upsert', table: listTransactionsTable, row: txToRow(listId, tx) },
+      { kind: 'upsert', table: listTransactionsTable, row: txToRow(listId, tx), options: { timestamp: microsOfTimeuuid(tx.txId) } },
       { kind: 'upsert', table: pendingListsTable, row: { shard: pendingShardOf(listId), list_id: listId } },
     ]);
     this.deps.onAppend?.(listId);

@@ -2,7 +2,8 @@
  * Meeting acceptances (seed 001): a unique counter without Paxos. Each acceptance is
  * written `USING TIMESTAMP (2^63-1 - now)`, so the first write of a (meeting, user)
  * wins; reading back the cell's write time (and our token) tells whether this request's
- * write won, and only then is the counter incremented.
+ * write won, and only then is the counter incremented. On many servers the counter is
+ * made exact by the verifier (acceptance-verifier.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DomainError, checkText } from '../../errors.js';
@@ -15,8 +16,12 @@ import { MAX_TIMESTAMP, type Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { requireAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
+import type { ClusterSettings } from '../../config.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
-import { meetingAcceptanceCountsTable, meetingUsersTable, meetingsByUserTable, meetingsTable } from './meetings-tables.js';
+import { ACCEPTANCE_WINDOW_MS, counterKeyOf, marksOf, readAcceptanceCounts, settleMeeting, windowOf } from './acceptance-verifier.js';
+import { meetingAcceptanceWindowsTable, meetingUsersTable, meetingsByUserTable, meetingsTable } from './meetings-tables.js';
+
+export { readAcceptanceCounts };
 
 /** A meeting as the API shows it. */
 export interface Meeting {
@@ -64,6 +69,7 @@ export interface MeetingsDeps {
   /** Shared by the whole process: hands out the decreasing part of tokens. */
   readonly tokens: TokenSequence;
   readonly strategy: AcceptanceStrategy;
+  readonly cluster: ClusterSettings;
 }
 
 /**
@@ -106,12 +112,6 @@ export async function readMeetings(store: Store, ids: readonly string[]): Promis
   return rows.map((r) => (r ? meetingFromRow(r) : null));
 }
 
-/** Acceptance counts by meeting id, in order (0 when none; one round trip). */
-export async function readAcceptanceCounts(store: Store, ids: readonly string[]): Promise<number[]> {
-  const rows = await store.getMany(meetingAcceptanceCountsTable, ids.map((meeting_id) => ({ meeting_id })));
-  return rows.map((r) => Number((r?.acceptance_count as bigint | null) ?? 0n));
-}
-
 /** The meetings feature. */
 export class Meetings {
   constructor(private readonly deps: MeetingsDeps) {}
@@ -141,7 +141,7 @@ export class Meetings {
    * counted: true for the user's first acceptance, false for a repeat. Acceptances are
    * final.
    */
-  async accept(meetingId: string, userId: string, now = new Date()): Promise<{ meeting: Meeting; counted: boolean }> {
+  async accept(meetingId: string, userId: string): Promise<{ meeting: Meeting; counted: boolean }> {
     const meeting = await this.requireMeeting(meetingId);
     const { store } = this.deps;
     // The user's lookup row first: its key is fixed by the meeting, so every attempt
@@ -152,53 +152,51 @@ export class Meetings {
     await store.upsert(meetingsByUserTable, userMeetingRow(userId, meeting));
     const key = { meeting_id: meetingId, user_id: userId };
     const token = this.deps.tokens.take();
+    // One clock reading gives the timestamp, `accepted_at` and the counter window, so
+    // the verifier's count by `accepted_at` matches the windows the requests counted in.
+    const micros = this.deps.clock.nowMicros();
+    const acceptedAt = new Date(Number(micros / 1000n));
+    const marks = marksOf(meetingId, acceptedAt.getTime());
     let won: boolean;
     if (this.deps.strategy === 'lwt') {
-      const result = await store.insertIfNotExists(meetingUsersTable, { ...key, accepted_at: now, token });
+      await store.batch(marks);
+      const result = await store.insertIfNotExists(meetingUsersTable, { ...key, accepted_at: acceptedAt, token });
       won = result.applied;
     } else {
       // seed 001: the earlier the write, the higher its timestamp, so the first write wins.
-      const timestamp = MAX_TIMESTAMP - this.deps.clock.nowMicros();
-      await store.upsert(meetingUsersTable, { ...key, accepted_at: now, token }, { timestamp });
+      // The verifier's marks travel in the same logged batch: if the acceptance lands,
+      // so do they, even if this process dies before counting.
+      const timestamp = MAX_TIMESTAMP - micros;
+      await store.batch([...marks, { kind: 'upsert', table: meetingUsersTable, row: { ...key, accepted_at: acceptedAt, token }, options: { timestamp } }]);
       // Did my write win? Its write time and its token must both be mine: two requests
       // in one microsecond share a timestamp, and then the token decides.
       const cells = await store.readCells(meetingUsersTable, key, ['token']);
       won = cells.writetime.token === timestamp && cells.row?.token === token;
     }
-    if (won) await store.increment(meetingAcceptanceCountsTable, { meeting_id: meetingId }, { acceptance_count: 1 });
+    if (won) await store.increment(meetingAcceptanceWindowsTable, counterKeyOf(meetingId, acceptedAt.getTime()), { acceptance_count: 1 });
     this.deps.loaders.acceptanceCount.clear(meetingId);
     return { meeting, counted: won };
   }
 
   /**
-   * Recompute a meeting's count from its acceptances and repair the counter. Counter
-   * increments are not idempotent: one that timed out may or may not have applied, so
-   * the counter can drift; the set of acceptances cannot. Run it when acceptances are
-   * quiet: an acceptance between the count and the repair is counted twice. Admins only.
+   * Settle a meeting's count now, from its acceptances (admins only). The verifier does
+   * this by itself for closed windows; this settles through the end of the window the
+   * skew bound reaches beyond now, so every acceptance already made counts exactly,
+   * including those whose increment was lost. An acceptance still in flight is left to
+   * the verifier, which settles a later `through` once its window closes. Safe while
+   * acceptances go on.
    */
   async reconcile(meetingId: string): Promise<{ meeting: Meeting; previousCount: number; acceptanceCount: number }> {
     requireAdmin(this.deps.actor);
     const meeting = await this.requireMeeting(meetingId);
     const { store } = this.deps;
-    let actual = 0;
-    let after: Row | undefined;
-    // Walk the partition in chunks rather than one unbounded read.
-    for (;;) {
-      const rows = await store.slice(meetingUsersTable, {
-        partition: { meeting_id: meetingId },
-        limit: 1_000,
-        ...(after ? { lower: { values: [after.user_id!], inclusive: false } } : {}),
-      });
-      actual += rows.length;
-      if (rows.length < 1_000) break;
-      after = rows[rows.length - 1];
-    }
     const [previous] = await this.countsByIds([meetingId]);
-    const delta = actual - previous!;
-    if (delta !== 0) await store.increment(meetingAcceptanceCountsTable, { meeting_id: meetingId }, { acceptance_count: delta });
+    const nowMs = Number(this.deps.clock.nowMicros() / 1000n);
+    await settleMeeting(store, meetingId, windowOf(nowMs + this.deps.cluster.clockSkewMs) + ACCEPTANCE_WINDOW_MS);
+    const [actual] = await this.countsByIds([meetingId]);
     this.deps.loaders.acceptanceCount.clear(meetingId);
-    this.deps.loaders.acceptanceCount.prime(meetingId, actual);
-    return { meeting, previousCount: previous!, acceptanceCount: actual };
+    this.deps.loaders.acceptanceCount.prime(meetingId, actual!);
+    return { meeting, previousCount: previous!, acceptanceCount: actual! };
   }
 
   /** The meeting, through the request's loader; NOT_FOUND when there is none. */

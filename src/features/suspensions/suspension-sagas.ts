@@ -7,28 +7,26 @@
  * - unsuspend deletes the sorted-set row first, then the lookup: "if we start the other
  *   way around and the second deletion fails, we'll be unable to delete that row".
  *
- * Buckets emptied by unsuspensions leave the registry, so paging never probes them.
- * Pruning races a suspension into the same bucket; two rules keep every row reachable:
- * the pruner re-checks after deleting the entry (and re-registers if a row appeared),
- * and a suspension confirms its registration after writing its row. Whichever runs
- * last, the entry exists whenever the bucket holds a row.
+ * On many servers with skewed clocks, no step may rest on one server's clock beating
+ * another's:
+ * - The bucket registry is never pruned. Pruning an emptied bucket is a delete that
+ *   races a registration of the same bucket by a server whose clock is behind: the
+ *   older-stamped registration loses, and its suspension is never listed. An entry per
+ *   bucket that ever held a suspension (a month each) costs paging one empty read per
+ *   emptied bucket it passes.
+ * - A suspension's sorted-set row is written, and deleted, at one timestamp fixed by
+ *   the suspension itself (its saga id's time), not by the clock of whichever server
+ *   runs the step: the delete of an unsuspension, or of a compensation run by recovery
+ *   on another server, always hides the row (a tombstone wins a tie).
+ * - The reverse lookup is removed only by its owner, at its own write time
+ *   (`deleteIfOwned`).
  */
 import { DomainError } from '../../errors.js';
 import type { SagaDefinition } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
+import { microsOfTimeuuid } from '../../store/timeuuid.js';
+import { amendIfOwned, deleteIfOwned } from '../../store/owned-rows.js';
 import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
-
-async function bucketIsEmpty(store: Store, bucket: string): Promise<boolean> {
-  const rows = await store.slice(usersByStatusTable, { partition: { bucket, status: SUSPENDED }, limit: 1 });
-  return rows.length === 0;
-}
-
-/** Drop an empty bucket from the registry (see the race note above). */
-async function pruneBucket(store: Store, bucket: string): Promise<void> {
-  if (!(await bucketIsEmpty(store, bucket))) return;
-  await store.delete(statusBucketsTable, { status: SUSPENDED, bucket });
-  if (!(await bucketIsEmpty(store, bucket))) await store.upsert(statusBucketsTable, { status: SUSPENDED, bucket });
-}
 
 /** What both sagas carry (JSON in the saga log). */
 export interface SuspensionPayload {
@@ -49,10 +47,22 @@ function sortedSetKey(p: SuspensionPayload) {
   return { bucket: p.bucket, status: SUSPENDED, occurred_on: new Date(p.occurredOn), user_id: p.userId };
 }
 
+/**
+ * The write timestamp of a suspension's sorted-set row (µs): its saga id's time, so
+ * every server writing or deleting that row uses the same one.
+ */
+export function sortedSetTimestamp(p: Pick<SuspensionPayload, 'ownerSagaId'>): bigint {
+  return microsOfTimeuuid(p.ownerSagaId);
+}
+
 /** Delete the reverse lookup only if this suspension owns it. */
 async function releaseLookup(store: Store, p: SuspensionPayload): Promise<void> {
-  const row = await store.get(suspendedUsersTable, { user_id: p.userId });
-  if (row && row.saga_id === p.ownerSagaId) await store.delete(suspendedUsersTable, { user_id: p.userId });
+  await deleteIfOwned(store, suspendedUsersTable, { user_id: p.userId }, 'saga_id', p.ownerSagaId);
+}
+
+/** Delete the suspension's sorted-set row at its own timestamp (see above). */
+function deleteSortedSetRow(store: Store, p: SuspensionPayload): Promise<void> {
+  return store.delete(usersByStatusTable, sortedSetKey(p), { timestamp: sortedSetTimestamp(p) });
 }
 
 export const suspendSaga: SagaDefinition<SuspensionPayload> = {
@@ -79,18 +89,19 @@ export const suspendSaga: SagaDefinition<SuspensionPayload> = {
     },
     {
       name: 'register the bucket',
-      // Idempotent and harmless to leave: an empty bucket costs paging one empty read.
+      // Idempotent, never undone: registry entries are never deleted (see above).
       run: (p) => store.upsert(statusBucketsTable, { status: SUSPENDED, bucket: p.bucket }),
     },
     {
       name: 'write the sorted-set row',
-      run: (p) => store.upsert(usersByStatusTable, sortedSetRow(p)),
-      compensate: (p) => store.delete(usersByStatusTable, sortedSetKey(p)),
+      run: (p) => store.upsert(usersByStatusTable, sortedSetRow(p), { timestamp: sortedSetTimestamp(p) }),
+      compensate: (p) => deleteSortedSetRow(store, p),
     },
     {
-      name: 'confirm the bucket registration',
-      // Later than any prune that could not yet see the row (see the note above).
-      run: (p) => store.upsert(statusBucketsTable, { status: SUSPENDED, bucket: p.bucket }),
+      name: 'confirm the lookup',
+      // From here on reads show the suspension. Stamped like the claim, so releasing
+      // the lookup removes the confirmation with it.
+      run: async (p) => void (await amendIfOwned(store, suspendedUsersTable, { user_id: p.userId }, 'saga_id', p.ownerSagaId, { confirmed: true })),
     },
   ],
 };
@@ -99,25 +110,18 @@ export const unsuspendSaga: SagaDefinition<SuspensionPayload> = {
   kind: 'unsuspendUser',
   // Once the sorted-set row may be gone, finishing is the shortest way to consistency.
   recovery: 'forward',
-  // Deleting the lookup commits the unsuspension; pruning the bucket is housekeeping.
-  pivot: 1,
+  // Deleting the sorted-set row commits the unsuspension: a row put back could only be
+  // written at the row's own timestamp, which its tombstone hides. Whatever fails
+  // after it, recovery finishes.
+  pivot: 0,
   steps: (store) => [
     {
       name: 'delete the sorted-set row',
-      run: (p) => store.delete(usersByStatusTable, sortedSetKey(p)),
-      async compensate(p) {
-        // Put the row back only while its lookup still exists (it does until step 2).
-        const lookup = await store.get(suspendedUsersTable, { user_id: p.userId });
-        if (lookup && lookup.saga_id === p.ownerSagaId) await store.upsert(usersByStatusTable, sortedSetRow(p));
-      },
+      run: (p) => deleteSortedSetRow(store, p),
     },
     {
       name: 'delete the reverse lookup',
       run: (p) => releaseLookup(store, p),
-    },
-    {
-      name: 'prune the bucket if it is empty',
-      run: (p) => pruneBucket(store, p.bucket),
     },
   ],
 };

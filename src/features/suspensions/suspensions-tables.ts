@@ -19,11 +19,12 @@ export const usersByStatusTable = defineTable({
 /**
  * seed 000's reverse lookup: from a user alone to `occurred_on` and the bucket, so an
  * unsuspension needs no secondary index. `saga_id` marks which suspension owns the row,
- * so a compensation never deletes another saga's lookup.
+ * so a compensation never deletes another saga's lookup. `confirmed` is set by the
+ * suspension's last step: until then (and if it never comes) reads do not show it.
  */
 export const suspendedUsersTable = defineTable({
   name: 'suspended_users',
-  columns: { user_id: 'uuid', occurred_on: 'timestamp', bucket: 'text', reason: 'text', saga_id: 'timeuuid' },
+  columns: { user_id: 'uuid', occurred_on: 'timestamp', bucket: 'text', reason: 'text', saga_id: 'timeuuid', confirmed: 'boolean' },
   partitionKey: ['user_id'],
 });
 

@@ -7,9 +7,11 @@ import { DomainError, badInput, checkText } from '../../errors.js';
 import { bucketedSource } from '../../paging/bucketed-source.js';
 import type { CursorCodec } from '../../paging/cursor.js';
 import { pageFromSource } from '../../paging/engine.js';
+import { filteredSource } from '../../paging/filtered-source.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
+import { sagaLogTable, shardOf } from '../../saga/saga-log.js';
 import type { SagaRunner } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
@@ -61,13 +63,26 @@ function suspensionFromRow(row: Row): Suspension {
   };
 }
 
-/** Current suspensions by user id, in order, null for users not suspended (one round trip). */
+/**
+ * Current suspensions by user id, in order, null for users not suspended (one round
+ * trip). A suspension whose saga has not confirmed it is not shown: it was never
+ * acknowledged, and recovery may still undo it. A lookup without the confirmation
+ * column (written before it existed) is shown once its saga is closed (one more round
+ * trip, only for such rows).
+ */
 export async function readSuspensions(store: Store, userIds: readonly string[]): Promise<Array<Suspension | null>> {
   const rows = await store.getMany(
     suspendedUsersTable,
     userIds.map((user_id) => ({ user_id })),
   );
-  return rows.map((r) => (r ? suspensionFromRow(r) : null));
+  const unconfirmed = rows.filter((r): r is Row => r !== null && r.confirmed !== true);
+  const open = new Set<string>();
+  if (unconfirmed.length > 0) {
+    const sagaIds = unconfirmed.map((r) => r.saga_id as string);
+    const logged = await store.getMany(sagaLogTable, sagaIds.map((saga_id) => ({ shard: shardOf(saga_id), saga_id })));
+    sagaIds.forEach((id, i) => logged[i] && open.add(id));
+  }
+  return rows.map((r) => (r && (r.confirmed === true || !open.has(r.saga_id as string)) ? suspensionFromRow(r) : null));
 }
 
 /** The suspended-users feature. */
@@ -148,11 +163,17 @@ export class Suspensions {
     return readSuspensions(this.deps.store, ids);
   }
 
-  /** One page of suspensions, newest first, across buckets (admins only). */
+  /**
+   * One page of suspensions, newest first, across buckets (admins only). A sorted-set
+   * row is shown only with its confirmed lookup, as `User.suspension` shows it: a
+   * suspension whose saga is still open was never acknowledged (recovery may undo it).
+   * The lookups of a page are read in one batch, through the request's loader, so
+   * `User.suspension` on the page's users costs nothing more.
+   */
   page(args: PageArgs): Promise<Page<Suspension>> {
     requireAdmin(this.deps.actor);
-    const { store, codec } = this.deps;
-    const source = bucketedSource<Suspension>({
+    const { store, codec, loaders } = this.deps;
+    const rows = bucketedSource<Suspension>({
       id: 'Query.suspendedUsers',
       async listBuckets(from, direction) {
         const bound = from === undefined ? undefined : { values: [from], inclusive: true };
@@ -176,6 +197,11 @@ export class Suspensions {
           rowOf: (s) => ({ occurred_on: s.suspendedAt, user_id: s.userId }),
         }),
       bucketOf: (s) => s.bucket,
+    });
+    const source = filteredSource(rows, async (nodes) => {
+      const lookups = await Promise.all(nodes.map((n) => loaders.suspensionByUserId.load(n.userId)));
+      // The lookup must be this very suspension's (a user suspended anew has another).
+      return nodes.map((n, i) => lookups[i]?.suspendedAt.getTime() === n.suspendedAt.getTime());
     });
     return pageFromSource(source, args, { connectionName: 'suspendedUsers', codec });
   }

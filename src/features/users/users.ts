@@ -8,6 +8,7 @@ import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
 import { requireOwnerOrAdmin, signedIn, type Actor } from '../actor.js';
+import { deleteIfOwned } from '../../store/owned-rows.js';
 import { changesOf, type DirectoryIndex, type IndexedField, type IndexedValues, type IndexPlan } from '../directory/directory.js';
 import type { KeyLoader } from '../key-loader.js';
 import { usersByUsernameTable, usersTable } from './users-tables.js';
@@ -129,9 +130,17 @@ export class Users {
 
   /**
    * Create a user: an admin may create anyone, a member only the user named by their
-   * token. The username is claimed first with insert-if-not-exists (a taken name is
-   * CONFLICT); if writing the user then fails, the claim is released so the name is
-   * not lost.
+   * token. A taken name is CONFLICT.
+   *
+   * Ordered so that a process dying between any two calls leaves no name claimed
+   * without its user (no recovery needed):
+   *   1. the user row, under a fresh random id: unreachable, since nothing names it yet;
+   *   2. the username claim (insert-if-not-exists), which makes it reachable: from here
+   *      on the name has its user;
+   *   3. the directory fields, with their index entries (one logged batch), last, so a
+   *      directory search never finds a user whose name was not claimed.
+   * A crash after 1 leaves a row nothing can reach; a crash after 2 a user without the
+   * directory fields of this request (which was never acknowledged).
    */
   async create(input: { username: string; displayName: string } & IndexedValues, now: Date = new Date()): Promise<User> {
     const actor = signedIn(this.deps.actor);
@@ -144,16 +153,26 @@ export class Users {
     const id = randomUUID();
     // Validate the indexed fields before claiming anything.
     const index = this.deps.directory.plan(id, input, []);
+    const base: Row = { user_id: id, username, display_name: displayName, created_at: now };
+    await store.upsert(usersTable, base);
     const claim = await store.insertIfNotExists(usersByUsernameTable, { username, user_id: id });
-    if (!claim.applied) throw new DomainError('CONFLICT', `the username "${username}" is taken`, 'username');
-    const row: Row = { user_id: id, username, display_name: displayName, created_at: now, ...profileColumns(index) };
-    try {
-      if (index.mutations.length === 0) await store.upsert(usersTable, row);
-      else await store.batch([{ kind: 'upsert', table: usersTable, row }, ...index.mutations]);
-    } catch (err) {
-      await store.delete(usersByUsernameTable, { username }).catch(() => undefined);
-      throw err;
+    if (!claim.applied) {
+      // Only this request knows the id: removing the row is tidiness, not correctness.
+      await store.delete(usersTable, { user_id: id }).catch(() => undefined);
+      throw new DomainError('CONFLICT', `the username "${username}" is taken`, 'username');
     }
+    const fields = profileColumns(index);
+    if (index.mutations.length > 0) {
+      try {
+        await store.batch([{ kind: 'upsert', table: usersTable, row: { user_id: id, ...fields } }, ...index.mutations]);
+      } catch (err) {
+        // Not acknowledged: give the name back (the claim is ours) and drop the row.
+        await deleteIfOwned(store, usersByUsernameTable, { username }, 'user_id', id).catch(() => undefined);
+        await store.delete(usersTable, { user_id: id }).catch(() => undefined);
+        throw err;
+      }
+    }
+    const row: Row = { ...base, ...fields };
     const user = userFromRow(row);
     loaders.userById.prime(user.id, user);
     loaders.userIdByUsername.prime(user.username, user.id);

@@ -193,7 +193,10 @@ export type ListItemEdge = {
  */
 export type Meeting = Node & {
   __typename?: 'Meeting';
-  /** How many distinct users accepted. */
+  /**
+   * How many distinct users accepted: exact a few seconds after the last acceptance, on
+   * any number of servers (the verifier settles it), and usually at once.
+   */
   acceptanceCount: Scalars['Int']['output'];
   /** The users who accepted, ordered by user id. */
   acceptedBy: UserConnection;
@@ -285,10 +288,12 @@ export type Mutation = {
    */
   moveListItem?: Maybe<MoveListItemPayload>;
   /**
-   * Recompute a meeting's acceptance count from its acceptances and repair the counter
-   * (admins only). It exists because counter increments are not idempotent: an increment
-   * that timed out may or may not have applied, so a counter can drift from the set of
-   * acceptances, which cannot. Run it while the meeting is quiet.
+   * Settle a meeting's acceptance count now, from its acceptances (admins only). Counter
+   * increments are not idempotent: one that timed out may or may not have applied, so a
+   * counter can drift from the set of acceptances, which cannot. Every server's verifier
+   * already settles each meeting's count a few seconds after its acceptances (once the
+   * clock-skew bound plus the write timeout has passed); this does it at once. Safe while
+   * acceptances go on: one still in flight is settled by the verifier afterwards.
    */
   reconcileMeeting?: Maybe<ReconcileMeetingPayload>;
   /** Remove an item (the owner or an admin). */
