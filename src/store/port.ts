@@ -14,14 +14,18 @@ export interface ClusteringBound {
   readonly inclusive: boolean;
 }
 
+/** A clustering range: the rows between two optional bounds, in clustering order. */
+export interface ClusteringRange {
+  /** Lowest clustering position covered, in clustering order. */
+  readonly lower?: ClusteringBound;
+  /** Highest clustering position covered, in clustering order. */
+  readonly upper?: ClusteringBound;
+}
+
 /** One partition, read in clustering order (or its exact reverse). */
-export interface SliceQuery {
+export interface SliceQuery extends ClusteringRange {
   /** Every partition key column, by equality. */
   readonly partition: Row;
-  /** Lowest clustering position to return, in clustering order. */
-  readonly lower?: ClusteringBound;
-  /** Highest clustering position to return, in clustering order. */
-  readonly upper?: ClusteringBound;
   /** Read from the end of clustering order towards its start. */
   readonly reverse?: boolean;
   readonly limit: number;
@@ -56,14 +60,12 @@ export interface ConditionalResult {
 export type Mutation =
   | { readonly kind: 'upsert'; readonly table: TableSpec; readonly row: Row; readonly options?: WriteOptions }
   | { readonly kind: 'delete'; readonly table: TableSpec; readonly key: Row; readonly options?: DeleteOptions }
-  | {
+  | ({
       readonly kind: 'deleteRange';
       readonly table: TableSpec;
       readonly partition: Row;
-      readonly lower?: ClusteringBound;
-      readonly upper?: ClusteringBound;
       readonly options?: DeleteOptions;
-    };
+    } & ClusteringRange);
 
 /**
  * The operations every adapter provides. Each call is one round trip (and is
@@ -85,12 +87,7 @@ export interface Store {
   /** Delete one row by full primary key. */
   delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void>;
   /** Delete a clustering range (or, with no bounds, the whole partition). */
-  deleteRange(
-    table: TableSpec,
-    partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
-    options?: DeleteOptions,
-  ): Promise<void>;
+  deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void>;
   /** Add to counter columns; not idempotent, takes no timestamp. */
   increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void>;
   /** `INSERT … IF NOT EXISTS`. */

@@ -4,7 +4,7 @@
  */
 import type {
   CellRead,
-  ClusteringBound,
+  ClusteringRange,
   ConditionalResult,
   DeleteOptions,
   Mutation,
@@ -59,12 +59,7 @@ export abstract class StoreDecorator implements Store {
   delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void> {
     return this.call('delete', table, () => this.inner.delete(table, key, options));
   }
-  deleteRange(
-    table: TableSpec,
-    partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
-    options?: DeleteOptions,
-  ): Promise<void> {
+  deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void> {
     return this.call('deleteRange', table, () => this.inner.deleteRange(table, partition, range, options));
   }
   increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void> {

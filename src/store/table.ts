@@ -37,7 +37,17 @@ export type CqlValue = string | number | bigint | boolean | Date | null;
 /** A row or a key, by column name. */
 export type Row = Record<string, CqlValue>;
 
-const NAME = /^[a-z][a-z0-9_]{0,47}$/;
+/**
+ * The identifier rule, for keyspaces, tables and columns alike: an unquoted lower-case
+ * CQL name of at most 48 characters (Cassandra's limit on keyspace and table names), so
+ * both stores can use it as it is.
+ */
+const IDENTIFIER = /^[a-z][a-z0-9_]{0,47}$/;
+
+/** Refuse a keyspace, table or column name the identifier rule does not allow; `what` names it. */
+export function checkIdentifier(what: string, name: string): void {
+  if (!IDENTIFIER.test(name)) throw new Error(`${what} must match ${IDENTIFIER}, got "${name}"`);
+}
 
 /**
  * Declare a table once; the declaration is validated here and frozen, so every
@@ -49,10 +59,8 @@ export function defineTable(spec: {
   partitionKey: string[];
   clustering?: Array<ClusteringColumn | string>;
 }): TableSpec {
-  if (!NAME.test(spec.name)) throw new Error(`table name must match ${NAME}, got "${spec.name}"`);
-  for (const c of Object.keys(spec.columns)) {
-    if (!NAME.test(c)) throw new Error(`column name must match ${NAME}, got "${c}" in ${spec.name}`);
-  }
+  checkIdentifier('table name', spec.name);
+  for (const c of Object.keys(spec.columns)) checkIdentifier(`column name in ${spec.name}`, c);
   const clustering = (spec.clustering ?? []).map((c) =>
     typeof c === 'string' ? { column: c, order: 'ASC' as const } : { ...c },
   );

@@ -51,7 +51,7 @@ describe('splitting clustering bounds for CQL', () => {
           { column: 'b', type: 'text', order: orders[1] },
           { column: 'c', type: 'int', order: orders[2] },
         ];
-        const ranges = splitClusteringRange(columns, lower, upper);
+        const ranges = splitClusteringRange(columns, { lower, upper });
         const got = ranges.flatMap((r) => evaluate(orders, r));
         expect(got).toEqual(tuplesBetween(orders, TUPLES, lower, upper));
         // Each restriction is one CQL slice: equalities, then at most two bounds on one column.
@@ -67,7 +67,7 @@ describe('splitting clustering bounds for CQL', () => {
       { column: 'b', type: 'text', order: 'ASC' },
     ];
     // After (3, 'm') in clustering order: a = 3 AND b > 'm', then a < 3.
-    expect(splitClusteringRange(columns, { values: [3, 'm'], inclusive: false })).toEqual([
+    expect(splitClusteringRange(columns, { lower: { values: [3, 'm'], inclusive: false } })).toEqual([
       { equal: [3], bounds: [{ op: '>', value: 'm' }] },
       { equal: [], bounds: [{ op: '<', value: 3 }] },
     ]);

@@ -1,5 +1,6 @@
 /**
- * Splitting clustering-order bounds into CQL single-range restrictions.
+ * Clustering ranges in CQL: splitting clustering-order bounds into single-range
+ * restrictions. The SQLite adapter's counterpart is `sqlite-keys.ts`.
  *
  * CQL tuple relations such as `(a, b) > (?, ?)` compare values, not clustering order,
  * so on mixed ASC/DESC keys "rows after this key" is not one relation. It is a union,
@@ -7,7 +8,7 @@
  *   c1 = ? AND … AND c(d-1) = ? AND c(d) <op> ? [AND c(d) <op> ?]
  * each of which Cassandra serves as one contiguous slice (DESIGN.md, semantic point 6).
  */
-import type { ClusteringBound } from '../port.js';
+import type { ClusteringRange } from '../port.js';
 import type { ClusteringOrder, CqlType, CqlValue } from '../table.js';
 import { compareValues } from '../values.js';
 
@@ -39,11 +40,7 @@ interface OrderBound {
  * Restrictions covering exactly the rows between `lower` and `upper` (clustering
  * order), listed in clustering order. An empty list means no row can match.
  */
-export function splitClusteringRange(
-  columns: readonly RangeColumn[],
-  lower?: ClusteringBound,
-  upper?: ClusteringBound,
-): SingleRange[] {
+export function splitClusteringRange(columns: readonly RangeColumn[], { lower, upper }: ClusteringRange = {}): SingleRange[] {
   return split(columns, [], lower?.values, lower?.inclusive ?? true, upper?.values, upper?.inclusive ?? true);
 }
 

@@ -8,7 +8,7 @@
 import cassandra from 'cassandra-driver';
 import type {
   CellRead,
-  ClusteringBound,
+  ClusteringRange,
   ConditionalResult,
   DeleteOptions,
   Mutation,
@@ -20,9 +20,10 @@ import { StoreRequestError } from '../port.js';
 import type { Clock } from '../clock.js';
 import { MonotonicClock } from '../clock.js';
 import type { CqlValue, Row, TableSpec } from '../table.js';
-import { keyColumnsOf, regularColumnsOf } from '../table.js';
+import { checkIdentifier, keyColumnsOf, regularColumnsOf } from '../table.js';
 import {
   checkCellColumns,
+  clusteringRangeOf,
   counterDeltasOf,
   limitOf,
   partitionKeyOf,
@@ -31,15 +32,8 @@ import {
   ttlOf,
   writeTimestampOf,
 } from '../validate.js';
-import { validateValue } from '../values.js';
-import {
-  addColumnCql,
-  createKeyspaceCql,
-  createTableCql,
-  fromDriver,
-  toDriver,
-  type Replication,
-} from './cassandra-schema.js';
+import { addColumnCql, createKeyspaceCql, createTableCql, type Replication } from './cassandra-schema.js';
+import { fromDriver, toDriver } from './cassandra-values.js';
 import { splitClusteringRange, type SingleRange } from './cassandra-ranges.js';
 
 const { types } = cassandra;
@@ -87,9 +81,7 @@ export class CassandraStore implements Store {
   private readonly readConcurrency: number;
 
   constructor(options: CassandraStoreOptions) {
-    if (!/^[a-z][a-z0-9_]{0,47}$/.test(options.keyspace)) {
-      throw new Error(`keyspace must be a lower-case CQL identifier, got "${options.keyspace}"`);
-    }
+    checkIdentifier('keyspace', options.keyspace);
     this.client = options.client;
     this.keyspace = options.keyspace;
     this.replication = Object.freeze(options.replication ?? { class: 'SimpleStrategy', replication_factor: 1 });
@@ -146,10 +138,9 @@ export class CassandraStore implements Store {
   async slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
     const limit = limitOf(query.limit);
     const partition = partitionKeyOf(table, query.partition);
-    this.checkBound(table, query.lower);
-    this.checkBound(table, query.upper);
+    const range = clusteringRangeOf(table, query);
     if (limit === 0) return [];
-    const ranges = this.ranges(table, query.lower, query.upper);
+    const ranges = this.ranges(table, range);
     if (query.reverse) ranges.reverse();
     const order = table.clustering.length
       ? ` ORDER BY ${table.clustering
@@ -207,12 +198,7 @@ export class CassandraStore implements Store {
     await this.run(s.query, s.params, true);
   }
 
-  async deleteRange(
-    table: TableSpec,
-    partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
-    options?: DeleteOptions,
-  ): Promise<void> {
+  async deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void> {
     const statements = this.rangeDeleteStatements(table, partition, range, options);
     if (statements.length === 0) return;
     if (statements.length === 1) {
@@ -265,7 +251,7 @@ export class CassandraStore implements Store {
         case 'delete':
           return [this.deleteStatement(m.table, m.key, m.options)];
         case 'deleteRange':
-          return this.rangeDeleteStatements(m.table, m.partition, { lower: m.lower, upper: m.upper }, m.options);
+          return this.rangeDeleteStatements(m.table, m.partition, m, m.options);
       }
     });
     if (statements.length === 0) return;
@@ -313,28 +299,10 @@ export class CassandraStore implements Store {
     };
   }
 
-  private checkBound(table: TableSpec, bound?: ClusteringBound): void {
-    if (!bound) return;
-    if (bound.values.length > table.clustering.length) {
-      throw new StoreRequestError(
-        `a bound on ${table.name} has ${bound.values.length} values but the table has ${table.clustering.length} clustering columns`,
-      );
-    }
-    bound.values.forEach((v, i) => {
-      const { column } = table.clustering[i]!;
-      if (v === null) throw new StoreRequestError(`clustering column "${column}" of ${table.name} cannot be null`);
-      validateValue(table.columns[column]!, v, column);
-    });
-  }
-
-  private ranges(table: TableSpec, lower?: ClusteringBound, upper?: ClusteringBound): SingleRange[] {
+  /** Single-range restrictions for a validated range (see cassandra-ranges.ts). */
+  private ranges(table: TableSpec, range: ClusteringRange): SingleRange[] {
     const columns = table.clustering.map((c) => ({ column: c.column, type: table.columns[c.column]!, order: c.order }));
-    const norm = (b?: ClusteringBound) =>
-      b && {
-        values: b.values.map((v, i) => validateValue(columns[i]!.type, v, columns[i]!.column)),
-        inclusive: b.inclusive,
-      };
-    return splitClusteringRange(columns, norm(lower), norm(upper));
+    return splitClusteringRange(columns, range);
   }
 
   private rangeWhere(table: TableSpec, partition: Row, range: SingleRange): { where: string; params: unknown[] } {
@@ -380,14 +348,13 @@ export class CassandraStore implements Store {
   private rangeDeleteStatements(
     table: TableSpec,
     partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
+    range: ClusteringRange,
     options?: DeleteOptions,
   ): Array<{ query: string; params: unknown[] }> {
     const pk = partitionKeyOf(table, partition);
-    this.checkBound(table, range.lower);
-    this.checkBound(table, range.upper);
+    const checked = clusteringRangeOf(table, range);
     const ts = writeTimestampOf(options?.timestamp, () => this.clock.nowMicros());
-    return this.ranges(table, range.lower, range.upper).map((r) => {
+    return this.ranges(table, checked).map((r) => {
       const { where, params } = this.rangeWhere(table, pk, r);
       return { query: `DELETE FROM ${this.name(table)} USING TIMESTAMP ? WHERE ${where}`, params: [ts, ...params] };
     });

@@ -7,7 +7,7 @@
  */
 import type {
   CellRead,
-  ClusteringBound,
+  ClusteringRange,
   ConditionalResult,
   DeleteOptions,
   Mutation,
@@ -31,16 +31,15 @@ import {
 } from '../validate.js';
 import {
   byteRange,
-  createStatements,
   encodeClustering,
   encodePartition,
-  fromSql,
-  layoutOf,
-  physicalColumns,
-  toSql,
+  rangeParams,
+  rangeWhere,
+  rowByteRange,
   type ByteRange,
-  type SqliteLayout,
-} from './sqlite-schema.js';
+} from './sqlite-keys.js';
+import { createStatements, layoutOf, physicalColumns, type SqliteLayout } from './sqlite-schema.js';
+import { fromSql, serializedSql, toSql } from './sqlite-values.js';
 
 /** The slice of a better-sqlite3 statement this adapter uses. */
 export interface SqliteStatementLike {
@@ -134,7 +133,7 @@ export class SqliteStore implements Store {
     const layout = this.checked(table);
     limitOf(query.limit);
     const pk = encodePartition(table, query.partition);
-    const range = byteRange(table, query.lower, query.upper);
+    const range = byteRange(table, query);
     if (range.empty || query.limit === 0) return [];
     const nowSec = this.nowSeconds();
     const sql = `SELECT * FROM "${layout.dataTable}" WHERE ${rangeWhere(range)} AND ${liveCondition(layout)} ORDER BY ck ${query.reverse ? 'DESC' : 'ASC'} LIMIT @limit`;
@@ -169,12 +168,7 @@ export class SqliteStore implements Store {
     this.write(() => this.applyTombstone(prepared));
   }
 
-  async deleteRange(
-    table: TableSpec,
-    partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
-    options?: DeleteOptions,
-  ): Promise<void> {
+  async deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void> {
     const prepared = this.prepareRangeDelete(table, partition, range, options);
     this.write(() => this.applyTombstone(prepared));
   }
@@ -219,7 +213,7 @@ export class SqliteStore implements Store {
         case 'deleteRange':
           return {
             kind: 'tomb' as const,
-            p: this.prepareRangeDelete(m.table, m.partition, { lower: m.lower, upper: m.upper }, m.options),
+            p: this.prepareRangeDelete(m.table, m.partition, m, m.options),
           };
       }
     });
@@ -370,26 +364,21 @@ export class SqliteStore implements Store {
   private prepareDelete(table: TableSpec, key: Row, options?: DeleteOptions): PreparedTombstone {
     const layout = this.checked(table);
     const keyRow = primaryKeyOf(table, key);
-    const ck = encodeClustering(table, keyRow);
-    // A row tombstone is the range [ck, ck]; with no clustering columns, the partition.
-    const range: ByteRange =
-      table.clustering.length === 0
-        ? { lo: null, hi: null, empty: false }
-        : { lo: ck, hi: Buffer.concat([ck, Buffer.from([0])]), empty: false };
+    const range = rowByteRange(table, encodeClustering(table, keyRow));
     return { layout, pk: encodePartition(table, keyRow), range, ts: this.writeTimestamp(options?.timestamp) };
   }
 
   private prepareRangeDelete(
     table: TableSpec,
     partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
+    range: ClusteringRange,
     options?: DeleteOptions,
   ): PreparedTombstone {
     const layout = this.checked(table);
     return {
       layout,
       pk: encodePartition(table, partition),
-      range: byteRange(table, range.lower, range.upper),
+      range: byteRange(table, range),
       ts: this.writeTimestamp(options?.timestamp),
     };
   }
@@ -458,44 +447,8 @@ function reconcile(type: CqlType, current: Cell, incoming: Cell, nowSec: number)
   const dead = (c: Cell) => c.value === null || (c.x !== null && c.x <= BigInt(nowSec));
   if (dead(current)) return current;
   if (dead(incoming)) return incoming;
-  const cmp = Buffer.compare(serialized(type, current.value), serialized(type, incoming.value));
+  const cmp = Buffer.compare(serializedSql(type, current.value), serializedSql(type, incoming.value));
   return cmp >= 0 ? current : incoming;
-}
-
-/** The CQL wire serialization of a stored value, for tie-breaking by bytes. */
-function serialized(type: CqlType, raw: unknown): Buffer {
-  switch (type) {
-    case 'text':
-      return Buffer.from(raw as string, 'utf8');
-    case 'uuid':
-    case 'timeuuid':
-      return Buffer.from((raw as string).replace(/-/g, ''), 'hex');
-    case 'int': {
-      const b = Buffer.alloc(4);
-      b.writeInt32BE(Number(raw));
-      return b;
-    }
-    case 'boolean':
-      return Buffer.from([Number(raw)]);
-    default: {
-      const b = Buffer.alloc(8);
-      b.writeBigInt64BE(BigInt(raw as bigint));
-      return b;
-    }
-  }
-}
-
-/**
- * `pk = @pk` and only the bounds the range has: SQLite seeks on `(pk, ck)` only when
- * the bounds appear as plain comparisons (an `@lo IS NULL OR …` form makes every slice
- * scan the partition from its start, so deep pages would get slower and slower).
- */
-function rangeWhere(range: ByteRange): string {
-  return `pk = @pk${range.lo ? ' AND ck >= @lo' : ''}${range.hi ? ' AND ck < @hi' : ''}`;
-}
-
-function rangeParams(range: ByteRange): Record<string, Buffer> {
-  return { ...(range.lo ? { lo: range.lo } : {}), ...(range.hi ? { hi: range.hi } : {}) };
 }
 
 function cellLive(r: PhysicalRow, c: string, nowSec: number): boolean {
