@@ -90,8 +90,17 @@ export interface Store {
   deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void>;
   /** Add to counter columns; not idempotent, takes no timestamp. */
   increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void>;
-  /** `INSERT … IF NOT EXISTS`. */
+  /**
+   * `INSERT … IF NOT EXISTS`: a Paxos round, so its cells carry the coordinator's
+   * ballot timestamp, not the caller's clock. Remove such a row with `deleteIf`.
+   */
   insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult>;
+  /**
+   * `DELETE … IF EXISTS`, or with `expected`, `DELETE … IF col = ? AND …` on regular
+   * columns: a Paxos round like `insertIfNotExists`, the only safe way to remove a row
+   * written by one. True when the row was deleted.
+   */
+  deleteIf(table: TableSpec, key: Row, expected?: Row): Promise<boolean>;
   /** A logged batch: all mutations apply, or none. */
   batch(mutations: readonly Mutation[]): Promise<void>;
   /** A cheap round trip proving the store answers (for /readyz). */
@@ -103,6 +112,23 @@ export interface Store {
 /** The error an adapter throws for a request the CQL rules refuse (bad column, key writetime, …). */
 export class StoreRequestError extends Error {
   override readonly name = 'StoreRequestError';
+}
+
+/**
+ * The store could not answer now (replicas unavailable, a timeout, no host reachable,
+ * or a lightweight transaction whose outcome could not be learned). Nothing is known
+ * to have been written; the request may be retried.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+}
+
+/**
+ * The store cannot serve at all: unreachable at start-up, or its schema is missing.
+ * The message is one line, fit to print as the reason a process exits.
+ */
+export class StoreStartupError extends Error {
+  override readonly name = 'StoreStartupError';
 }
 
 /** 2^63 - 1: the largest write timestamp CQL accepts. */

@@ -5,11 +5,22 @@
 import { MAX_TIMESTAMP, StoreRequestError } from './port.js';
 import type { ClusteringBound, ClusteringRange } from './port.js';
 import type { CqlValue, Row, TableSpec } from './table.js';
-import { isCounterTable, keyColumnsOf, regularColumnsOf } from './table.js';
+import { checkTableSpec, isCounterTable, keyColumnsOf, regularColumnsOf } from './table.js';
 import { validateValue } from './values.js';
 
 /** Cassandra's largest TTL: 20 years, in seconds. */
 export const MAX_TTL_SECONDS = 630_720_000;
+
+/** Check declarations handed to `ensureTables` (built by hand, say) as `defineTable` does. */
+export function checkDeclarations(tables: readonly TableSpec[]): void {
+  for (const table of tables) {
+    try {
+      checkTableSpec(table);
+    } catch (err) {
+      throw new StoreRequestError((err as Error).message);
+    }
+  }
+}
 
 /** The full primary key of `key`, validated and normalised. */
 export function primaryKeyOf(table: TableSpec, key: Row): Row {
@@ -82,13 +93,43 @@ export function writeTimestampOf(ts: bigint | undefined, now: () => bigint): big
   return ts;
 }
 
-/** A `USING TTL` value (0: none). */
-export function ttlOf(ttl: number | undefined): number {
+/**
+ * Cassandra 4.x/5.0 refuse a TTL whose expiry lies after 2038-01-19T03:14:06Z (the
+ * largest local deletion time, 2^31 - 2 seconds, under the default REJECT policy).
+ */
+export const MAX_EXPIRY_SECONDS = 2 ** 31 - 2;
+
+/** A `USING TTL` value (0: none), checked against the 20-year limit and the 2038 expiry limit. */
+export function ttlOf(ttl: number | undefined, nowMs: number): number {
   const t = ttl ?? 0;
   if (!Number.isInteger(t) || t < 0 || t > MAX_TTL_SECONDS) {
     throw new StoreRequestError(`TTL must be an integer between 0 and ${MAX_TTL_SECONDS} seconds, got ${t}`);
   }
+  if (t > 0 && Math.floor(nowMs / 1000) + t > MAX_EXPIRY_SECONDS) {
+    throw new StoreRequestError(
+      `TTL must expire by ${new Date(MAX_EXPIRY_SECONDS * 1000).toISOString()} (Cassandra's largest expiration time), got ${t} seconds from now`,
+    );
+  }
   return t;
+}
+
+/** Counter tables take no deletes, range deletes or batches (DESIGN.md, semantic point 13). */
+export function checkNotCounter(table: TableSpec, operation: string): void {
+  if (isCounterTable(table)) throw new StoreRequestError(`counter table ${table.name} does not support ${operation}`);
+}
+
+/** The conditions of a conditional delete: regular, non-counter columns, each equal to a non-null value. */
+export function conditionsOf(table: TableSpec, expected: Row | undefined): Row {
+  checkNotCounter(table, 'conditional deletes');
+  const out: Row = {};
+  const regular = regularColumnsOf(table);
+  checkKnownColumns(table, Object.keys(expected ?? {}));
+  for (const [c, v] of Object.entries(expected ?? {})) {
+    if (!regular.includes(c)) throw new StoreRequestError(`a condition must name a regular column of ${table.name}, got "${c}"`);
+    if (v === null || v === undefined) throw new StoreRequestError(`the condition on "${c}" must be a value, got null`);
+    out[c] = validateValue(table.columns[c]!, v, c);
+  }
+  return out;
 }
 
 /** Columns whose WRITETIME/TTL may be read: regular, non-counter columns only. */

@@ -78,8 +78,8 @@ for (const operation of ['suspend', 'unsuspend'] as const) {
           // Is the suspension that wrote the lookup still running (on another server)?
           'get saga_log',
           'delete users_by_status',
-          'get suspended_users',
-          'delete suspended_users',
+          // Conditional: the lookup was written by a lightweight transaction.
+          'deleteIf suspended_users',
           // The bucket emptied: checked, dropped from the registry, checked again.
           'slice users_by_status',
           'delete status_buckets',
@@ -92,7 +92,7 @@ for (const operation of ['suspend', 'unsuspend'] as const) {
       const { before, after, calls } = await cleanRun(operation);
       // Unsuspend commits when the reverse lookup is deleted; later steps are housekeeping.
       const committedFrom =
-        operation === 'unsuspend' ? calls.findIndex((c) => c.operation === 'delete' && c.table === 'suspended_users') + 1 : calls.length;
+        operation === 'unsuspend' ? calls.findIndex((c) => c.operation === 'deleteIf' && c.table === 'suspended_users') + 1 : calls.length;
       for (let k = 0; k < calls.length; k++) {
         const what = `failing call ${k} (${calls[k]!.operation} ${calls[k]!.table})`;
         const w = await world(operation);

@@ -1,27 +1,44 @@
 /**
- * STORES: every store the contract suite (and the feature tests that run on more than
- * one store) runs against. SQLite is always available. Cassandra is available when
- * CASSANDRA_CONTACT_POINTS is set, or when a Docker engine answers (testcontainers
- * then starts Cassandra 5); otherwise it carries the reason it is skipped.
+ * STORES: every store the contract suite (and the feature and HTTP suites that run on
+ * more than one store) runs against. SQLite is always available. Cassandra is
+ * available when CASSANDRA_CONTACT_POINTS is set, or when a Docker engine answers
+ * (testcontainers then starts Cassandra 5); otherwise it carries the reason it is
+ * skipped. Every `create()` on Cassandra gets a keyspace of its own, dropped on
+ * dispose, so test files (and stores within one file) never see each other's rows.
  */
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
-import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
+import { CassandraStore, type CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
+import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+
+/** A store under test and how to dispose of it. */
+export interface StoreUnderTest {
+  readonly store: Store;
+  readonly dispose: () => Promise<void>;
+}
+
+/** What a suite may ask of the store it gets. */
+export interface StoreOptions {
+  /** The client's clock (default write timestamps); the coordinator keeps its own. */
+  readonly clock?: Clock;
+  /** Cassandra only: wrap the driver client (fault injection). */
+  readonly wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
+}
 
 /** A store to run a suite against, or the reason it cannot run here. */
 export interface StoreTarget {
   readonly name: string;
   readonly available: boolean;
   readonly reason: string;
-  readonly create: () => Promise<{ store: Store; dispose: () => Promise<void> }>;
+  readonly create: (options?: StoreOptions) => Promise<StoreUnderTest>;
 }
 
 /** A fresh in-memory SQLite store. */
-export function memorySqliteStore(): SqliteStore {
-  return new SqliteStore({ database: new Database(':memory:') });
+export function memorySqliteStore(options: StoreOptions = {}): SqliteStore {
+  return new SqliteStore({ database: new Database(':memory:'), clock: options.clock });
 }
 
 async function dockerAvailable(): Promise<string | null> {
@@ -39,36 +56,62 @@ async function dockerAvailable(): Promise<string | null> {
   }
 }
 
-async function cassandraTarget(): Promise<StoreTarget> {
-  const contactPoints = process.env.CASSANDRA_CONTACT_POINTS;
-  const localDataCenter = process.env.CASSANDRA_LOCAL_DC ?? 'datacenter1';
-  // Each run gets its own keyspace, so runs never see each other's rows.
-  const keyspace = `contract_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-  const connect = async (points: string[]) => {
-    const client = new cassandra.Client({
-      contactPoints: points,
-      localDataCenter,
-      encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
-    });
-    await client.connect();
-    return client;
+/** A keyspace name no other test uses. */
+export function uniqueKeyspace(prefix = 'test'): string {
+  return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+}
+
+/** A connected driver client, as the product configures it. */
+export async function cassandraClient(contactPoints: readonly string[]): Promise<cassandra.Client> {
+  const client = new cassandra.Client({
+    contactPoints: [...contactPoints],
+    localDataCenter: process.env.CASSANDRA_LOCAL_DC ?? 'datacenter1',
+    encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
+  });
+  await client.connect();
+  return client;
+}
+
+/** A Cassandra store on a keyspace of its own, dropped (with the connection) on dispose. */
+async function cassandraStoreUnderTest(contactPoints: readonly string[], options: StoreOptions): Promise<StoreUnderTest> {
+  const client = await cassandraClient(contactPoints);
+  const keyspace = uniqueKeyspace();
+  const store = new CassandraStore({
+    client: options.wrapClient ? options.wrapClient(client) : client,
+    keyspace,
+    clock: options.clock,
+  });
+  return {
+    store,
+    dispose: async () => {
+      await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+      await store.close();
+    },
   };
+}
+
+let container: Promise<{ contactPoint: string }> | null = null;
+
+/** One Cassandra container per test process, started on first use. */
+function sharedContainer(): Promise<{ contactPoint: string }> {
+  container ??= (async () => {
+    const { CassandraContainer } = await import('@testcontainers/cassandra');
+    const started = await new CassandraContainer('cassandra:5.0').start();
+    return { contactPoint: started.getContactPoint() };
+  })();
+  return container;
+}
+
+/** The Cassandra target: contact points, else testcontainers, else skipped with the reason. */
+export async function cassandraTarget(): Promise<StoreTarget> {
+  const contactPoints = process.env.CASSANDRA_CONTACT_POINTS;
   if (contactPoints) {
+    const points = contactPoints.split(',').map((s) => s.trim());
     return {
       name: 'Cassandra',
       available: true,
       reason: '',
-      create: async () => {
-        const client = await connect(contactPoints.split(',').map((s) => s.trim()));
-        const store = new CassandraStore({ client, keyspace });
-        return {
-          store,
-          dispose: async () => {
-            await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
-            await store.close();
-          },
-        };
-      },
+      create: (options = {}) => cassandraStoreUnderTest(points, options),
     };
   }
   const reason = await dockerAvailable();
@@ -77,32 +120,20 @@ async function cassandraTarget(): Promise<StoreTarget> {
     name: 'Cassandra',
     available: true,
     reason: '',
-    create: async () => {
-      const { CassandraContainer } = await import('@testcontainers/cassandra');
-      const container = await new CassandraContainer('cassandra:5.0').start();
-      const client = await connect([container.getContactPoint()]);
-      const store = new CassandraStore({ client, keyspace });
-      return {
-        store,
-        dispose: async () => {
-          await store.close();
-          await container.stop();
-        },
-      };
-    },
+    create: async (options = {}) => cassandraStoreUnderTest([(await sharedContainer()).contactPoint], options),
   };
 }
 
-/** Every store the contract runs against, in order. */
-export const STORES: readonly StoreTarget[] = [
-  {
-    name: 'SQLite',
-    available: true,
-    reason: '',
-    create: async () => {
-      const store = memorySqliteStore();
-      return { store, dispose: () => store.close() };
-    },
+/** The embedded store, always available. */
+export const SQLITE_TARGET: StoreTarget = {
+  name: 'SQLite',
+  available: true,
+  reason: '',
+  create: async (options = {}) => {
+    const store = memorySqliteStore(options);
+    return { store, dispose: () => store.close() };
   },
-  await cassandraTarget(),
-];
+};
+
+/** Every store the contract runs against, in order. */
+export const STORES: readonly StoreTarget[] = [SQLITE_TARGET, await cassandraTarget()];

@@ -12,7 +12,7 @@ export type Replication =
 
 /** `CREATE KEYSPACE IF NOT EXISTS` with the configured replication. */
 export function createKeyspaceCql(keyspace: string, replication: Replication): string {
-  checkIdentifier('keyspace', keyspace);
+  checkIdentifier(`keyspace "${keyspace}"`, keyspace);
   const entries = Object.entries(replication).map(([k, v]) => `'${k}': ${typeof v === 'number' ? v : `'${v}'`}`);
   return `CREATE KEYSPACE IF NOT EXISTS ${keyspace} WITH replication = {${entries.join(', ')}}`;
 }
@@ -29,9 +29,53 @@ export function createTableCql(keyspace: string, table: TableSpec): string {
   return cql;
 }
 
-/** Regular columns a declaration has; used to add columns to an existing table. */
+/** `ALTER TABLE … ADD` for the regular columns a declaration has and an existing table lacks. */
 export function addColumnCql(keyspace: string, table: TableSpec, existing: ReadonlySet<string>): string[] {
   return regularColumnsOf(table)
     .filter((c) => !existing.has(c))
     .map((c) => `ALTER TABLE ${keyspace}.${table.name} ADD ${c} ${table.columns[c]}`);
+}
+
+/** What `system_schema` holds for one keyspace: each table's columns and their CQL types. */
+export interface ExistingSchema {
+  readonly keyspace: boolean;
+  readonly tables: ReadonlyMap<string, ReadonlyMap<string, string>>;
+}
+
+/** The DDL that brings `existing` up to the declarations, in order; empty when nothing is missing. */
+export function schemaChanges(
+  keyspace: string,
+  replication: Replication,
+  existing: ExistingSchema,
+  tables: readonly TableSpec[],
+): string[] {
+  const out: string[] = existing.keyspace ? [] : [createKeyspaceCql(keyspace, replication)];
+  for (const table of tables) {
+    const columns = existing.tables.get(table.name);
+    if (!columns) out.push(createTableCql(keyspace, table));
+    else out.push(...addColumnCql(keyspace, table, new Set(columns.keys())));
+  }
+  return out;
+}
+
+/**
+ * What the declarations need and `existing` lacks or declares otherwise, as short
+ * phrases ("table users", "column meeting_users.write_token", …); empty when it all fits.
+ */
+export function schemaDifferences(keyspace: string, existing: ExistingSchema, tables: readonly TableSpec[]): string[] {
+  if (!existing.keyspace) return [`keyspace ${keyspace}`];
+  const out: string[] = [];
+  for (const table of tables) {
+    const columns = existing.tables.get(table.name);
+    if (!columns) {
+      out.push(`table ${keyspace}.${table.name}`);
+      continue;
+    }
+    for (const [column, type] of Object.entries(table.columns)) {
+      const found = columns.get(column);
+      if (found === undefined) out.push(`column ${table.name}.${column}`);
+      else if (found !== type) out.push(`column ${table.name}.${column} of type ${type} (found ${found})`);
+    }
+  }
+  return out;
 }

@@ -22,6 +22,9 @@ import type { CqlType, CqlValue, Row, TableSpec } from '../table.js';
 import { keyColumnsOf } from '../table.js';
 import {
   checkCellColumns,
+  checkDeclarations,
+  checkNotCounter,
+  conditionsOf,
   counterDeltasOf,
   limitOf,
   primaryKeyOf,
@@ -38,6 +41,8 @@ import {
   rowByteRange,
   type ByteRange,
 } from './sqlite-keys.js';
+import { activeTally, countStatements } from '../statements.js';
+import { sameValue } from '../values.js';
 import { createStatements, layoutOf, physicalColumns, type SqliteLayout } from './sqlite-schema.js';
 import { fromSql, serializedSql, toSql } from './sqlite-values.js';
 
@@ -61,8 +66,13 @@ export interface SqliteDatabaseLike {
 /** Options of `SqliteStore`. */
 export interface SqliteStoreOptions {
   readonly database: SqliteDatabaseLike;
-  /** Source of default write timestamps (µs). */
+  /** Source of default write timestamps (µs): the client's clock, as the driver's timestamp generator. */
   readonly clock?: Clock;
+  /**
+   * The coordinator's clock, source of Paxos ballots: insert-if-not-exists and
+   * conditional deletes stamp their cells with it, never with `clock`.
+   */
+  readonly coordinatorClock?: Clock;
   /** Wall clock in ms, for TTL expiry. */
   readonly now?: () => number;
   /** How long a write waits for another process's write to finish (default 10 s). */
@@ -75,6 +85,7 @@ type PhysicalRow = Record<string, unknown>;
 export class SqliteStore implements Store {
   private readonly db: SqliteDatabaseLike;
   private readonly clock: Clock;
+  private readonly coordinatorClock: Clock;
   private readonly now: () => number;
   private readonly statements = new Map<string, SqliteStatementLike>();
   private readonly layouts = new Map<string, SqliteLayout>();
@@ -83,6 +94,7 @@ export class SqliteStore implements Store {
   constructor(options: SqliteStoreOptions) {
     this.db = options.database;
     this.clock = options.clock ?? new MonotonicClock();
+    this.coordinatorClock = options.coordinatorClock ?? new MonotonicClock();
     this.now = options.now ?? Date.now;
     // Write timestamps reach 2^63-1 (seed 001), beyond a double: read integers as bigint.
     this.db.defaultSafeIntegers(true);
@@ -103,6 +115,7 @@ export class SqliteStore implements Store {
   }
 
   async ensureTables(tables: readonly TableSpec[]): Promise<void> {
+    checkDeclarations(tables);
     this.write(() => {
       for (const table of tables) {
         const layout = this.layout(table);
@@ -122,14 +135,17 @@ export class SqliteStore implements Store {
   }
 
   async get(table: TableSpec, key: Row): Promise<Row | null> {
+    this.count();
     return this.getSync(table, key);
   }
 
   async getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
+    this.count(keys.length);
     return keys.map((k) => this.getSync(table, k));
   }
 
   async slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
+    this.count();
     const layout = this.checked(table);
     limitOf(query.limit);
     const pk = encodePartition(table, query.partition);
@@ -142,6 +158,7 @@ export class SqliteStore implements Store {
   }
 
   async readCells(table: TableSpec, key: Row, columns: readonly string[]): Promise<CellRead> {
+    this.count();
     const layout = this.checked(table);
     checkCellColumns(table, columns);
     const nowSec = this.nowSeconds();
@@ -159,21 +176,25 @@ export class SqliteStore implements Store {
   }
 
   async upsert(table: TableSpec, row: Row, options?: WriteOptions): Promise<void> {
+    this.count();
     const prepared = this.prepareUpsert(table, row, options);
     this.write(() => this.applyUpsert(prepared));
   }
 
   async delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void> {
+    this.count();
     const prepared = this.prepareDelete(table, key, options);
     this.write(() => this.applyTombstone(prepared));
   }
 
   async deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void> {
+    this.count();
     const prepared = this.prepareRangeDelete(table, partition, range, options);
     this.write(() => this.applyTombstone(prepared));
   }
 
   async increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void> {
+    this.count();
     const layout = this.checked(table);
     const checkedDeltas = counterDeltasOf(table, deltas);
     const cols = Object.keys(checkedDeltas);
@@ -188,7 +209,9 @@ export class SqliteStore implements Store {
   }
 
   async insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult> {
-    const prepared = this.prepareUpsert(table, row, options);
+    this.count();
+    // A Paxos round: the cells carry the ballot's timestamp, from the coordinator's clock.
+    const prepared = this.prepareUpsert(table, row, { ttl: options?.ttl, timestamp: this.coordinatorClock.nowMicros() });
     let result: ConditionalResult = { applied: false, existing: null };
     this.write(() => {
       const existing = this.getSync(table, row);
@@ -202,8 +225,25 @@ export class SqliteStore implements Store {
     return result;
   }
 
+  async deleteIf(table: TableSpec, key: Row, expected?: Row): Promise<boolean> {
+    this.count();
+    const conditions = conditionsOf(table, expected);
+    const prepared = this.prepareDelete(table, key, { timestamp: this.coordinatorClock.nowMicros() });
+    let applied = false;
+    this.write(() => {
+      const current = this.getSync(table, key);
+      applied =
+        current !== null &&
+        Object.entries(conditions).every(([c, v]) => current[c] !== null && sameValue(table.columns[c]!, current[c]!, v));
+      if (applied) this.applyTombstone(prepared);
+    });
+    return applied;
+  }
+
   async batch(mutations: readonly Mutation[]): Promise<void> {
+    this.count();
     // Validate every statement before applying any, as Cassandra does with a batch.
+    for (const m of mutations) checkNotCounter(m.table, 'logged batches');
     const prepared = mutations.map((m) => {
       switch (m.kind) {
         case 'upsert':
@@ -227,6 +267,7 @@ export class SqliteStore implements Store {
   }
 
   async ping(): Promise<void> {
+    this.count();
     this.stmt('SELECT 1').get();
   }
 
@@ -236,6 +277,11 @@ export class SqliteStore implements Store {
   }
 
   // ---- internals -------------------------------------------------------------
+
+  /** Each call answers its statements in one go, synchronously: count them where the call starts. */
+  private count(statements = 1): void {
+    countStatements(activeTally(), statements);
+  }
 
   private layout(table: TableSpec): SqliteLayout {
     let l = this.layouts.get(table.name);
@@ -311,7 +357,7 @@ export class SqliteStore implements Store {
     const layout = this.checked(table);
     const values = regularValuesOf(table, row);
     const key = primaryKeyOf(table, row);
-    return { layout, key, values, ts: this.writeTimestamp(options?.timestamp), ttl: ttlOf(options?.ttl) };
+    return { layout, key, values, ts: this.writeTimestamp(options?.timestamp), ttl: ttlOf(options?.ttl, this.now()) };
   }
 
   private applyUpsert({ layout, key, values, ts, ttl }: PreparedUpsert): void {
@@ -363,6 +409,7 @@ export class SqliteStore implements Store {
 
   private prepareDelete(table: TableSpec, key: Row, options?: DeleteOptions): PreparedTombstone {
     const layout = this.checked(table);
+    checkNotCounter(table, 'deletes');
     const keyRow = primaryKeyOf(table, key);
     const range = rowByteRange(table, encodeClustering(table, keyRow));
     return { layout, pk: encodePartition(table, keyRow), range, ts: this.writeTimestamp(options?.timestamp) };
@@ -375,6 +422,7 @@ export class SqliteStore implements Store {
     options?: DeleteOptions,
   ): PreparedTombstone {
     const layout = this.checked(table);
+    checkNotCounter(table, 'range deletes');
     return {
       layout,
       pk: encodePartition(table, partition),

@@ -1,0 +1,33 @@
+/**
+ * `npm run schema` (in the production image: `node dist/schema-command.js`): create or
+ * update the keyspace and every table the product declares, one statement at a time,
+ * each followed by a wait for schema agreement. Safe to run again: it sends only what
+ * is missing. Servers then only check the schema at start (unless
+ * CASSANDRA_AUTO_SCHEMA=true), so several servers starting together never race DDL.
+ */
+import { ALL_TABLES, createStore } from './composition-root.js';
+import { ConfigError, loadConfig } from './config.js';
+import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
+import { StoreStartupError } from './store/port.js';
+
+async function main(): Promise<void> {
+  // Creating tables needs no secrets: do not insist on them as a production server does.
+  const config = loadConfig({ ...process.env, NODE_ENV: 'development' });
+  const log = (message: string) => console.log(message);
+  // The embedded store creates its own tables; this only makes its file ready.
+  const store =
+    config.store === 'cassandra' ? cassandraStoreFrom(config.cassandra, log, { autoSchema: true }) : createStore(config, log);
+  try {
+    await store.ensureTables(ALL_TABLES);
+  } finally {
+    await store.close();
+  }
+  const where = config.store === 'cassandra' ? `keyspace ${config.cassandra.keyspace}` : config.sqlitePath;
+  console.log(`schema ready: ${ALL_TABLES.length} tables in ${where}`);
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError || err instanceof StoreStartupError) console.error(`schema: ${err.message}`);
+  else console.error(err);
+  process.exit(1);
+});
