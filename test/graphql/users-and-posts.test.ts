@@ -2,6 +2,7 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { usersTable } from '../../src/features/users/users-tables.js';
+import { StoreUnavailableError } from '../../src/store/port.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
@@ -79,6 +80,25 @@ describe('users, posts and authentication over HTTP', () => {
       );
       const claim = await server.gql(`query ($u: String!) { userByUsername(username: $u) { id } }`, { u: input.username });
       expect(claim.data).toEqual({ userByUsername: null });
+      const retried = await server.gql(CREATE_USER, { input }, token);
+      expect(retried.data?.createUser.user.username).toBe(input.username);
+    });
+  });
+
+  describe('a store that cannot answer', () => {
+    it('answers a retryable UNAVAILABLE, not an internal error, and the retry succeeds', async () => {
+      const input = aUser();
+      const token = await server.token(input.username);
+      // As a lightweight transaction whose outcome could not be learned reports itself.
+      faulty.failWhen(
+        (call) => call.operation === 'insertIfNotExists',
+        () => new StoreUnavailableError('a lightweight transaction on users_by_username failed and its outcome could not be learned'),
+      );
+      const failed = await server.gql(CREATE_USER, { input }, token);
+      faulty.heal();
+      expect(failed.errors).toEqual([
+        expect.objectContaining({ message: 'The data store is unavailable right now; retry the request', extensions: { code: 'UNAVAILABLE' } }),
+      ]);
       const retried = await server.gql(CREATE_USER, { input }, token);
       expect(retried.data?.createUser.user.username).toBe(input.username);
     });
@@ -223,6 +243,8 @@ describe('users, posts and authentication over HTTP', () => {
       const res = await server.gql(`query ($ids: [ID!]!) { nodes(ids: $ids) { ... on Post { author { username } } } }`, { ids: fifty });
       expect(res.data!.nodes).toHaveLength(50);
       expect(res.extensions?.storeRoundTrips).toBe(2);
+      // Statements: one per key read (50 posts, then their 3 distinct authors).
+      expect(res.extensions?.storeStatements).toBe(53);
     });
   });
 });

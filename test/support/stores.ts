@@ -34,6 +34,8 @@ export interface StoreTarget {
   readonly available: boolean;
   readonly reason: string;
   readonly create: (options?: StoreOptions) => Promise<StoreUnderTest>;
+  /** Cassandra only: where it listens, for tests that open their own client. */
+  readonly contactPoints?: () => Promise<readonly string[]>;
 }
 
 /** A fresh in-memory SQLite store. */
@@ -112,6 +114,7 @@ export async function cassandraTarget(): Promise<StoreTarget> {
       available: true,
       reason: '',
       create: (options = {}) => cassandraStoreUnderTest(points, options),
+      contactPoints: async () => points,
     };
   }
   const reason = await dockerAvailable();
@@ -121,6 +124,7 @@ export async function cassandraTarget(): Promise<StoreTarget> {
     available: true,
     reason: '',
     create: async (options = {}) => cassandraStoreUnderTest([(await sharedContainer()).contactPoint], options),
+    contactPoints: async () => [(await sharedContainer()).contactPoint],
   };
 }
 

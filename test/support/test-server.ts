@@ -19,7 +19,7 @@ export interface GqlResponse<D = Record<string, any>> {
   status: number;
   data?: D | null;
   errors?: Array<{ message: string; path?: Array<string | number>; extensions?: Record<string, unknown> }>;
-  extensions?: { storeRoundTrips?: number };
+  extensions?: { storeRoundTrips?: number; storeStatements?: number };
 }
 
 /** A running test server. */
