@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
+import { describe, it } from 'vitest';
 import { CassandraStore, type CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
@@ -141,3 +142,25 @@ export const SQLITE_TARGET: StoreTarget = {
 
 /** Every store the contract runs against, in order. */
 export const STORES: readonly StoreTarget[] = [SQLITE_TARGET, await cassandraTarget()];
+
+/**
+ * Define a suite once per store in STORES, each with its own store (on Cassandra, its
+ * own keyspace). A store that is not reachable here is reported as a skipped suite whose
+ * title, and a printed line, carry the reason; it never passes silently.
+ */
+export function describeEachStore(
+  title: string,
+  define: (target: StoreTarget) => void,
+  targets: readonly StoreTarget[] = STORES,
+): void {
+  for (const target of targets) {
+    if (target.available) {
+      define(target);
+    } else {
+      console.warn(`[${title}] ${target.name} run SKIPPED: ${target.reason}`);
+      describe.skipIf(true)(`${title} on ${target.name} (skipped: ${target.reason})`, () => {
+        it('runs only where a Cassandra is reachable', () => {});
+      });
+    }
+  }
+}
