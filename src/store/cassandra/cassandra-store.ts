@@ -101,6 +101,9 @@ export interface CassandraStoreOptions {
 /** The command the one-line refusal names when the schema is missing. */
 const SCHEMA_HINT = 'create it with `npm run schema` (`node dist/schema-command.js` in the image), or set CASSANDRA_AUTO_SCHEMA=true';
 
+/** Serial reads tried to learn the outcome of a lightweight transaction that failed. */
+const SERIAL_READ_ATTEMPTS = 3;
+
 /** A statement and its bound values. */
 interface Statement {
   readonly query: string;
@@ -409,11 +412,16 @@ export class CassandraStore implements Store {
     } catch (err) {
       if (err instanceof StoreRequestError) throw err;
       let answer: T | null = null;
-      try {
-        const read = await this.run(tally, this.selectRow(table, key), { idempotent: true, consistency: this.serialConsistency });
-        answer = resolve(this.liveRow(table, read.rows[0]));
-      } catch {
-        // The serial read failed as well: the outcome stays unknown.
+      // Under contention the serial read can time out too: a few tries, a little apart.
+      for (let attempt = 0; attempt < SERIAL_READ_ATTEMPTS && answer === null; attempt++) {
+        if (attempt > 0) await sleep(50 * 2 ** attempt + Math.random() * 50);
+        try {
+          const read = await this.run(tally, this.selectRow(table, key), { idempotent: true, consistency: this.serialConsistency });
+          answer = resolve(this.liveRow(table, read.rows[0]));
+          break;
+        } catch {
+          // The serial read failed as well: the outcome is still unknown.
+        }
       }
       if (answer === null) {
         throw new StoreUnavailableError(
