@@ -7,16 +7,14 @@
  */
 import { ALL_TABLES, createStore } from './composition-root.js';
 import { ConfigError, loadConfig } from './config.js';
-import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
 import { StoreStartupError } from './store/port.js';
 
 async function main(): Promise<void> {
   // Creating tables needs no secrets: do not insist on them as a production server does.
   const config = loadConfig({ ...process.env, NODE_ENV: 'development' });
   const log = (message: string) => console.log(message);
-  // The embedded store creates its own tables; this only makes its file ready.
-  const store =
-    config.store === 'cassandra' ? cassandraStoreFrom(config.cassandra, log, { autoSchema: true }) : createStore(config, log);
+  // This command is what creates the schema (the embedded store creates its own anyway).
+  const store = createStore({ ...config, cassandra: { ...config.cassandra, autoSchema: true } }, log);
   try {
     await store.ensureTables(ALL_TABLES);
   } finally {

@@ -32,11 +32,7 @@ export function consistencyOf(name: string): cassandra.types.consistencies {
 }
 
 /** Build the store (nothing is sent before its `ensureTables`). */
-export function cassandraStoreFrom(
-  settings: CassandraSettings,
-  log: (message: string) => void,
-  overrides: { autoSchema?: boolean } = {},
-): CassandraStore {
+export function cassandraStoreFrom(settings: CassandraSettings, log: (message: string) => void): CassandraStore {
   const client = new cassandra.Client({
     contactPoints: [...settings.contactPoints],
     localDataCenter: settings.localDataCenter,
@@ -48,7 +44,7 @@ export function cassandraStoreFrom(
     replication: settings.replication,
     consistency: consistencyOf(settings.consistency),
     serialConsistency: consistencyOf(settings.serialConsistency),
-    schema: (overrides.autoSchema ?? settings.autoSchema) ? 'create' : 'check',
+    schema: settings.autoSchema ? 'create' : 'check',
     connectTimeoutMs: settings.connectTimeoutS * 1000,
     log,
   });
