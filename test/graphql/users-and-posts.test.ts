@@ -5,17 +5,18 @@ import { usersTable } from '../../src/features/users/users-tables.js';
 import { StoreUnavailableError } from '../../src/store/port.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 const CREATE_USER = `mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id username displayName } } }`;
 const CREATE_POST = `mutation ($input: CreatePostInput!) { createPost(input: $input) { post { id content author { username } } } }`;
 const DELETE_POST = `mutation ($input: DeletePostInput!) { deletePost(input: $input) { deletedPostId clientMutationId } }`;
 
-describe('users, posts and authentication over HTTP', () => {
+describeEachStore('users, posts and authentication over HTTP', (target) => {
   let server: TestServer;
   let faulty: FaultyStore;
 
   beforeAll(async () => {
-    server = await startTestServer({ wrap: (s) => (faulty = new FaultyStore(s)) });
+    server = await startTestServer({ target, wrap: (s) => (faulty = new FaultyStore(s)) });
   });
   afterAll(() => server.close());
 
@@ -60,13 +61,13 @@ describe('users, posts and authentication over HTTP', () => {
     });
 
     it('refuses a malformed username or display name, writing nothing', async () => {
-      const before = server.dump();
+      const before = await server.dump();
       const bad = await server.gql(CREATE_USER, { input: { username: 'No Spaces!', displayName: 'x' } }, await server.token('No Spaces!'));
       expect(bad.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', argumentName: 'username' } });
       const input = aUser({ displayName: '   ' });
       const blank = await server.gql(CREATE_USER, { input }, await server.token(input.username));
       expect(blank.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', argumentName: 'displayName' } });
-      expect(server.dump()).toEqual(before);
+      expect(await server.dump()).toEqual(before);
     });
 
     it('releases the username claim when writing the user fails, so the name can be used', async () => {

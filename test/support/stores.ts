@@ -13,12 +13,17 @@ import { describe, it } from 'vitest';
 import { CassandraStore, type CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
+import type { Row } from '../../src/store/table.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 
-/** A store under test and how to dispose of it. */
+/** A store under test, how to look inside it, and how to dispose of it. */
 export interface StoreUnderTest {
   readonly store: Store;
   readonly dispose: () => Promise<void>;
+  /** Every stored row of every table (the store's own layout): "nothing changed" compares two. */
+  readonly snapshot: () => Promise<Record<string, unknown[]>>;
+  /** How many rows a declared table holds (those whose key columns equal `where`). */
+  readonly countRows: (table: string, where?: Row) => Promise<number>;
 }
 
 /** What a suite may ask of the store it gets. */
@@ -41,7 +46,29 @@ export interface StoreTarget {
 
 /** A fresh in-memory SQLite store. */
 export function memorySqliteStore(options: StoreOptions = {}): SqliteStore {
-  return new SqliteStore({ database: new Database(':memory:'), clock: options.clock });
+  return sqliteStoreUnderTest(options).store as SqliteStore;
+}
+
+/** An in-memory SQLite store, looked into through its database. */
+function sqliteStoreUnderTest(options: StoreOptions): StoreUnderTest {
+  const db = new Database(':memory:');
+  const store = new SqliteStore({ database: db, clock: options.clock });
+  return {
+    store,
+    dispose: () => store.close(),
+    async snapshot() {
+      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>;
+      const out: Record<string, unknown[]> = {};
+      for (const { name } of tables) out[name] = db.prepare(`SELECT * FROM "${name}" ORDER BY 1, 2`).all();
+      return out;
+    },
+    async countRows(table, where = {}) {
+      const columns = Object.keys(where);
+      const filter = columns.map((c) => ` AND "k_${c}" = @${c}`).join('');
+      const row = db.prepare(`SELECT COUNT(*) AS n FROM "t_${table}" WHERE 1 = 1${filter}`).get(where) as { n: bigint };
+      return Number(row.n);
+    },
+  };
 }
 
 async function dockerAvailable(): Promise<string | null> {
@@ -75,7 +102,7 @@ export async function cassandraClient(contactPoints: readonly string[]): Promise
   return client;
 }
 
-/** A Cassandra store on a keyspace of its own, dropped (with the connection) on dispose. */
+/** A Cassandra store on a keyspace of its own, dropped on dispose. */
 async function cassandraStoreUnderTest(contactPoints: readonly string[], options: StoreOptions): Promise<StoreUnderTest> {
   const client = await cassandraClient(contactPoints);
   const keyspace = uniqueKeyspace();
@@ -84,12 +111,40 @@ async function cassandraStoreUnderTest(contactPoints: readonly string[], options
     keyspace,
     clock: options.clock,
   });
+  // Looking inside, and dropping the keyspace, uses a client of its own: the store's may
+  // already be closed (an app closes its store when it stops).
+  const inspect = async <T>(use: (admin: cassandra.Client) => Promise<T>): Promise<T> => {
+    const admin = await cassandraClient(contactPoints);
+    try {
+      return await use(admin);
+    } finally {
+      await admin.shutdown();
+    }
+  };
   return {
     store,
     dispose: async () => {
-      await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
       await store.close();
+      await inspect((admin) => admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`));
     },
+    snapshot: () =>
+      inspect(async (admin) => {
+        const tables = await admin.execute('SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?', [keyspace]);
+        const out: Record<string, unknown[]> = {};
+        for (const t of tables.rows) {
+          const name = String(t.get('table_name'));
+          const rows = await admin.execute(`SELECT JSON * FROM ${keyspace}.${name}`, [], { fetchSize: 100_000 });
+          out[name] = rows.rows.map((r) => String(r.get('[json]'))).sort();
+        }
+        return out;
+      }),
+    countRows: (table, where = {}) =>
+      inspect(async (admin) => {
+        const columns = Object.keys(where);
+        const filter = columns.length ? ` WHERE ${columns.map((c) => `${c} = ?`).join(' AND ')} ALLOW FILTERING` : '';
+        const result = await admin.execute(`SELECT COUNT(*) AS n FROM ${keyspace}.${table}${filter}`, Object.values(where), { prepare: true });
+        return Number(result.rows[0]!.get('n'));
+      }),
   };
 }
 
@@ -134,19 +189,17 @@ export const SQLITE_TARGET: StoreTarget = {
   name: 'SQLite',
   available: true,
   reason: '',
-  create: async (options = {}) => {
-    const store = memorySqliteStore(options);
-    return { store, dispose: () => store.close() };
-  },
+  create: async (options = {}) => sqliteStoreUnderTest(options),
 };
 
 /** Every store the contract runs against, in order. */
 export const STORES: readonly StoreTarget[] = [SQLITE_TARGET, await cassandraTarget()];
 
 /**
- * Define a suite once per store in STORES, each with its own store (on Cassandra, its
- * own keyspace). A store that is not reachable here is reported as a skipped suite whose
- * title, and a printed line, carry the reason; it never passes silently.
+ * Define a suite once per store in STORES, titled with the store's name; the suite
+ * creates its own store from the target (on Cassandra, a keyspace of its own). A store
+ * that is not reachable here is reported as a skipped suite whose title, and a printed
+ * line, carry the reason; it never passes silently.
  */
 export function describeEachStore(
   title: string,
@@ -155,7 +208,7 @@ export function describeEachStore(
 ): void {
   for (const target of targets) {
     if (target.available) {
-      define(target);
+      describe(`${title} (${target.name})`, () => define(target));
     } else {
       console.warn(`[${title}] ${target.name} run SKIPPED: ${target.reason}`);
       describe.skipIf(true)(`${title} on ${target.name} (skipped: ${target.reason})`, () => {
