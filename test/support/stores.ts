@@ -217,3 +217,26 @@ export function describeEachStore(
     }
   }
 }
+
+/**
+ * The stores one suite creates from a target, disposed together: a suite calls
+ * `disposeAll` after each test (or each property run), so a Cassandra node never holds
+ * more than one test's keyspaces.
+ */
+export class StorePool {
+  private readonly made: StoreUnderTest[] = [];
+
+  constructor(private readonly target: StoreTarget) {}
+
+  /** A fresh store (on Cassandra, a keyspace of its own). */
+  async create(options?: StoreOptions): Promise<StoreUnderTest> {
+    const subject = await this.target.create(options);
+    this.made.push(subject);
+    return subject;
+  }
+
+  /** Dispose of every store created so far. */
+  async disposeAll(): Promise<void> {
+    await Promise.all(this.made.splice(0).map((s) => s.dispose()));
+  }
+}
