@@ -268,7 +268,7 @@ describeEachStore('ordered lists (ledger)', (target) => {
     for (let i = 0; i < 10_000; i++) {
       labels.push(`n${String(i).padStart(5, '0')}`);
       await lists.add(listId, labels[i]!);
-      if (i % 100 === 99) await applier.drain(listId);
+      if (i % 10 === 9) await applier.drain(listId);
     }
     await applier.drain(listId);
     const forward: string[] = [];
