@@ -140,7 +140,7 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
       const check = new CassandraStore({ client, keyspace, schema: 'check' });
       await expect(check.ensureTables([claims])).rejects.toThrow(
         new StoreStartupError(
-          `the Cassandra schema is missing: keyspace ${keyspace}; create it with \`npm run schema\` (\`node dist/schema-command.js\` in the image), or set CASSANDRA_AUTO_SCHEMA=true`,
+          `the Cassandra schema is missing: keyspace ${keyspace}; create it with \`npm run schema\` (\`node dist/scripts/schema.js\` in the image), or set CASSANDRA_AUTO_SCHEMA=true`,
         ),
       );
       await new CassandraStore({ client, keyspace, schema: 'create' }).ensureTables([claims]);

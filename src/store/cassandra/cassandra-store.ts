@@ -99,7 +99,7 @@ export interface CassandraStoreOptions {
 }
 
 /** The command the one-line refusal names when the schema is missing. */
-const SCHEMA_HINT = 'create it with `npm run schema` (`node dist/schema-command.js` in the image), or set CASSANDRA_AUTO_SCHEMA=true';
+const SCHEMA_HINT = 'create it with `npm run schema` (`node dist/scripts/schema.js` in the image), or set CASSANDRA_AUTO_SCHEMA=true';
 
 /** Serial reads tried to learn the outcome of a lightweight transaction that failed. */
 const SERIAL_READ_ATTEMPTS = 3;
