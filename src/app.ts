@@ -51,7 +51,10 @@ export interface App {
   close(): Promise<void>;
 }
 
-/** Reports the store round trips of each request in `extensions.storeRoundTrips`. */
+/**
+ * Reports the store round trips of each request in `extensions.storeRoundTrips`, and the
+ * statements the adapter sent for them in `extensions.storeStatements`.
+ */
 function roundTripPlugin(): ApolloServerPlugin<RequestContext> {
   return {
     async requestDidStart() {
@@ -61,6 +64,7 @@ function roundTripPlugin(): ApolloServerPlugin<RequestContext> {
             response.body.singleResult.extensions = {
               ...response.body.singleResult.extensions,
               storeRoundTrips: contextValue.storeRoundTrips(),
+              storeStatements: contextValue.storeStatements(),
             };
           }
         },
@@ -75,7 +79,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   for (const name of config.devSecrets) {
     logger.warn(`${name} is not set: using the development secret. Set it before exposing this server.`);
   }
-  const store = deps.store ?? createStore(config);
+  const store = deps.store ?? createStore(config, (message) => logger.info(message));
   await store.ensureTables(ALL_TABLES);
   const key = authKey(config.authSecret);
   const clock = deps.clock ?? new MonotonicClock();

@@ -7,7 +7,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { actorOf } from './features/actor.js';
@@ -33,7 +32,7 @@ import { KeyedLock } from './saga/keyed-lock.js';
 import { sagaLogTable } from './saga/saga-log.js';
 import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
 import { seedProgressTable } from './seed/seed-tables.js';
-import { CassandraStore } from './store/cassandra/cassandra-store.js';
+import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
@@ -58,25 +57,16 @@ export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas]);
 /** The settings features are built with: the part of the configuration they read. */
 export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'>;
 
-/** Build the configured store adapter. */
-export function createStore(config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>): Store {
-  if (config.store === 'cassandra') {
-    const client = new cassandra.Client({
-      contactPoints: [...config.cassandra.contactPoints],
-      localDataCenter: config.cassandra.localDataCenter,
-      encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
-    });
-    const consistency =
-      cassandra.types.consistencies[
-        config.cassandra.consistency.toLowerCase().replace(/_(\w)/g, (_, c: string) => c.toUpperCase()) as keyof typeof cassandra.types.consistencies
-      ];
-    return new CassandraStore({
-      client,
-      keyspace: config.cassandra.keyspace,
-      replication: config.cassandra.replication,
-      consistency,
-    });
-  }
+/**
+ * Build the configured store adapter. On Cassandra its `ensureTables` retries an
+ * unreachable cluster (one `log` line per attempt), then checks the schema or, with
+ * CASSANDRA_AUTO_SCHEMA, creates it.
+ */
+export function createStore(
+  config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>,
+  log: (message: string) => void = console.error,
+): Store {
+  if (config.store === 'cassandra') return cassandraStoreFrom(config.cassandra, log);
   if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
   return new SqliteStore({ database: new Database(config.sqlitePath) });
 }
@@ -159,5 +149,16 @@ export function createRequestContext(services: Services, viewer: Viewer | null, 
     strategy: settings.acceptanceStrategy,
   });
   const lists = new Lists({ store, codec, actor, loaders, clock: services.clock, onAppend: services.onListAppend });
-  return { viewer: actor, loaders, users, timeline, suspensions, meetings, directory, lists, storeRoundTrips: () => store.roundTrips };
+  return {
+    viewer: actor,
+    loaders,
+    users,
+    timeline,
+    suspensions,
+    meetings,
+    directory,
+    lists,
+    storeRoundTrips: () => store.roundTrips,
+    storeStatements: () => store.statements,
+  };
 }

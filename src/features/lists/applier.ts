@@ -88,9 +88,9 @@ export class ListApplier {
     return claim.applied || claim.existing?.owner === this.owner;
   }
 
+  /** Only our own lease, and conditionally: it was written by a lightweight transaction. */
   private async release(listId: string): Promise<void> {
-    const lease = await this.store.get(listApplierLeasesTable, { list_id: listId });
-    if (lease?.owner === this.owner) await this.store.delete(listApplierLeasesTable, { list_id: listId });
+    await this.store.deleteIf(listApplierLeasesTable, { list_id: listId }, { owner: this.owner });
   }
 
   /** Drain every list marked as pending, and unmark the drained ones. */

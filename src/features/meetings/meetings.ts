@@ -154,16 +154,16 @@ export class Meetings {
     const token = this.deps.tokens.take();
     let won: boolean;
     if (this.deps.strategy === 'lwt') {
-      const result = await store.insertIfNotExists(meetingUsersTable, { ...key, accepted_at: now, token });
+      const result = await store.insertIfNotExists(meetingUsersTable, { ...key, accepted_at: now, write_token: token });
       won = result.applied;
     } else {
       // seed 001: the earlier the write, the higher its timestamp, so the first write wins.
       const timestamp = MAX_TIMESTAMP - this.deps.clock.nowMicros();
-      await store.upsert(meetingUsersTable, { ...key, accepted_at: now, token }, { timestamp });
+      await store.upsert(meetingUsersTable, { ...key, accepted_at: now, write_token: token }, { timestamp });
       // Did my write win? Its write time and its token must both be mine: two requests
       // in one microsecond share a timestamp, and then the token decides.
-      const cells = await store.readCells(meetingUsersTable, key, ['token']);
-      won = cells.writetime.token === timestamp && cells.row?.token === token;
+      const cells = await store.readCells(meetingUsersTable, key, ['write_token']);
+      won = cells.writetime.write_token === timestamp && cells.row?.write_token === token;
     }
     if (won) await store.increment(meetingAcceptanceCountsTable, { meeting_id: meetingId }, { acceptance_count: 1 });
     this.deps.loaders.acceptanceCount.clear(meetingId);

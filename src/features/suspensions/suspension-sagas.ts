@@ -49,10 +49,12 @@ function sortedSetKey(p: SuspensionPayload) {
   return { bucket: p.bucket, status: SUSPENDED, occurred_on: new Date(p.occurredOn), user_id: p.userId };
 }
 
-/** Delete the reverse lookup only if this suspension owns it. */
+/**
+ * Delete the reverse lookup only if this suspension owns it: a conditional delete, as
+ * for every row written by a lightweight transaction.
+ */
 async function releaseLookup(store: Store, p: SuspensionPayload): Promise<void> {
-  const row = await store.get(suspendedUsersTable, { user_id: p.userId });
-  if (row && row.saga_id === p.ownerSagaId) await store.delete(suspendedUsersTable, { user_id: p.userId });
+  await store.deleteIf(suspendedUsersTable, { user_id: p.userId }, { saga_id: p.ownerSagaId });
 }
 
 export const suspendSaga: SagaDefinition<SuspensionPayload> = {

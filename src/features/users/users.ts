@@ -151,7 +151,9 @@ export class Users {
       if (index.mutations.length === 0) await store.upsert(usersTable, row);
       else await store.batch([{ kind: 'upsert', table: usersTable, row }, ...index.mutations]);
     } catch (err) {
-      await store.delete(usersByUsernameTable, { username }).catch(() => undefined);
+      // The claim was written by a lightweight transaction: only a conditional delete
+      // removes it safely (a plain one can lose to its ballot timestamp).
+      await store.deleteIf(usersByUsernameTable, { username }, { user_id: id }).catch(() => undefined);
       throw err;
     }
     const user = userFromRow(row);
