@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import pino from 'pino';
 import { createRequestContext, createServices } from '../src/composition-root.js';
 import { timelineTable } from '../src/features/timeline/timeline-tables.js';
-import { encodePartition } from '../src/store/sqlite/sqlite-schema.js';
+import { encodePartition } from '../src/store/sqlite/sqlite-keys.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { newTimeuuid } from '../src/store/timeuuid.js';
 import type { Mutation } from '../src/store/port.js';

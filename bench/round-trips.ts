@@ -1,7 +1,8 @@
 /**
  * Round trips: store calls for a 50-edge suspendedUsers page with each suspension's
  * user and that user's suspension, with the per-request DataLoaders and with naive
- * per-field resolvers (one store read per field per edge).
+ * per-field resolvers (one store read per field per edge), and the statements the
+ * store sent for them (a batched read of n keys is one round trip, n statements).
  */
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { graphql } from 'graphql';
@@ -64,12 +65,18 @@ export async function runRoundTrips(
     const result = await graphql({ schema: s, source: QUERY, contextValue });
     if (result.errors) throw new Error(JSON.stringify(result.errors));
     const edges = (result.data as { suspendedUsers: { edges: unknown[] } }).suspendedUsers.edges.length;
-    return { edges, roundTrips: ctx.storeRoundTrips() + naiveStore.roundTrips };
+    return {
+      edges,
+      roundTrips: ctx.storeRoundTrips() + naiveStore.roundTrips,
+      statements: ctx.storeStatements() + naiveStore.statements,
+    };
   };
   const withLoaders = await count(schema);
   const naiveResult = await count(naive);
   row('round trips: 50-edge suspendedUsers page, with DataLoader', String(withLoaders.roundTrips), '<= 4', withLoaders.roundTrips <= 4);
+  row('statements sent for it (one per key read)', String(withLoaders.statements));
   row('round trips: the same page, naive per-field resolvers', String(naiveResult.roundTrips));
+  row('statements sent for it', String(naiveResult.statements));
   await store.close();
   return { query: QUERY, withDataLoader: withLoaders, naive: naiveResult };
 }

@@ -53,7 +53,10 @@ export interface App {
   close(): Promise<void>;
 }
 
-/** Reports the store round trips of each request in `extensions.storeRoundTrips`. */
+/**
+ * Reports the store round trips of each request in `extensions.storeRoundTrips`, and the
+ * statements the adapter sent for them in `extensions.storeStatements`.
+ */
 function roundTripPlugin(): ApolloServerPlugin<RequestContext> {
   return {
     async requestDidStart() {
@@ -63,6 +66,7 @@ function roundTripPlugin(): ApolloServerPlugin<RequestContext> {
             response.body.singleResult.extensions = {
               ...response.body.singleResult.extensions,
               storeRoundTrips: contextValue.storeRoundTrips(),
+              storeStatements: contextValue.storeStatements(),
             };
           }
         },
@@ -78,7 +82,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     logger.warn(`${name} is not set: using the development secret. Set it before exposing this server.`);
   }
   const clock = deps.clock ?? new MonotonicClock();
-  const store = deps.store ?? createStore(config, clock);
+  const store = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
   await store.ensureTables(ALL_TABLES);
   const key = authKey(config.authSecret);
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.

@@ -7,7 +7,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
 import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings, type Config } from './config.js';
 import { actorOf } from './features/actor.js';
@@ -35,7 +34,7 @@ import { KeyedLock } from './saga/keyed-lock.js';
 import { sagaLogTable } from './saga/saga-log.js';
 import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
 import { seedProgressTable } from './seed/seed-tables.js';
-import { CassandraStore } from './store/cassandra/cassandra-store.js';
+import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
@@ -64,27 +63,18 @@ export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas]);
  */
 export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> & Partial<Pick<Config, 'cluster'>>;
 
-/** Build the configured store adapter. */
-export function createStore(config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>, clock?: Clock): Store {
-  if (config.store === 'cassandra') {
-    const client = new cassandra.Client({
-      contactPoints: [...config.cassandra.contactPoints],
-      localDataCenter: config.cassandra.localDataCenter,
-      encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
-    });
-    const consistency =
-      cassandra.types.consistencies[
-        config.cassandra.consistency.toLowerCase().replace(/_(\w)/g, (_, c: string) => c.toUpperCase()) as keyof typeof cassandra.types.consistencies
-      ];
-    return new CassandraStore({
-      client,
-      keyspace: config.cassandra.keyspace,
-      replication: config.cassandra.replication,
-      consistency,
-      // The process clock: its write timestamps carry this server's node bits.
-      clock,
-    });
-  }
+/**
+ * Build the configured store adapter, its default write timestamps taken from `clock`
+ * (the process clock, whose low bits name this server). On Cassandra its `ensureTables`
+ * retries an unreachable cluster (one `log` line per attempt), then checks the schema
+ * or, with CASSANDRA_AUTO_SCHEMA, creates it.
+ */
+export function createStore(
+  config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>,
+  options: { clock?: Clock; log?: (message: string) => void } = {},
+): Store {
+  const { clock, log = console.error } = options;
+  if (config.store === 'cassandra') return cassandraStoreFrom(config.cassandra, { log, clock });
   if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
   return new SqliteStore({ database: new Database(config.sqlitePath), clock });
 }
@@ -185,5 +175,16 @@ export function createRequestContext(services: Services, viewer: Viewer | null, 
     cluster: services.cluster,
   });
   const lists = new Lists({ store, codec, actor, loaders, clock: services.clock, onAppend: services.onListAppend });
-  return { viewer: actor, loaders, users, timeline, suspensions, meetings, directory, lists, storeRoundTrips: () => store.roundTrips };
+  return {
+    viewer: actor,
+    loaders,
+    users,
+    timeline,
+    suspensions,
+    meetings,
+    directory,
+    lists,
+    storeRoundTrips: () => store.roundTrips,
+    storeStatements: () => store.statements,
+  };
 }

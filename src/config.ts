@@ -49,6 +49,12 @@ export interface Config {
     readonly keyspace: string;
     readonly replication: ReplicationSetting;
     readonly consistency: string;
+    /** Consistency of lightweight transactions' Paxos phase: LOCAL_SERIAL, or SERIAL across data centres. */
+    readonly serialConsistency: 'LOCAL_SERIAL' | 'SERIAL';
+    /** Create missing keyspace/tables at start (development); otherwise only check them. */
+    readonly autoSchema: boolean;
+    /** How long start-up keeps retrying an unreachable cluster. */
+    readonly connectTimeoutS: number;
   };
   readonly cursorSecret: string;
   readonly authSecret: string;
@@ -251,6 +257,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keyspace: env.CASSANDRA_KEYSPACE ?? 'relay',
       replication: parseReplication(env.CASSANDRA_REPLICATION ?? 'SimpleStrategy:1'),
       consistency,
+      serialConsistency: oneOf(env, 'CASSANDRA_SERIAL_CONSISTENCY', ['LOCAL_SERIAL', 'SERIAL'] as const, 'LOCAL_SERIAL'),
+      autoSchema: bool(env, 'CASSANDRA_AUTO_SCHEMA', false),
+      connectTimeoutS: int(env, 'CASSANDRA_CONNECT_TIMEOUT_S', 60, 0, 3_600),
     }),
     cursorSecret: secret('CURSOR_SECRET', DEV_CURSOR_SECRET),
     authSecret: secret('AUTH_SECRET', DEV_AUTH_SECRET),

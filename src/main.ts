@@ -1,6 +1,7 @@
 /** Entry point: serve with the configuration from the environment; `--help` prints the usage. */
 import { parseCli } from './scripts/cli.js';
 import { serve } from './serve.js';
+import { StoreStartupError } from './store/port.js';
 
 const USAGE = `usage: node dist/main.js      (npm start builds first; npm run dev watches src/)
 
@@ -11,6 +12,8 @@ see the Configuration table of the README.`;
 
 parseCli(USAGE, {});
 serve().catch((err: unknown) => {
-  console.error(err);
+  // A store that cannot serve (unreachable, schema missing) is a reason, not a crash.
+  if (err instanceof StoreStartupError) console.error(`cannot start: ${err.message}`);
+  else console.error(err);
   process.exit(1);
 });

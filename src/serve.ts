@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { listGlobalId, meetingGlobalId } from './graphql/ids.js';
 import { createLogger } from './logger.js';
 import { demoIds, seedDemoData } from './seed/demo.js';
+import { MonotonicClock } from './store/clock.js';
 import type { Store } from './store/port.js';
 
 /** What a caller of `serve` may change. */
@@ -30,8 +31,10 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
     throw err;
   }
   const logger = createLogger({ level: config.logLevel, production: config.production });
-  const store = options.wrapStore ? options.wrapStore(createStore(config)) : undefined;
-  const app = await createApp(config, { logger, store });
+  // The process clock goes to the store too: its default timestamps carry this server's node bits.
+  const clock = new MonotonicClock();
+  const store = options.wrapStore ? options.wrapStore(createStore(config, { clock, log: (message) => logger.info(message) })) : undefined;
+  const app = await createApp(config, { logger, store, clock });
   const seeded = config.seedDemo ? await seedDemoData(app.services) : null;
   // On every start, not only the first: the ids to try in the playground.
   const demo = seeded ?? (await demoIds(app.store));

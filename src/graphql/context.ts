@@ -25,6 +25,8 @@ export interface RequestContext {
   readonly loaders: Loaders;
   /** Store round trips this request has made so far (`extensions.storeRoundTrips`). */
   readonly storeRoundTrips: () => number;
+  /** Statements the store sent for them so far (`extensions.storeStatements`). */
+  readonly storeStatements: () => number;
 }
 
 /** The viewer, or UNAUTHENTICATED. */

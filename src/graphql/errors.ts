@@ -10,6 +10,10 @@ import type { Logger } from 'pino';
 import { DomainError, SagaAbortedError, type DomainErrorCode } from '../errors.js';
 import { PagingArgumentError } from '../paging/types.js';
 import { DeadlineExceededError } from '../store/deadline-store.js';
+import { StoreUnavailableError } from '../store/port.js';
+
+/** What a client is told when the store could not answer: retryable, nothing half-done. */
+const UNAVAILABLE_MESSAGE = 'The data store is unavailable right now; retry the request';
 
 /** A GraphQL error with one of the API's codes. */
 export function apiError(code: DomainErrorCode, message: string, argumentName?: string): GraphQLError {
@@ -49,10 +53,17 @@ export function createFormatError(logger: Logger) {
     if (original instanceof DeadlineExceededError || (original instanceof SagaAbortedError && original.cause instanceof DeadlineExceededError)) {
       return { ...base, message: original.message, extensions: { code: 'TIMEOUT' } };
     }
+    if (original instanceof StoreUnavailableError) {
+      // Retryable: the store did not answer (a lightweight transaction's outcome included).
+      logger.warn({ err: original, path: formatted.path }, 'store unavailable');
+      return { ...base, message: UNAVAILABLE_MESSAGE, extensions: { code: 'UNAVAILABLE' } };
+    }
     if (original instanceof SagaAbortedError) {
-      // The cause is logged; the message only says what happened to the data.
+      // The cause is logged; the message only says what happened to the data. A store
+      // that did not answer makes it retryable.
       logger.error({ err: original.cause, kind: original.kind, compensated: original.compensated }, 'saga aborted');
-      return { ...base, message: original.message, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+      const code = original.cause instanceof StoreUnavailableError ? 'UNAVAILABLE' : 'INTERNAL_SERVER_ERROR';
+      return { ...base, message: original.message, extensions: { code } };
     }
     const code = formatted.extensions?.code;
     if (typeof code === 'string' && REQUEST_CODES.has(code)) {

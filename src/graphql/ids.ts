@@ -5,9 +5,7 @@
  */
 import { fromGlobalId, toGlobalId } from 'graphql-relay';
 import { badInput } from '../errors.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const TIMEUUID = /^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+import { isTimeuuid, isUuid } from '../store/values.js';
 
 /** What a global id points at. */
 export type NodeRef =
@@ -66,16 +64,16 @@ export function parseGlobalId(id: string, argument: string, expected?: NodeRef['
   const { type, id: local } = fromGlobalId(id);
   if (toGlobalId(type, local) !== id) throw fail();
   let ref: NodeRef | null = null;
-  if (type === 'User' && UUID.test(local)) ref = { type, userId: local };
-  if (type === 'Meeting' && UUID.test(local)) ref = { type, meetingId: local };
-  if (type === 'OrderedList' && UUID.test(local)) ref = { type, listId: local };
+  if (type === 'User' && isUuid(local)) ref = { type, userId: local };
+  if (type === 'Meeting' && isUuid(local)) ref = { type, meetingId: local };
+  if (type === 'OrderedList' && isUuid(local)) ref = { type, listId: local };
   if (type === 'ListItem') {
     const [listId, itemId, rest] = local.split(':');
-    if (rest === undefined && listId && itemId && UUID.test(listId) && UUID.test(itemId)) ref = { type, listId, itemId };
+    if (rest === undefined && listId && itemId && isUuid(listId) && isUuid(itemId)) ref = { type, listId, itemId };
   }
   if (type === 'Post') {
     const [authorId, postId, rest] = local.split(':');
-    if (rest === undefined && authorId && postId && UUID.test(authorId) && TIMEUUID.test(postId)) {
+    if (rest === undefined && authorId && postId && isUuid(authorId) && isTimeuuid(postId)) {
       ref = { type, authorId, postId };
     }
   }

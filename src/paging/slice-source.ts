@@ -2,7 +2,7 @@
  * The simplest ordered source: one partition of one table, in clustering order. The
  * cursor key is the row's clustering tuple, so a page is one slice from the cursor.
  */
-import type { ClusteringBound, Store } from '../store/port.js';
+import type { ClusteringRange, Store } from '../store/port.js';
 import type { CqlType, CqlValue, Row, TableSpec } from '../store/table.js';
 import { compareValues, validateValue } from '../store/values.js';
 import type { CursorKey, CursorKeyPart, Direction, OrderedSource } from './types.js';
@@ -64,7 +64,7 @@ export interface SliceSourceOptions<N> {
   readonly table: TableSpec;
   readonly partition: Row;
   /** A fixed clustering range the connection is limited to (a prefix search, say). */
-  readonly range?: { readonly lower?: ClusteringBound; readonly upper?: ClusteringBound };
+  readonly range?: ClusteringRange;
   /** Turn a row into the node the connection shows. */
   readonly toNode: (row: Row) => N;
   /** The row a node came from (its clustering values). */

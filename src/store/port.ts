@@ -14,14 +14,18 @@ export interface ClusteringBound {
   readonly inclusive: boolean;
 }
 
+/** A clustering range: the rows between two optional bounds, in clustering order. */
+export interface ClusteringRange {
+  /** Lowest clustering position covered, in clustering order. */
+  readonly lower?: ClusteringBound;
+  /** Highest clustering position covered, in clustering order. */
+  readonly upper?: ClusteringBound;
+}
+
 /** One partition, read in clustering order (or its exact reverse). */
-export interface SliceQuery {
+export interface SliceQuery extends ClusteringRange {
   /** Every partition key column, by equality. */
   readonly partition: Row;
-  /** Lowest clustering position to return, in clustering order. */
-  readonly lower?: ClusteringBound;
-  /** Highest clustering position to return, in clustering order. */
-  readonly upper?: ClusteringBound;
   /** Read from the end of clustering order towards its start. */
   readonly reverse?: boolean;
   readonly limit: number;
@@ -56,14 +60,12 @@ export interface ConditionalResult {
 export type Mutation =
   | { readonly kind: 'upsert'; readonly table: TableSpec; readonly row: Row; readonly options?: WriteOptions }
   | { readonly kind: 'delete'; readonly table: TableSpec; readonly key: Row; readonly options?: DeleteOptions }
-  | {
+  | ({
       readonly kind: 'deleteRange';
       readonly table: TableSpec;
       readonly partition: Row;
-      readonly lower?: ClusteringBound;
-      readonly upper?: ClusteringBound;
       readonly options?: DeleteOptions;
-    };
+    } & ClusteringRange);
 
 /**
  * The operations every adapter provides. Each call is one round trip (and is
@@ -85,16 +87,20 @@ export interface Store {
   /** Delete one row by full primary key. */
   delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void>;
   /** Delete a clustering range (or, with no bounds, the whole partition). */
-  deleteRange(
-    table: TableSpec,
-    partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
-    options?: DeleteOptions,
-  ): Promise<void>;
+  deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void>;
   /** Add to counter columns; not idempotent, takes no timestamp. */
   increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void>;
-  /** `INSERT … IF NOT EXISTS`. */
+  /**
+   * `INSERT … IF NOT EXISTS`: a Paxos round, so its cells carry the coordinator's
+   * ballot timestamp, not the caller's clock. Remove such a row with `deleteIf`.
+   */
   insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult>;
+  /**
+   * `DELETE … IF EXISTS`, or with `expected`, `DELETE … IF col = ? AND …` on regular
+   * columns: a Paxos round like `insertIfNotExists`, the only safe way to remove a row
+   * written by one. True when the row was deleted.
+   */
+  deleteIf(table: TableSpec, key: Row, expected?: Row): Promise<boolean>;
   /** A logged batch: all mutations apply, or none. */
   batch(mutations: readonly Mutation[]): Promise<void>;
   /** A cheap round trip proving the store answers (for /readyz). */
@@ -106,6 +112,23 @@ export interface Store {
 /** The error an adapter throws for a request the CQL rules refuse (bad column, key writetime, …). */
 export class StoreRequestError extends Error {
   override readonly name = 'StoreRequestError';
+}
+
+/**
+ * The store could not answer now (replicas unavailable, a timeout, no host reachable,
+ * or a lightweight transaction whose outcome could not be learned). Nothing is known
+ * to have been written; the request may be retried.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+}
+
+/**
+ * The store cannot serve at all: unreachable at start-up, or its schema is missing.
+ * The message is one line, fit to print as the reason a process exits.
+ */
+export class StoreStartupError extends Error {
+  override readonly name = 'StoreStartupError';
 }
 
 /** 2^63 - 1: the largest write timestamp CQL accepts. */

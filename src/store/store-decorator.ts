@@ -4,7 +4,7 @@
  */
 import type {
   CellRead,
-  ClusteringBound,
+  ClusteringRange,
   ConditionalResult,
   DeleteOptions,
   Mutation,
@@ -12,6 +12,7 @@ import type {
   Store,
   WriteOptions,
 } from './port.js';
+import { activeTally, withTally, type StatementTally } from './statements.js';
 import type { Row, TableSpec } from './table.js';
 
 /** Names of the store operations that reach the database. */
@@ -33,9 +34,20 @@ export abstract class StoreDecorator implements Store {
   /** Runs one call; subclasses add behaviour before or after `run()`. */
   protected abstract around<T>(call: StoreCall, run: () => Promise<T>): Promise<T>;
 
+  /** The tally the statements of calls through this decorator count into (CountingStore's own). */
+  protected statementTally(): StatementTally | undefined {
+    return activeTally();
+  }
+
   private call<T>(operation: StoreOperation, table: TableSpec | null, run: () => Promise<T>): Promise<T> {
     const name = table?.name ?? null;
-    return this.around({ operation, table: name, tables: name ? [name] : [] }, run);
+    return this.dispatch({ operation, table: name, tables: name ? [name] : [] }, run);
+  }
+
+  private dispatch<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+    // Taken now, restored whenever `around` starts the inner call (even after an await).
+    const tally = this.statementTally();
+    return this.around(call, () => withTally(tally, run));
   }
 
   ensureTables(tables: readonly TableSpec[]): Promise<void> {
@@ -59,12 +71,7 @@ export abstract class StoreDecorator implements Store {
   delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void> {
     return this.call('delete', table, () => this.inner.delete(table, key, options));
   }
-  deleteRange(
-    table: TableSpec,
-    partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
-    options?: DeleteOptions,
-  ): Promise<void> {
+  deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void> {
     return this.call('deleteRange', table, () => this.inner.deleteRange(table, partition, range, options));
   }
   increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void> {
@@ -73,9 +80,12 @@ export abstract class StoreDecorator implements Store {
   insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult> {
     return this.call('insertIfNotExists', table, () => this.inner.insertIfNotExists(table, row, options));
   }
+  deleteIf(table: TableSpec, key: Row, expected?: Row): Promise<boolean> {
+    return this.call('deleteIf', table, () => this.inner.deleteIf(table, key, expected));
+  }
   batch(mutations: readonly Mutation[]): Promise<void> {
     const tables = [...new Set(mutations.map((m) => m.table.name))];
-    return this.around({ operation: 'batch', table: tables[0] ?? null, tables }, () => this.inner.batch(mutations));
+    return this.dispatch({ operation: 'batch', table: tables[0] ?? null, tables }, () => this.inner.batch(mutations));
   }
   ping(): Promise<void> {
     return this.call('ping', null, () => this.inner.ping());
@@ -85,13 +95,26 @@ export abstract class StoreDecorator implements Store {
   }
 }
 
-/** Counts round trips; one per request gives the per-request figure. */
+/**
+ * Counts round trips (one per port call: what a request waits for) and statements (what
+ * the adapter actually sent); one per request gives the per-request figures.
+ */
 export class CountingStore extends StoreDecorator {
   private count = 0;
+  private readonly tally: StatementTally = { statements: 0 };
 
   /** Round trips made through this wrapper so far. */
   get roundTrips(): number {
     return this.count;
+  }
+
+  /** Statements the adapter sent for calls through this wrapper so far. */
+  get statements(): number {
+    return this.tally.statements;
+  }
+
+  protected override statementTally(): StatementTally {
+    return this.tally;
   }
 
   protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {

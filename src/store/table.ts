@@ -2,6 +2,7 @@
  * Tables are declared once, as data, in the vocabulary of CQL. Each adapter derives
  * its own DDL from these declarations, so a feature describes a table exactly once.
  */
+import { isReservedCqlKeyword } from './cql-keywords.js';
 
 /** The CQL types the product uses. */
 export type CqlType =
@@ -37,7 +38,24 @@ export type CqlValue = string | number | bigint | boolean | Date | null;
 /** A row or a key, by column name. */
 export type Row = Record<string, CqlValue>;
 
-const NAME = /^[a-z][a-z0-9_]{0,47}$/;
+/**
+ * The identifier rule, for keyspaces, tables and columns alike: an unquoted lower-case
+ * CQL name of at most 48 characters (Cassandra's limit on keyspace and table names), so
+ * both stores can use it as it is.
+ */
+const IDENTIFIER = /^[a-z][a-z0-9_]{0,47}$/;
+
+/**
+ * Refuse a keyspace, table or column name the identifier rule does not allow, or a
+ * reserved CQL keyword (DESIGN.md, semantic point 9). `where` names what is being
+ * named: `keyspace "x"`, `table "x"`, `column "x" of table t`.
+ */
+export function checkIdentifier(where: string, name: string): void {
+  if (!IDENTIFIER.test(name)) throw new Error(`${where}: a name must match ${IDENTIFIER}, got "${name}"`);
+  if (isReservedCqlKeyword(name)) {
+    throw new Error(`${where}: "${name}" is a reserved CQL keyword (CQL reference, appendix A); choose another name`);
+  }
+}
 
 /**
  * Declare a table once; the declaration is validated here and frozen, so every
@@ -49,15 +67,29 @@ export function defineTable(spec: {
   partitionKey: string[];
   clustering?: Array<ClusteringColumn | string>;
 }): TableSpec {
-  if (!NAME.test(spec.name)) throw new Error(`table name must match ${NAME}, got "${spec.name}"`);
-  for (const c of Object.keys(spec.columns)) {
-    if (!NAME.test(c)) throw new Error(`column name must match ${NAME}, got "${c}" in ${spec.name}`);
-  }
   const clustering = (spec.clustering ?? []).map((c) =>
     typeof c === 'string' ? { column: c, order: 'ASC' as const } : { ...c },
   );
+  const table: TableSpec = Object.freeze({
+    name: spec.name,
+    columns: Object.freeze({ ...spec.columns }),
+    partitionKey: Object.freeze([...spec.partitionKey]),
+    clustering: Object.freeze(clustering.map((c) => Object.freeze(c))),
+  });
+  checkTableSpec(table);
+  return table;
+}
+
+/**
+ * The rules of a declaration: identifiers (no reserved CQL keyword), a partition key,
+ * declared non-counter key columns, and counters only beside counters. `defineTable`
+ * applies them; adapters apply them again to whatever reaches `ensureTables`.
+ */
+export function checkTableSpec(spec: TableSpec): void {
+  checkIdentifier(`table "${spec.name}"`, spec.name);
+  for (const c of Object.keys(spec.columns)) checkIdentifier(`column "${c}" of table ${spec.name}`, c);
   if (spec.partitionKey.length === 0) throw new Error(`table ${spec.name} needs a partition key`);
-  const keyColumns = [...spec.partitionKey, ...clustering.map((c) => c.column)];
+  const keyColumns = keyColumnsOf(spec);
   for (const k of keyColumns) {
     const t = spec.columns[k];
     if (!t) throw new Error(`key column "${k}" of ${spec.name} is not declared`);
@@ -66,18 +98,12 @@ export function defineTable(spec: {
   if (new Set(keyColumns).size !== keyColumns.length) {
     throw new Error(`table ${spec.name} repeats a key column`);
   }
-  const regular = Object.keys(spec.columns).filter((c) => !keyColumns.includes(c));
+  const regular = regularColumnsOf(spec);
   const counters = regular.filter((c) => spec.columns[c] === 'counter');
   // CQL rule: a counter table holds only counters besides its primary key.
   if (counters.length > 0 && counters.length !== regular.length) {
     throw new Error(`table ${spec.name} mixes counter and non-counter columns`);
   }
-  return Object.freeze({
-    name: spec.name,
-    columns: Object.freeze({ ...spec.columns }),
-    partitionKey: Object.freeze([...spec.partitionKey]),
-    clustering: Object.freeze(clustering.map((c) => Object.freeze(c))),
-  });
 }
 
 /** Primary key columns in order: partition key, then clustering columns. */

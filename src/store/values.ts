@@ -8,6 +8,16 @@ import { StoreRequestError } from './port.js';
 import type { CqlType, CqlValue } from './table.js';
 
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The UUID rule: true for a uuid in canonical lower-case text form (how the port carries uuids). */
+export function isUuid(text: string): boolean {
+  return UUID_TEXT.test(text);
+}
+
+/** True for a lower-case version 1 (time-based) uuid, the only kind a `timeuuid` column holds. */
+export function isTimeuuid(text: string): boolean {
+  return isUuid(text) && text[14] === '1';
+}
 const INT_MIN = -(2 ** 31);
 const INT_MAX = 2 ** 31 - 1;
 const BIGINT_MIN = -(1n << 63n);
@@ -24,8 +34,8 @@ export function validateValue(type: CqlType, value: CqlValue, column: string): C
     case 'timeuuid': {
       if (typeof value !== 'string') return fail(`a ${type} string`);
       const lower = value.toLowerCase();
-      if (!UUID_TEXT.test(lower)) return fail(`a ${type} string`);
-      if (type === 'timeuuid' && lower[14] !== '1') return fail('a version 1 (time-based) uuid');
+      if (!isUuid(lower)) return fail(`a ${type} string`);
+      if (type === 'timeuuid' && !isTimeuuid(lower)) return fail('a version 1 (time-based) uuid');
       return lower;
     }
     case 'text':

@@ -7,6 +7,7 @@ import { ApolloClient, HttpLink, InMemoryCache, gql } from '@apollo/client';
 import { relayStylePagination } from '@apollo/client/utilities';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 const TIMELINE = gql`
   query Timeline($username: String!, $first: Int, $after: String, $last: Int, $before: String) {
@@ -29,13 +30,13 @@ type Result = {
   };
 };
 
-describe('Apollo Client relayStylePagination against the server', () => {
+describeEachStore('Apollo Client relayStylePagination against the server', (target) => {
   let server: TestServer;
   const TOTAL = 17;
   const serverOrder = Array.from({ length: TOTAL }, (_, i) => `apollo ${TOTAL - i}`);
 
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ target });
     const token = await server.token('apollo_user');
     await server.gql(`mutation { createUser(input: { username: "apollo_user", displayName: "Apollo" }) { user { id } } }`, {}, token);
     for (let i = 1; i <= TOTAL; i++) {

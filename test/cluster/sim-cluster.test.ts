@@ -1,15 +1,20 @@
 /**
  * The simulated cluster itself: timestamps are chosen when a call is made and survive
  * landing late, a batch lands partition by partition but completely, a crashed
- * instance answers nothing, and server clocks never tie.
+ * instance answers nothing, server clocks never tie, and lightweight transactions
+ * carry the coordinator's ballot time, not an instance's clock.
  */
 import { describe, expect, it } from 'vitest';
 import { listItemIndexTable, listsTable } from '../../src/features/lists/lists-tables.js';
+import { usersByUsernameTable } from '../../src/features/users/users-tables.js';
 import { MonotonicClock, NODE_COUNT } from '../../src/store/clock.js';
 import { SimCluster } from '../support/sim-cluster.js';
 
 const LIST = '00000000-0000-4000-8000-000000000001';
 const ITEM = '00000000-0000-4000-8000-000000000002';
+const OWNER_A = '00000000-0000-4000-8000-00000000000a';
+const OWNER_B = '00000000-0000-4000-8000-00000000000b';
+const OWNER_C = '00000000-0000-4000-8000-00000000000c';
 
 describe('the simulated cluster', () => {
   it('keeps the write of the instance whose clock is ahead, whichever lands last', async () => {
@@ -54,6 +59,32 @@ describe('the simulated cluster', () => {
       expect(await cluster.base.get(listsTable, { list_id: LIST })).not.toBeNull();
       expect(await cluster.base.get(listItemIndexTable, { item_id: ITEM })).not.toBeNull();
       expect(await instance.run(async () => 'after death')).toEqual({ kind: 'died' });
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('removes a lightweight-transaction row with a condition only: its own claim, never a later one', async () => {
+    const cluster = await SimCluster.create({ seed: 3, offsetsMs: [500, -500], maxDelayMs: 5 });
+    try {
+      const key = { username: 'sim-claim' };
+      const owner = async () => (await cluster.base.get(usersByUsernameTable, key))?.user_id ?? null;
+      const [ahead, behind] = [cluster.at(0).store, cluster.at(1).store];
+      expect((await behind.insertIfNotExists(usersByUsernameTable, { ...key, user_id: OWNER_A })).applied).toBe(true);
+      expect(await ahead.deleteIf(usersByUsernameTable, key, { user_id: OWNER_B })).toBe(false);
+      expect(await owner()).toBe(OWNER_A);
+      // The owner releases it from the clock 500 ms behind: the ballot, not that clock, orders it.
+      expect(await behind.deleteIf(usersByUsernameTable, key, { user_id: OWNER_A })).toBe(true);
+      expect(await owner()).toBeNull();
+      expect((await ahead.insertIfNotExists(usersByUsernameTable, { ...key, user_id: OWNER_B })).applied).toBe(true);
+      // A late or repeated release of the old claim leaves the new owner's alone.
+      expect(await behind.deleteIf(usersByUsernameTable, key, { user_id: OWNER_A })).toBe(false);
+      expect(await owner()).toBe(OWNER_B);
+      // Why the condition: a plain delete stamped by the clock ahead outranks the ballot,
+      // and then hides even a claim made after it, which the store accepted.
+      await ahead.delete(usersByUsernameTable, key);
+      expect((await behind.insertIfNotExists(usersByUsernameTable, { ...key, user_id: OWNER_C })).applied).toBe(true);
+      expect(await owner()).toBeNull();
     } finally {
       await cluster.close();
     }

@@ -54,7 +54,7 @@ describe('docker-compose.yml', () => {
     expect(server!.depends_on).toEqual({ cassandra: { condition: 'service_healthy' } });
     expect(server!.healthcheck!.test.join(' ')).toContain('/readyz');
     const config = loadConfig(env(server!));
-    expect(config).toMatchObject({ store: 'cassandra', cassandra: { contactPoints: ['cassandra'], keyspace: 'relay' } });
+    expect(config).toMatchObject({ store: 'cassandra', cassandra: { contactPoints: ['cassandra'], keyspace: 'relay', autoSchema: true } });
   });
 
   it('has a three-node cluster profile with NetworkTopologyStrategy and replication factor 3', () => {

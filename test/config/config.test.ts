@@ -9,6 +9,15 @@ describe('configuration', () => {
     expect(Object.isFrozen(c)).toBe(true);
   });
 
+  it('reads the Cassandra start-up settings, with LOCAL_SERIAL, no auto schema and 60 s by default', () => {
+    expect(loadConfig({}).cassandra).toMatchObject({ serialConsistency: 'LOCAL_SERIAL', autoSchema: false, connectTimeoutS: 60 });
+    const set = loadConfig({ CASSANDRA_SERIAL_CONSISTENCY: 'SERIAL', CASSANDRA_AUTO_SCHEMA: 'true', CASSANDRA_CONNECT_TIMEOUT_S: '5' });
+    expect(set.cassandra).toMatchObject({ serialConsistency: 'SERIAL', autoSchema: true, connectTimeoutS: 5 });
+    expect(() => loadConfig({ CASSANDRA_SERIAL_CONSISTENCY: 'QUORUM' })).toThrow(
+      'CASSANDRA_SERIAL_CONSISTENCY must be one of LOCAL_SERIAL, SERIAL, got "QUORUM"',
+    );
+  });
+
   it('parses both replication strategies', () => {
     expect(parseReplication('SimpleStrategy:3')).toEqual({ class: 'SimpleStrategy', replication_factor: 3 });
     expect(parseReplication('NetworkTopologyStrategy:dc1=3,dc2=2')).toEqual({ class: 'NetworkTopologyStrategy', dc1: 3, dc2: 2 });

@@ -4,7 +4,7 @@
  * 10,000 items paged end to end in both directions.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { ListApplier } from '../../src/features/lists/applier.js';
 import { compareItems } from '../../src/features/lists/ledger.js';
 import {
@@ -20,7 +20,7 @@ import { readListItems, type Lists } from '../../src/features/lists/lists.js';
 import type { Mutation } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { modelPage } from '../support/paging-model.js';
-import { memorySqliteStore } from '../support/stores.js';
+import { describeEachStore, StorePool } from '../support/stores.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { MoveSteps } from '../support/move-steps.js';
 import { codec, featuresOver } from '../support/suspension-fixture.js';
@@ -62,8 +62,8 @@ function timeOf(id: string): number {
   return Number((BigInt(`0x${h.slice(13, 16)}`) << 48n) | (BigInt(`0x${h.slice(8, 12)}`) << 32n) | BigInt(`0x${h.slice(0, 8)}`));
 }
 
-async function setup() {
-  const base = memorySqliteStore();
+async function setup(pool: StorePool) {
+  const base = (await pool.create()).store;
   await base.ensureTables(listTables);
   const store = new TxRecorder(base);
   const { lists } = featuresOver(store);
@@ -84,9 +84,12 @@ async function allLabels(lists: Lists, listId: string, size = 7): Promise<string
   return out;
 }
 
-describe('ordered lists (ledger)', () => {
+describeEachStore('ordered lists (ledger)', (target) => {
+  const pool = new StorePool(target);
+  afterEach(() => pool.disposeAll());
+
   it("gives identical reads in the seed's three walkthrough states", async () => {
-    const { base, lists, applier, steps, listId } = await setup();
+    const { base, lists, applier, steps, listId } = await setup(pool);
     const countries = ['Andorra', 'Belgium', 'Chile', 'Denmark', 'Egypt', 'France', 'Greece'];
     const ids: string[] = [];
     for (const c of countries) ids.push((await lists.add(listId, c)).itemId);
@@ -117,7 +120,7 @@ describe('ordered lists (ledger)', () => {
   });
 
   it('refuses bad moves and changes nothing', async () => {
-    const { lists, applier, listId } = await setup();
+    const { lists, applier, listId } = await setup(pool);
     const other = await lists.create('Other', '00000000-0000-4000-8000-000000000001');
     const a = await lists.add(listId, 'a');
     const b = await lists.add(listId, 'b');
@@ -153,57 +156,61 @@ describe('ordered lists (ledger)', () => {
           { minLength: 1, maxLength: 8 },
         ),
         async (rounds) => {
-          const { store, lists, applier, steps, listId } = await setup();
-          for (let i = 0; i < 6; i++) await lists.add(listId, `seed-${i}`);
-          let label = 0;
-          for (const round of rounds) {
-            const live = reference(store.appended);
-            const pick = (n: number) => live[n % Math.max(1, live.length)];
-            // Clients at once, with applier steps in between.
-            const ops: Array<Promise<unknown>> = round.mutations.map((m) => {
-              const x = pick(m.a);
-              const y = pick(m.b);
-              const ignoreRefusals = (p: Promise<unknown>) => p.catch((e: { code?: string }) => {
-                if (!e.code) throw e; // refusals are fine (the item may be gone); crashes are not
+          const { store, lists, applier, steps, listId } = await setup(pool);
+          try {
+            for (let i = 0; i < 6; i++) await lists.add(listId, `seed-${i}`);
+            let label = 0;
+            for (const round of rounds) {
+              const live = reference(store.appended);
+              const pick = (n: number) => live[n % Math.max(1, live.length)];
+              // Clients at once, with applier steps in between.
+              const ops: Array<Promise<unknown>> = round.mutations.map((m) => {
+                const x = pick(m.a);
+                const y = pick(m.b);
+                const ignoreRefusals = (p: Promise<unknown>) => p.catch((e: { code?: string }) => {
+                  if (!e.code) throw e; // refusals are fine (the item may be gone); crashes are not
+                });
+                if (m.kind === 'add' || !x) return ignoreRefusals(lists.add(listId, `item-${label++}`, m.atEnd || !y ? null : y.itemId));
+                if (m.kind === 'move' && y && y.itemId !== x.itemId) {
+                  return ignoreRefusals(lists.move(listId, x.itemId, m.before ? { beforeItemId: y.itemId } : { afterItemId: y.itemId }));
+                }
+                if (m.kind === 'rename') return ignoreRefusals(lists.rename(listId, x.itemId, `renamed-${label++}`));
+                if (m.kind === 'remove') return ignoreRefusals(lists.remove(listId, x.itemId));
+                return Promise.resolve();
               });
-              if (m.kind === 'add' || !x) return ignoreRefusals(lists.add(listId, `item-${label++}`, m.atEnd || !y ? null : y.itemId));
-              if (m.kind === 'move' && y && y.itemId !== x.itemId) {
-                return ignoreRefusals(lists.move(listId, x.itemId, m.before ? { beforeItemId: y.itemId } : { afterItemId: y.itemId }));
-              }
-              if (m.kind === 'rename') return ignoreRefusals(lists.rename(listId, x.itemId, `renamed-${label++}`));
-              if (m.kind === 'remove') return ignoreRefusals(lists.remove(listId, x.itemId));
-              return Promise.resolve();
-            });
-            ops.push(...round.applier.map((step) => steps.applyNext(applier, listId, step)));
-            await Promise.all(ops);
-            // Reads (with applier steps racing them) must equal the reference.
-            const expected = reference(store.appended);
-            const checks = round.reads.map(async (r) => {
-              const cursorItem = expected[r.at % Math.max(1, expected.length)];
-              const cursor = cursorItem ? codec.encodeCursor(`OrderedList.items:${listId}`, [cursorItem.weight.toString(), cursorItem.seq.toString(), cursorItem.itemId]) : null;
-              const args = r.forward ? { first: r.size, after: cursor } : { last: r.size, before: cursor };
-              const page = await lists.items(listId, args);
-              const want = modelPage(expected, compareItems, r.forward ? 'forward' : 'backward', r.size, cursorItem);
-              expect({
-                nodes: page.edges.map((e) => ({ itemId: e.node.itemId, label: e.node.label, weight: e.node.weight, seq: e.node.seq })),
-                hasPreviousPage: page.pageInfo.hasPreviousPage,
-                hasNextPage: page.pageInfo.hasNextPage,
-              }).toEqual(want);
-            });
-            await Promise.all([...checks, steps.applyNext(applier, listId, 1)]);
+              ops.push(...round.applier.map((step) => steps.applyNext(applier, listId, step)));
+              await Promise.all(ops);
+              // Reads (with applier steps racing them) must equal the reference.
+              const expected = reference(store.appended);
+              const checks = round.reads.map(async (r) => {
+                const cursorItem = expected[r.at % Math.max(1, expected.length)];
+                const cursor = cursorItem ? codec.encodeCursor(`OrderedList.items:${listId}`, [cursorItem.weight.toString(), cursorItem.seq.toString(), cursorItem.itemId]) : null;
+                const args = r.forward ? { first: r.size, after: cursor } : { last: r.size, before: cursor };
+                const page = await lists.items(listId, args);
+                const want = modelPage(expected, compareItems, r.forward ? 'forward' : 'backward', r.size, cursorItem);
+                expect({
+                  nodes: page.edges.map((e) => ({ itemId: e.node.itemId, label: e.node.label, weight: e.node.weight, seq: e.node.seq })),
+                  hasPreviousPage: page.pageInfo.hasPreviousPage,
+                  hasNextPage: page.pageInfo.hasNextPage,
+                }).toEqual(want);
+              });
+              await Promise.all([...checks, steps.applyNext(applier, listId, 1)]);
+            }
+            // Once the applier has finished, the stored list itself is the reference.
+            await applier.drain(listId);
+            const final = reference(store.appended);
+            expect(await allLabels(lists, listId, 5)).toEqual(final.map((i) => i.label));
+          } finally {
+            await pool.disposeAll();
           }
-          // Once the applier has finished, the stored list itself is the reference.
-          await applier.drain(listId);
-          const final = reference(store.appended);
-          expect(await allLabels(lists, listId, 5)).toEqual(final.map((i) => i.label));
         },
       ),
       { numRuns: 40 },
     );
-  }, 120_000);
+  }, 300_000);
 
   it('keeps two appliers (two server processes) off one list at a time', async () => {
-    const { base, store, lists, listId } = await setup();
+    const { base, store, lists, listId } = await setup(pool);
     const x = await lists.add(listId, 'x');
     const others = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
     await new ListApplier(store).drain(listId);
@@ -240,7 +247,7 @@ describe('ordered lists (ledger)', () => {
   });
 
   it('settles a woken list once however often it was woken, and then unmarks it', async () => {
-    const { base, lists, listId } = await setup();
+    const { base, lists, listId } = await setup(pool);
     for (const label of ['a', 'b', 'c']) await lists.add(listId, label);
     const recorded = new FaultyStore(base);
     // One process, one clock: no skew to wait out before unmarking.
@@ -258,7 +265,7 @@ describe('ordered lists (ledger)', () => {
   });
 
   it('keeps a drained list marked until an append from a server whose clock is behind would have landed', async () => {
-    const { base, lists, listId } = await setup();
+    const { base, lists, listId } = await setup(pool);
     await lists.add(listId, 'a');
     let nowMs = Date.now();
     const clock = { nowMicros: () => BigInt(nowMs) * 1000n };
@@ -276,7 +283,7 @@ describe('ordered lists (ledger)', () => {
   it('finds an item whose earlier moves the applier finished while the reader read, with the index re-pointed before the old rows are gone', async () => {
     // On Cassandra a logged batch is not isolated across partitions: a reader can see
     // step 2's index update before its deletes of the old rows.
-    const { base, lists, applier, steps, listId } = await setup();
+    const { base, lists, applier, steps, listId } = await setup(pool);
     const [a, b, c] = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
     await applier.drain(listId);
     await lists.move(listId, a.itemId, { afterItemId: c.itemId }); // tx1
@@ -302,7 +309,7 @@ describe('ordered lists (ledger)', () => {
   });
 
   it('pages a list of 10,000 items end to end in both directions, exactly', async () => {
-    const { lists, applier, listId } = await setup();
+    const { lists, applier, listId } = await setup(pool);
     const labels: string[] = [];
     for (let i = 0; i < 10_000; i++) {
       labels.push(`n${String(i).padStart(5, '0')}`);
@@ -329,6 +336,6 @@ describe('ordered lists (ledger)', () => {
       backward.unshift(...page.edges.map((e) => e.node.label));
     }
     expect(backward).toEqual(labels);
-  }, 120_000);
+  }, 900_000);
 });
 

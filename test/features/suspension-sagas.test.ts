@@ -4,13 +4,13 @@
  * call of both sagas; recovery then runs as it would at the next start. Afterwards the
  * invariants hold and the data is exactly the state before or after the operation.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { aSuspension } from '../../src/features/suspensions/suspension-mother.js';
 import { sagaLogTable } from '../../src/saga/saga-log.js';
 import { SagaAbortedError } from '../../src/saga/saga-runner.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { FaultyStore } from '../support/faulty-store.js';
-import { memorySqliteStore } from '../support/stores.js';
+import { describeEachStore, StorePool } from '../support/stores.js';
 import { checkInvariants, prepare, snapshot, someUsers, suspensionsOver } from '../support/suspension-fixture.js';
 
 const NOW = new Date('2026-11-22T10:00:00.000Z');
@@ -18,8 +18,8 @@ const NOW = new Date('2026-11-22T10:00:00.000Z');
 type Operation = 'suspend' | 'unsuspend';
 
 /** A store with three users: two already suspended (context), one the operation targets. */
-async function world(operation: Operation) {
-  const base = memorySqliteStore();
+async function world(pool: StorePool, operation: Operation) {
+  const base = (await pool.create()).store;
   await prepare(base);
   const ids = await someUsers(base, 3);
   const { suspensions } = suspensionsOver(base);
@@ -48,159 +48,165 @@ async function world(operation: Operation) {
 }
 
 /** The state after a clean run of the operation, and the calls it made. */
-async function cleanRun(operation: Operation) {
-  const w = await world(operation);
+async function cleanRun(pool: StorePool, operation: Operation) {
+  const w = await world(pool, operation);
   const before = await w.state();
   await w.run();
   return { before, after: await w.state(), calls: [...w.faulty.calls] };
 }
 
-for (const operation of ['suspend', 'unsuspend'] as const) {
-  describe(`${operation} under faults`, () => {
-    it('makes the expected calls on a clean run', async () => {
-      const { before, after, calls } = await cleanRun(operation);
-      expect(before).not.toEqual(after);
-      expect(after.openSagas).toBe(0);
-      const order = calls.map((c) => `${c.operation} ${c.table}`);
-      if (operation === 'suspend') {
-        // Reverse lookup first, then the bucket registry, then the sorted-set row.
-        expect(order.filter((c) => !c.includes('saga_log'))).toEqual([
-          'getMany users',
-          'insertIfNotExists suspended_users',
-          'upsert status_buckets',
-          'upsert users_by_status',
-          // Confirmed at the claim's own write time: from here on reads show it.
-          'readCells suspended_users',
-          'upsert suspended_users',
-        ]);
-      } else {
-        // The sorted-set row goes first, then the reverse lookup.
-        expect(order.filter((c) => !c.includes('upsert saga_log') && !c.includes('delete saga_log'))).toEqual([
-          'get suspended_users',
-          // Is the suspension that wrote the lookup still running (on another server)?
-          'get saga_log',
-          'delete users_by_status',
-          // The lookup is removed only by its owner, at its own write time.
-          'readCells suspended_users',
-          'delete suspended_users',
-        ]);
-      }
-    });
+describeEachStore('suspension sagas', (target) => {
+  const pool = new StorePool(target);
+  afterEach(() => pool.disposeAll());
 
-    it('fails at every call, compensates before the pivot, and leaves the state before (or after, once committed)', async () => {
-      const { before, after, calls } = await cleanRun(operation);
-      // Unsuspend commits when the sorted-set row is deleted; recovery finishes the rest.
-      const committedFrom =
-        operation === 'unsuspend' ? calls.findIndex((c) => c.operation === 'delete' && c.table === 'users_by_status') + 1 : calls.length;
-      for (let k = 0; k < calls.length; k++) {
-        const what = `failing call ${k} (${calls[k]!.operation} ${calls[k]!.table})`;
-        const w = await world(operation);
-        w.faulty.failCall(k);
-        const error = await w.run().then(
-          () => null,
-          (e: unknown) => e,
-        );
-        w.faulty.heal();
-        const committed = k >= committedFrom;
-        if (committed) {
-          // The operation succeeded: the user is no longer listed; recovery finishes the rest.
-          expect(error, what).toBeNull();
-          expect((await w.state()).sorted, what).toEqual(after.sorted);
+  for (const operation of ['suspend', 'unsuspend'] as const) {
+    describe(`${operation} under faults`, () => {
+      it('makes the expected calls on a clean run', async () => {
+        const { before, after, calls } = await cleanRun(pool, operation);
+        expect(before).not.toEqual(after);
+        expect(after.openSagas).toBe(0);
+        const order = calls.map((c) => `${c.operation} ${c.table}`);
+        if (operation === 'suspend') {
+          // Reverse lookup first, then the bucket registry, then the sorted-set row.
+          expect(order.filter((c) => !c.includes('saga_log'))).toEqual([
+            'getMany users',
+            'insertIfNotExists suspended_users',
+            'upsert status_buckets',
+            'upsert users_by_status',
+            // Confirmed at the claim's own write time: from here on reads show it.
+            'readCells suspended_users',
+            'upsert suspended_users',
+          ]);
         } else {
-          expect(error, what).not.toBeNull();
-          // Right after the error, before any recovery: nothing half-done is visible.
-          expect(await w.state(), `right after ${what}`).toEqual(before);
-          // Pre-saga reads fail as they are; saga failures say they were rolled back.
-          const beforeSaga = k < calls.findIndex((c) => c.table === sagaLogTable.name && c.operation === 'upsert');
-          if (!beforeSaga) {
-            expect(error, what).toBeInstanceOf(SagaAbortedError);
-            expect((error as SagaAbortedError).compensated, what).toBe(true);
+          // The sorted-set row goes first, then the reverse lookup.
+          expect(order.filter((c) => !c.includes('upsert saga_log') && !c.includes('delete saga_log'))).toEqual([
+            'get suspended_users',
+            // Is the suspension that wrote the lookup still running (on another server)?
+            'get saga_log',
+            'delete users_by_status',
+            // Only by its owner, and conditionally: the lookup was written by a lightweight transaction.
+            'deleteIf suspended_users',
+          ]);
+        }
+      });
+
+      it('fails at every call, compensates before the pivot, and leaves the state before (or after, once committed)', async () => {
+        const { before, after, calls } = await cleanRun(pool, operation);
+        // Unsuspend commits when the sorted-set row is deleted; recovery finishes the rest.
+        const committedFrom =
+          operation === 'unsuspend' ? calls.findIndex((c) => c.operation === 'delete' && c.table === 'users_by_status') + 1 : calls.length;
+        for (let k = 0; k < calls.length; k++) {
+          const what = `failing call ${k} (${calls[k]!.operation} ${calls[k]!.table})`;
+          const w = await world(pool, operation);
+          w.faulty.failCall(k);
+          const error = await w.run().then(
+            () => null,
+            (e: unknown) => e,
+          );
+          w.faulty.heal();
+          const committed = k >= committedFrom;
+          if (committed) {
+            // The operation succeeded: the user is no longer listed; recovery finishes the rest.
+            expect(error, what).toBeNull();
+            expect((await w.state()).sorted, what).toEqual(after.sorted);
+          } else {
+            expect(error, what).not.toBeNull();
+            // Right after the error, before any recovery: nothing half-done is visible.
+            expect(await w.state(), `right after ${what}`).toEqual(before);
+            // Pre-saga reads fail as they are; saga failures say they were rolled back.
+            const beforeSaga = k < calls.findIndex((c) => c.table === sagaLogTable.name && c.operation === 'upsert');
+            if (!beforeSaga) {
+              expect(error, what).toBeInstanceOf(SagaAbortedError);
+              expect((error as SagaAbortedError).compensated, what).toBe(true);
+            }
           }
+          await w.recover();
+          expect(await w.state(), what).toEqual(committed ? after : before);
+          expect(await checkInvariants(w.base, w.ids), what).toEqual([]);
+          await pool.disposeAll();
         }
-        await w.recover();
-        expect(await w.state(), what).toEqual(committed ? after : before);
-        expect(await checkInvariants(w.base, w.ids), what).toEqual([]);
+      }, 300_000);
+
+      it('crashes at every call, and recovery rolls the saga back (suspend) or forward (unsuspend)', async () => {
+        const { before, after, calls } = await cleanRun(pool, operation);
+        const firstLogWrite = calls.findIndex((c) => c.table === sagaLogTable.name && c.operation === 'upsert');
+        for (let k = 0; k <= calls.length; k++) {
+          const w = await world(pool, operation);
+          w.faulty.crashAtCall(k);
+          await w.run().catch(() => undefined);
+          // At the moment of the crash the order already protects reachability: every
+          // sorted-set row has its reverse lookup (the reverse may briefly not hold).
+          const atCrash = await w.state();
+          for (const row of atCrash.sorted) expect(atCrash.lookups, `crash at call ${k}`).toContainEqual(row);
+          const report = await w.recover();
+          const state = await w.state();
+          const logged = k > firstLogWrite;
+          const finished = k === calls.length;
+          const expected = finished ? after : operation === 'unsuspend' && logged ? after : before;
+          expect(state, `crash at call ${k}`).toEqual(expected);
+          expect(await checkInvariants(w.base, w.ids), `crash at call ${k}`).toEqual([]);
+          if (logged && !finished) {
+            expect(report.rolledForward + report.rolledBack, `crash at call ${k}`).toBe(1);
+          }
+          await pool.disposeAll();
+        }
+      }, 300_000);
+    });
+  }
+
+  describe('suspend and unsuspend of one user on two servers', () => {
+    it('refuses to unsuspend while the suspension is still being written, and keeps the invariants', async () => {
+      const w = await world(pool, 'suspend');
+      // Server 1 stalls its suspension after claiming the reverse lookup.
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let claimed = false;
+      class Gate extends StoreDecorator {
+        protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+          const result = await run();
+          if (call.operation === 'insertIfNotExists' && !claimed) {
+            claimed = true;
+            await gate;
+          }
+          return result;
+        }
       }
+      const server1 = suspensionsOver(new Gate(w.base)).suspensions;
+      const suspending = server1.suspend({ userId: w.ids[2]!, reason: 'slow', suspendedAt: new Date('2026-11-11T11:00:00Z') }, NOW);
+      while (!claimed) await new Promise((r) => setTimeout(r, 1));
+      // Server 2 (its own lock) is asked to unsuspend the same user meanwhile.
+      const server2 = suspensionsOver(w.base).suspensions;
+      await expect(server2.unsuspend(w.ids[2]!)).rejects.toMatchObject({ code: 'CONFLICT' });
+      release();
+      await suspending;
+      expect(await checkInvariants(w.base, w.ids)).toEqual([]);
+      // Once written, it can be lifted.
+      await server2.unsuspend(w.ids[2]!);
+      expect(await checkInvariants(w.base, w.ids)).toEqual([]);
+    });
+  });
+
+  describe('saga recovery', () => {
+    it('leaves a saga running in this process alone, and waits out the grace period for others', async () => {
+      const w = await world(pool, 'suspend');
+      w.faulty.crashAtCall(3);
+      await w.run().catch(() => undefined);
+      const { sagas } = suspensionsOver(w.base);
+      expect(await sagas.recover(60_000)).toEqual({ rolledForward: 0, rolledBack: 0, failed: 0, skipped: 1 });
+      expect(await sagas.recover(0)).toEqual({ rolledForward: 0, rolledBack: 1, failed: 0, skipped: 0 });
+      expect(await checkInvariants(w.base, w.ids)).toEqual([]);
     });
 
-    it('crashes at every call, and recovery rolls the saga back (suspend) or forward (unsuspend)', async () => {
-      const { before, after, calls } = await cleanRun(operation);
-      const firstLogWrite = calls.findIndex((c) => c.table === sagaLogTable.name && c.operation === 'upsert');
-      for (let k = 0; k <= calls.length; k++) {
-        const w = await world(operation);
-        w.faulty.crashAtCall(k);
-        await w.run().catch(() => undefined);
-        // At the moment of the crash the order already protects reachability: every
-        // sorted-set row has its reverse lookup (the reverse may briefly not hold).
-        const atCrash = await w.state();
-        for (const row of atCrash.sorted) expect(atCrash.lookups, `crash at call ${k}`).toContainEqual(row);
-        const report = await w.recover();
-        const state = await w.state();
-        const logged = k > firstLogWrite;
-        const finished = k === calls.length;
-        const expected = finished ? after : operation === 'unsuspend' && logged ? after : before;
-        expect(state, `crash at call ${k}`).toEqual(expected);
-        expect(await checkInvariants(w.base, w.ids), `crash at call ${k}`).toEqual([]);
-        if (logged && !finished) {
-          expect(report.rolledForward + report.rolledBack, `crash at call ${k}`).toBe(1);
-        }
-      }
+    it('keeps a saga open when recovery itself fails, and finishes it on a later pass', async () => {
+      const w = await world(pool, 'unsuspend');
+      w.faulty.crashAtCall(3);
+      await w.run().catch(() => undefined);
+      const flaky = new FaultyStore(w.base);
+      flaky.failWhen((c) => c.operation === 'delete');
+      expect(await suspensionsOver(flaky).sagas.recover(0)).toMatchObject({ failed: 1 });
+      expect((await snapshot(w.base, w.ids)).openSagas).toBe(1);
+      expect(await w.recover()).toMatchObject({ rolledForward: 1, failed: 0 });
+      expect(await checkInvariants(w.base, w.ids)).toEqual([]);
     });
-  });
-}
-
-describe('suspend and unsuspend of one user on two servers', () => {
-  it('refuses to unsuspend while the suspension is still being written, and keeps the invariants', async () => {
-    const w = await world('suspend');
-    // Server 1 stalls its suspension after claiming the reverse lookup.
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let claimed = false;
-    class Gate extends StoreDecorator {
-      protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
-        const result = await run();
-        if (call.operation === 'insertIfNotExists' && !claimed) {
-          claimed = true;
-          await gate;
-        }
-        return result;
-      }
-    }
-    const server1 = suspensionsOver(new Gate(w.base)).suspensions;
-    const suspending = server1.suspend({ userId: w.ids[2]!, reason: 'slow', suspendedAt: new Date('2026-11-11T11:00:00Z') }, NOW);
-    while (!claimed) await new Promise((r) => setTimeout(r, 1));
-    // Server 2 (its own lock) is asked to unsuspend the same user meanwhile.
-    const server2 = suspensionsOver(w.base).suspensions;
-    await expect(server2.unsuspend(w.ids[2]!)).rejects.toMatchObject({ code: 'CONFLICT' });
-    release();
-    await suspending;
-    expect(await checkInvariants(w.base, w.ids)).toEqual([]);
-    // Once written, it can be lifted.
-    await server2.unsuspend(w.ids[2]!);
-    expect(await checkInvariants(w.base, w.ids)).toEqual([]);
-  });
-});
-
-describe('saga recovery', () => {
-  it('leaves a saga running in this process alone, and waits out the grace period for others', async () => {
-    const w = await world('suspend');
-    w.faulty.crashAtCall(3);
-    await w.run().catch(() => undefined);
-    const { sagas } = suspensionsOver(w.base);
-    expect(await sagas.recover(60_000)).toEqual({ rolledForward: 0, rolledBack: 0, failed: 0, skipped: 1 });
-    expect(await sagas.recover(0)).toEqual({ rolledForward: 0, rolledBack: 1, failed: 0, skipped: 0 });
-    expect(await checkInvariants(w.base, w.ids)).toEqual([]);
-  });
-
-  it('keeps a saga open when recovery itself fails, and finishes it on a later pass', async () => {
-    const w = await world('unsuspend');
-    w.faulty.crashAtCall(3);
-    await w.run().catch(() => undefined);
-    const flaky = new FaultyStore(w.base);
-    flaky.failWhen((c) => c.operation === 'delete');
-    expect(await suspensionsOver(flaky).sagas.recover(0)).toMatchObject({ failed: 1 });
-    expect((await snapshot(w.base, w.ids)).openSagas).toBe(1);
-    expect(await w.recover()).toMatchObject({ rolledForward: 1, failed: 0 });
-    expect(await checkInvariants(w.base, w.ids)).toEqual([]);
   });
 });

@@ -1,14 +1,15 @@
 /**
- * Suspended users on the embedded store: paging across buckets, the rules of suspend
+ * Suspended users on every store: paging across buckets, the rules of suspend
  * and unsuspend, and the property test of the paging engine over a bucketed source.
  */
 import fc from 'fast-check';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it } from 'vitest';
 import { aSuspension } from '../../src/features/suspensions/suspension-mother.js';
 import type { Suspension } from '../../src/features/suspensions/suspensions.js';
 import { DomainError } from '../../src/errors.js';
 import { PagingArgumentError } from '../../src/paging/types.js';
-import { memorySqliteStore } from '../support/stores.js';
+import type { Store } from '../../src/store/port.js';
+import { describeEachStore, StorePool } from '../support/stores.js';
 import { modelPage } from '../support/paging-model.js';
 import { usersTable } from '../../src/features/users/users-tables.js';
 import { checkInvariants, codec, prepare, someUsers, suspensionsOver } from '../support/suspension-fixture.js';
@@ -22,15 +23,17 @@ function newestFirst(a: { suspendedAt: Date; userId: string }, b: { suspendedAt:
   return t !== 0 ? t : a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0;
 }
 
-describe('suspended users', () => {
-  let store: ReturnType<typeof memorySqliteStore>;
+describeEachStore('suspended users', (target) => {
+  const pool = new StorePool(target);
+  let store: Store;
   let f: ReturnType<typeof suspensionsOver>;
 
   beforeEach(async () => {
-    store = memorySqliteStore();
+    store = (await pool.create()).store;
     await prepare(store);
     f = suspensionsOver(store);
   });
+  afterEach(() => pool.disposeAll());
 
   async function suspendAt(userId: string, iso: string) {
     return f.suspensions.suspend(aSuspension(userId, { suspendedAt: day(iso) }), NOW);
@@ -150,7 +153,9 @@ describe('suspended users', () => {
         ),
         fc.integer({ min: 1, max: 6 }),
         async (initial, steps, size) => {
-          store = memorySqliteStore();
+          // The previous run's store (or the one beforeEach made) is done with.
+          await pool.disposeAll();
+          store = (await pool.create()).store;
           await prepare(store);
           // A fresh store per run; each user's row is written when first suspended.
           f = suspensionsOver(store);
@@ -202,6 +207,6 @@ describe('suspended users', () => {
       ),
       { numRuns: 60 },
     );
-  });
+  }, 300_000);
 });
 

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { startTestServer, type GqlResponse, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 type Caller = 'anonymous' | 'member' | 'owner' | 'admin' | 'ghost';
 const CALLERS: Caller[] = ['anonymous', 'member', 'owner', 'admin', 'ghost'];
@@ -35,7 +36,7 @@ function readTable(): Map<string, Set<Caller>> {
   return rows;
 }
 
-describe('authorization, as the README table says', () => {
+describeEachStore('authorization, as the README table says', (target) => {
   let server: TestServer;
   const tokens = {} as Record<Caller, string | undefined>;
   let owner: { id: string; username: string };
@@ -53,7 +54,7 @@ describe('authorization, as the README table says', () => {
   }
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { LIST_APPLIER: 'false' } });
+    server = await startTestServer({ target, env: { LIST_APPLIER: 'false' } });
     admin = await server.token('root', { admin: true });
     // An admin is a member with the admin role: it has a user too.
     await as(admin, `mutation { createUser(input: { username: "root", displayName: "Root" }) { user { id } } }`);

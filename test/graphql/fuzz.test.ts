@@ -13,10 +13,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1_500);
 
-describe('fuzzed bad input over HTTP', () => {
+describeEachStore('fuzzed bad input over HTTP', (target) => {
   let server: TestServer;
   const ids: Record<string, string> = {};
   const cursors: string[] = [];
@@ -24,7 +25,7 @@ describe('fuzzed bad input over HTTP', () => {
   let admin: string;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { LIST_APPLIER: 'false' } });
+    server = await startTestServer({ target, env: { LIST_APPLIER: 'false' } });
     admin = await server.token('root', { admin: true });
     const input = aUser();
     member = await server.token(input.username);
@@ -166,7 +167,7 @@ describe('fuzzed bad input over HTTP', () => {
   );
 
   it(`answers ${RUNS} malformed requests with coded errors or 4xx, and changes nothing`, async () => {
-    const before = server.dump();
+    const before = await server.dump();
     const seen = { status4xx: 0, codedErrors: 0 };
     await fc.assert(
       fc.asyncProperty(request, async (r) => {
@@ -195,7 +196,7 @@ describe('fuzzed bad input over HTTP', () => {
     );
     // Most answers were refusals (the rest: lookups of missing nodes answering null).
     expect(seen.status4xx + seen.codedErrors).toBeGreaterThan(RUNS * 0.7);
-    const after = server.dump();
+    const after = await server.dump();
     const changed = Object.keys(before).filter((t) => JSON.stringify(before[t], (_k, v) => (typeof v === 'bigint' ? `${v}` : v)) !== JSON.stringify(after[t], (_k, v) => (typeof v === 'bigint' ? `${v}` : v)));
     expect(changed).toEqual([]);
     expect(after).toEqual(before);

@@ -10,6 +10,7 @@ import { checkText } from '../../src/errors.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { TEST_CURSOR_SECRET, startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 describe('text rules', () => {
   const refusals: Array<[string, string, RegExp]> = [
@@ -53,7 +54,7 @@ describe('text rules', () => {
   });
 });
 
-describe('inputs over HTTP', () => {
+describeEachStore('inputs over HTTP', (target) => {
   let server: TestServer;
   let member: string;
   let admin: string;
@@ -61,7 +62,7 @@ describe('inputs over HTTP', () => {
   let listId: string;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { LIST_APPLIER: 'false' } });
+    server = await startTestServer({ target, env: { LIST_APPLIER: 'false' } });
     admin = await server.token('root', { admin: true });
     const input = aUser();
     member = await server.token(input.username);

@@ -7,11 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { EXAMPLE_TABS } from '../../src/graphql/playground.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
-describe('request limits', () => {
+describeEachStore('request limits', (target) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ target });
   });
   afterAll(() => server.close());
 
@@ -58,7 +59,7 @@ describe('request limits', () => {
   });
 
   it('takes its limits from the configuration', async () => {
-    const strict = await startTestServer({ env: { LIMIT_DEPTH: '4', LIMIT_COST: '50' } });
+    const strict = await startTestServer({ target, env: { LIMIT_DEPTH: '4', LIMIT_COST: '50' } });
     try {
       const res = await strict.gql(`{ viewer { posts(first: 1) { edges { node { id } } } } }`);
       expect(res.errors?.[0]?.message).toMatch(/depth limit of 4 exceeded, found 5/);
@@ -70,11 +71,11 @@ describe('request limits', () => {
   });
 });
 
-describe('production mode', () => {
+describeEachStore('production mode', (target) => {
   const env = { NODE_ENV: 'production', AUTH_SECRET: 'a-real-production-secret-1-k7Qz9pL2wX', CURSOR_SECRET: 'another-real-secret-22-vB8nM1cR6tY3' };
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ env: { ...env, BODY_LIMIT_BYTES: '2000' } });
+    server = await startTestServer({ target, env: { ...env, BODY_LIMIT_BYTES: '2000' } });
   });
   afterAll(() => server.close());
 
@@ -113,7 +114,7 @@ describe('production mode', () => {
     expect(loadConfig(env)).toMatchObject({ maxResponseBytes: 4_000_000, writeTimeoutMs: 10_000 });
     expect(server.app.httpServer.requestTimeout).toBe(30_000);
     expect(server.app.httpServer.headersTimeout).toBe(20_000);
-    const strict = await startTestServer({ env: { ...env, REQUEST_TIMEOUT_MS: '5000' } });
+    const strict = await startTestServer({ target, env: { ...env, REQUEST_TIMEOUT_MS: '5000' } });
     try {
       expect(strict.app.httpServer.requestTimeout).toBe(5_000);
     } finally {

@@ -8,17 +8,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { listTransactionsTable } from '../../src/features/lists/lists-tables.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 const ITEMS = `query ($id: ID!, $first: Int, $after: String, $last: Int, $before: String) { node(id: $id) { ... on OrderedList { title
   items(first: $first, after: $after, last: $last, before: $before) { edges { cursor node { id label list { title } } }
   pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } } }`;
 
-describe('ordered lists over HTTP', () => {
+describeEachStore('ordered lists over HTTP', (target) => {
   let server: TestServer;
   let owner: string;
   let stranger: string;
   beforeAll(async () => {
-    server = await startTestServer({ env: { LIST_APPLIER_INTERVAL_MS: '50' } });
+    server = await startTestServer({ target, env: { LIST_APPLIER_INTERVAL_MS: '50' } });
     const admin = await server.token('root', { admin: true });
     for (const who of ['owner', 'stranger']) {
       const input = aUser();
@@ -65,10 +66,8 @@ describe('ordered lists over HTTP', () => {
     const back = await server.gql(ITEMS, { id: listId, last: 3, before: p2.data!.node.items.pageInfo.endCursor });
     expect(back.data!.node.items.edges.map((e: any) => e.node.label)).toEqual(expected.slice(0, 3));
     // The server's applier empties the ledger; the order stays.
-    for (let i = 0; i < 100 && (server.db.prepare(`SELECT COUNT(*) AS n FROM t_${listTransactionsTable.name}`).get() as { n: bigint }).n > 0n; i++) {
-      await sleep(20);
-    }
-    expect((server.db.prepare(`SELECT COUNT(*) AS n FROM t_${listTransactionsTable.name}`).get() as { n: bigint }).n).toBe(0n);
+    for (let i = 0; i < 100 && (await server.countRows(listTransactionsTable.name)) > 0; i++) await sleep(20);
+    expect(await server.countRows(listTransactionsTable.name)).toBe(0);
     expect(await labels(listId)).toEqual(expected);
     const node = await server.gql(`query ($id: ID!) { node(id: $id) { ... on ListItem { label list { title } } } }`, { id: ids[3] });
     expect(node.data).toEqual({ node: { label: 'tea', list: { title: 'Groceries' } } });

@@ -11,6 +11,7 @@ import { parseGlobalId } from '../../src/graphql/ids.js';
 import { KeyedLock } from '../../src/saga/keyed-lock.js';
 import { checkInvariants } from '../support/suspension-fixture.js';
 import { startTestServer, type GqlResponse, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 1_500);
 const CONCURRENCY = 64;
@@ -18,7 +19,7 @@ const CITIES = ['Accra', 'Bogotá', 'Cairo', 'Dhaka'];
 
 type Member = { id: string; rawId: string; username: string; token: string };
 
-describe('load without loss', () => {
+describeEachStore('load without loss', (target) => {
   let server: TestServer;
   let admin: string;
   const members: Member[] = [];
@@ -28,7 +29,7 @@ describe('load without loss', () => {
   let listOwner: Member;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { LIST_APPLIER_INTERVAL_MS: '50' } });
+    server = await startTestServer({ target, env: { LIST_APPLIER_INTERVAL_MS: '50' } });
     admin = await server.token('root', { admin: true });
     await server.gql(`mutation { createUser(input: { username: "root", displayName: "Root" }) { user { id } } }`, {}, admin);
     for (let i = 0; i < 32; i++) {
@@ -140,8 +141,8 @@ describe('load without loss', () => {
         (e: { node: { id: string } }) => e.node.id,
       );
     expect([...(await listNow())].sort()).toEqual([...items].sort());
-    for (let k = 0; k < 200 && (server.db.prepare('SELECT COUNT(*) AS n FROM t_list_transactions').get() as { n: bigint }).n > 0n; k++) await sleep(25);
-    expect((server.db.prepare('SELECT COUNT(*) AS n FROM t_list_transactions').get() as { n: bigint }).n).toBe(0n);
+    for (let k = 0; k < 200 && (await server.countRows('list_transactions')) > 0; k++) await sleep(25);
+    expect(await server.countRows('list_transactions')).toBe(0);
     expect([...(await listNow())].sort()).toEqual([...items].sort());
     expect(moves).toBeGreaterThan(0);
     // Suspensions: the saga invariants, and exactly the users the client left suspended.

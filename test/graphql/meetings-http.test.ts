@@ -8,6 +8,7 @@ import { aUser } from '../../src/features/users/user-mother.js';
 import { meetingAcceptanceWindowsTable } from '../../src/features/meetings/meetings-tables.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 const ACCEPT = `mutation ($input: AcceptMeetingInput!) { acceptMeeting(input: $input) { counted meeting { id acceptanceCount } } }`;
 const MEETING = `query ($id: ID!, $after: String) { node(id: $id) { ... on Meeting { title acceptanceCount
@@ -47,80 +48,82 @@ async function acceptedBy(meetingId: string): Promise<{ count: number; userIds: 
   return { count, userIds: ids };
 }
 
-for (const strategy of ['first-write-wins', 'lwt'] as const) {
-  describe(`acceptMeeting with ${strategy}`, () => {
-    it('counts 50 distinct users exactly once from 200 concurrent requests', async () => {
-      server = await startTestServer({ env: { ACCEPTANCE_STRATEGY: strategy } });
-      const users = await members(50);
+describeEachStore('meeting acceptances over HTTP', (target) => {
+  for (const strategy of ['first-write-wins', 'lwt'] as const) {
+    describe(`acceptMeeting with ${strategy}`, () => {
+      it('counts 50 distinct users exactly once from 200 concurrent requests', async () => {
+        server = await startTestServer({ target, env: { ACCEPTANCE_STRATEGY: strategy } });
+        const users = await members(50);
+        const meetingId = await createMeeting(users[0]!.token);
+        const requests = users.flatMap((u) => [u, u, u, u]).map((u) => server.gql(ACCEPT, { input: { meetingId } }, u.token));
+        const responses = await Promise.all(requests);
+        expect(responses.every((r) => r.errors === undefined)).toBe(true);
+        expect(responses.filter((r) => r.data!.acceptMeeting.counted)).toHaveLength(50);
+        const { count, userIds } = await acceptedBy(meetingId);
+        expect(count).toBe(50);
+        expect(userIds).toHaveLength(50);
+        expect(new Set(userIds)).toEqual(new Set(users.map((u) => u.id)));
+      });
+    });
+  }
+
+  describe('acceptMeeting when requests share a timestamp', () => {
+    it('counts exactly one of them, concurrent or one after another', async () => {
+      // A forced clock: every acceptance gets the very same USING TIMESTAMP.
+      server = await startTestServer({ target, clock: { nowMicros: () => 1_700_000_000_000_000n } });
+      const [alice, bob] = await members(2);
+      const meetingId = await createMeeting(alice!.token);
+      const burst = await Promise.all(Array.from({ length: 20 }, () => server.gql(ACCEPT, { input: { meetingId } }, alice!.token)));
+      expect(burst.filter((r) => r.data!.acceptMeeting.counted)).toHaveLength(1);
+      // One after another: the later request must lose the tie even though the first has read back its win.
+      const first = await server.gql(ACCEPT, { input: { meetingId } }, bob!.token);
+      const second = await server.gql(ACCEPT, { input: { meetingId } }, bob!.token);
+      expect([first.data!.acceptMeeting.counted, second.data!.acceptMeeting.counted]).toEqual([true, false]);
+      expect((await acceptedBy(meetingId)).count).toBe(2);
+    });
+  });
+
+  describe('reconcileMeeting', () => {
+    it('restores the exact count after an increment failed', async () => {
+      let faulty!: FaultyStore;
+      server = await startTestServer({ target, wrap: (s) => (faulty = new FaultyStore(s)) });
+      const users = await members(5);
       const meetingId = await createMeeting(users[0]!.token);
-      const requests = users.flatMap((u) => [u, u, u, u]).map((u) => server.gql(ACCEPT, { input: { meetingId } }, u.token));
-      const responses = await Promise.all(requests);
-      expect(responses.every((r) => r.errors === undefined)).toBe(true);
-      expect(responses.filter((r) => r.data!.acceptMeeting.counted)).toHaveLength(50);
-      const { count, userIds } = await acceptedBy(meetingId);
-      expect(count).toBe(50);
-      expect(userIds).toHaveLength(50);
-      expect(new Set(userIds)).toEqual(new Set(users.map((u) => u.id)));
+      for (const u of users.slice(0, 4)) await server.gql(ACCEPT, { input: { meetingId } }, u.token);
+      faulty.failWhen((c) => c.operation === 'increment' && c.table === meetingAcceptanceWindowsTable.name);
+      const failed = await server.gql(ACCEPT, { input: { meetingId } }, users[4]!.token);
+      faulty.failWhen(null);
+      expect(failed.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
+      // The retry finds the acceptance already written: not counted again, so the counter drifts.
+      const retry = await server.gql(ACCEPT, { input: { meetingId } }, users[4]!.token);
+      expect(retry.data!.acceptMeeting).toMatchObject({ counted: false, meeting: { acceptanceCount: 4 } });
+
+      const admin = await server.token('root', { admin: true });
+      const repaired = await server.gql(
+        `mutation ($input: ReconcileMeetingInput!) { reconcileMeeting(input: $input) { previousCount meeting { acceptanceCount } } }`,
+        { input: { meetingId } },
+        admin,
+      );
+      expect(repaired.data).toEqual({ reconcileMeeting: { previousCount: 4, meeting: { acceptanceCount: 5 } } });
+      expect((await acceptedBy(meetingId)).count).toBe(5);
     });
-  });
-}
 
-describe('acceptMeeting when requests share a timestamp', () => {
-  it('counts exactly one of them, concurrent or one after another', async () => {
-    // A forced clock: every acceptance gets the very same USING TIMESTAMP.
-    server = await startTestServer({ clock: { nowMicros: () => 1_700_000_000_000_000n } });
-    const [alice, bob] = await members(2);
-    const meetingId = await createMeeting(alice!.token);
-    const burst = await Promise.all(Array.from({ length: 20 }, () => server.gql(ACCEPT, { input: { meetingId } }, alice!.token)));
-    expect(burst.filter((r) => r.data!.acceptMeeting.counted)).toHaveLength(1);
-    // One after another: the later request must lose the tie even though the first has read back its win.
-    const first = await server.gql(ACCEPT, { input: { meetingId } }, bob!.token);
-    const second = await server.gql(ACCEPT, { input: { meetingId } }, bob!.token);
-    expect([first.data!.acceptMeeting.counted, second.data!.acceptMeeting.counted]).toEqual([true, false]);
-    expect((await acceptedBy(meetingId)).count).toBe(2);
-  });
-});
-
-describe('reconcileMeeting', () => {
-  it('restores the exact count after an increment failed', async () => {
-    let faulty!: FaultyStore;
-    server = await startTestServer({ wrap: (s) => (faulty = new FaultyStore(s)) });
-    const users = await members(5);
-    const meetingId = await createMeeting(users[0]!.token);
-    for (const u of users.slice(0, 4)) await server.gql(ACCEPT, { input: { meetingId } }, u.token);
-    faulty.failWhen((c) => c.operation === 'increment' && c.table === meetingAcceptanceWindowsTable.name);
-    const failed = await server.gql(ACCEPT, { input: { meetingId } }, users[4]!.token);
-    faulty.failWhen(null);
-    expect(failed.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
-    // The retry finds the acceptance already written: not counted again, so the counter drifts.
-    const retry = await server.gql(ACCEPT, { input: { meetingId } }, users[4]!.token);
-    expect(retry.data!.acceptMeeting).toMatchObject({ counted: false, meeting: { acceptanceCount: 4 } });
-
-    const admin = await server.token('root', { admin: true });
-    const repaired = await server.gql(
-      `mutation ($input: ReconcileMeetingInput!) { reconcileMeeting(input: $input) { previousCount meeting { acceptanceCount } } }`,
-      { input: { meetingId } },
-      admin,
-    );
-    expect(repaired.data).toEqual({ reconcileMeeting: { previousCount: 4, meeting: { acceptanceCount: 5 } } });
-    expect((await acceptedBy(meetingId)).count).toBe(5);
-  });
-
-  it('is for admins only, and unknown or malformed meetings are refused', async () => {
-    server = await startTestServer();
-    const [u] = await members(1);
-    const meetingId = await createMeeting(u!.token);
-    const q = `mutation ($input: ReconcileMeetingInput!) { reconcileMeeting(input: $input) { previousCount } }`;
-    expect((await server.gql(q, { input: { meetingId } }, u!.token)).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
-    const missing = Buffer.from('Meeting:00000000-0000-4000-8000-000000000000').toString('base64');
-    expect((await server.gql(ACCEPT, { input: { meetingId: missing } }, u!.token)).errors?.[0]?.extensions).toEqual({
-      code: 'NOT_FOUND',
-      argumentName: 'meetingId',
+    it('is for admins only, and unknown or malformed meetings are refused', async () => {
+      server = await startTestServer({ target });
+      const [u] = await members(1);
+      const meetingId = await createMeeting(u!.token);
+      const q = `mutation ($input: ReconcileMeetingInput!) { reconcileMeeting(input: $input) { previousCount } }`;
+      expect((await server.gql(q, { input: { meetingId } }, u!.token)).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+      const missing = Buffer.from('Meeting:00000000-0000-4000-8000-000000000000').toString('base64');
+      expect((await server.gql(ACCEPT, { input: { meetingId: missing } }, u!.token)).errors?.[0]?.extensions).toEqual({
+        code: 'NOT_FOUND',
+        argumentName: 'meetingId',
+      });
+      expect((await server.gql(ACCEPT, { input: { meetingId: u!.id } }, u!.token)).errors?.[0]?.extensions).toEqual({
+        code: 'BAD_USER_INPUT',
+        argumentName: 'meetingId',
+      });
+      expect((await server.gql(ACCEPT, { input: { meetingId } })).errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
     });
-    expect((await server.gql(ACCEPT, { input: { meetingId: u!.id } }, u!.token)).errors?.[0]?.extensions).toEqual({
-      code: 'BAD_USER_INPUT',
-      argumentName: 'meetingId',
-    });
-    expect((await server.gql(ACCEPT, { input: { meetingId } })).errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
   });
 });

@@ -6,57 +6,60 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
-let server: TestServer;
-let admin: string;
-let member: { id: string; token: string };
+describeEachStore('store round trips of a mutation', (target) => {
+  let server: TestServer;
+  let admin: string;
+  let member: { id: string; token: string };
 
-beforeAll(async () => {
-  server = await startTestServer();
-  admin = await server.token('root', { admin: true });
-  const input = aUser();
-  const res = await server.gql(`mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`, { input }, admin);
-  member = { id: res.data!.createUser.user.id, token: await server.token(input.username) };
-});
-afterAll(() => server.close());
-
-async function roundTrips(query: string, variables: Record<string, unknown>, token: string): Promise<number> {
-  const res = await server.gql(query, variables, token);
-  expect(res.errors).toBeUndefined();
-  if (process.env.PRINT_ROUND_TRIPS) console.log(`${Object.keys(res.data!)[0]}: ${res.extensions?.storeRoundTrips} round trips`);
-  return res.extensions!.storeRoundTrips!;
-}
-
-describe('store round trips of a mutation', () => {
-  it('acceptMeeting reads the meeting once', async () => {
-    const created = await server.gql(`mutation { createMeeting(input: { title: "Sync" }) { meeting { id } } }`, {}, member.token);
-    const meetingId = created.data!.createMeeting.meeting.id;
-    const trips = await roundTrips(
-      `mutation ($id: ID!) { acceptMeeting(input: { meetingId: $id }) { counted meeting { id title acceptanceCount } } }`,
-      { id: meetingId },
-      member.token,
-    );
-    expect(trips).toBe(ROUND_TRIPS.acceptMeeting);
+  beforeAll(async () => {
+    server = await startTestServer({ target });
+    admin = await server.token('root', { admin: true });
+    const input = aUser();
+    const res = await server.gql(`mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`, { input }, admin);
+    member = { id: res.data!.createUser.user.id, token: await server.token(input.username) };
   });
+  afterAll(() => server.close());
 
-  it('addListItem reads the list once', async () => {
-    const created = await server.gql(`mutation { createList(input: { title: "Errands" }) { list { id } } }`, {}, member.token);
-    const listId = created.data!.createList.list.id;
-    const trips = await roundTrips(
-      `mutation ($id: ID!) { addListItem(input: { listId: $id, label: "milk" }) { item { id label list { id title } } } }`,
-      { id: listId },
-      member.token,
-    );
-    expect(trips).toBe(ROUND_TRIPS.addListItem);
-  });
+  async function roundTrips(query: string, variables: Record<string, unknown>, token: string): Promise<number> {
+    const res = await server.gql(query, variables, token);
+    expect(res.errors).toBeUndefined();
+    if (process.env.PRINT_ROUND_TRIPS) console.log(`${Object.keys(res.data!)[0]}: ${res.extensions?.storeRoundTrips} round trips`);
+    return res.extensions!.storeRoundTrips!;
+  }
 
-  it('suspendUser reads the user once', async () => {
-    const trips = await roundTrips(
-      `mutation ($id: ID!) { suspendUser(input: { userId: $id, reason: "spam" }) { suspension { reason user { id username } } } }`,
-      { id: member.id },
-      admin,
-    );
-    expect(trips).toBe(ROUND_TRIPS.suspendUser);
+  describe('store round trips of a mutation', () => {
+    it('acceptMeeting reads the meeting once', async () => {
+      const created = await server.gql(`mutation { createMeeting(input: { title: "Sync" }) { meeting { id } } }`, {}, member.token);
+      const meetingId = created.data!.createMeeting.meeting.id;
+      const trips = await roundTrips(
+        `mutation ($id: ID!) { acceptMeeting(input: { meetingId: $id }) { counted meeting { id title acceptanceCount } } }`,
+        { id: meetingId },
+        member.token,
+      );
+      expect(trips).toBe(ROUND_TRIPS.acceptMeeting);
+    });
+
+    it('addListItem reads the list once', async () => {
+      const created = await server.gql(`mutation { createList(input: { title: "Errands" }) { list { id } } }`, {}, member.token);
+      const listId = created.data!.createList.list.id;
+      const trips = await roundTrips(
+        `mutation ($id: ID!) { addListItem(input: { listId: $id, label: "milk" }) { item { id label list { id title } } } }`,
+        { id: listId },
+        member.token,
+      );
+      expect(trips).toBe(ROUND_TRIPS.addListItem);
+    });
+
+    it('suspendUser reads the user once', async () => {
+      const trips = await roundTrips(
+        `mutation ($id: ID!) { suspendUser(input: { userId: $id, reason: "spam" }) { suspension { reason user { id username } } } }`,
+        { id: member.id },
+        admin,
+      );
+      expect(trips).toBe(ROUND_TRIPS.suspendUser);
+    });
   });
 });
 

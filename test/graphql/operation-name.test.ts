@@ -4,11 +4,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
-describe('operationName', () => {
+describeEachStore('operationName', (target) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ target });
   });
   afterAll(() => server.close());
 
@@ -20,7 +21,7 @@ describe('operationName', () => {
   it('names an operation the document does not have', async () => {
     expect(await post({ query: 'query A { viewer { username } }', operationName: 'B' })).toEqual({
       status: 400,
-      body: { errors: [{ message: 'the document has no operation named "B"', extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } }], extensions: { storeRoundTrips: 0 } },
+      body: { errors: [{ message: 'the document has no operation named "B"', extensions: { code: 'OPERATION_RESOLUTION_FAILURE' } }], extensions: { storeRoundTrips: 0, storeStatements: 0 } },
     });
   });
 
@@ -34,6 +35,6 @@ describe('operationName', () => {
 
   it('runs the named operation', async () => {
     const res = await post({ query: 'query A { viewer { username } } query B { viewer { id } }', operationName: 'B' });
-    expect(res).toEqual({ status: 200, body: { data: { viewer: null }, extensions: { storeRoundTrips: 0 } } });
+    expect(res).toEqual({ status: 200, body: { data: { viewer: null }, extensions: { storeRoundTrips: 0, storeStatements: 0 } } });
   });
 });

@@ -7,13 +7,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
-describe('operation resolution', () => {
+describeEachStore('operation resolution', (target) => {
   let server: TestServer;
   let member: string;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { LIST_APPLIER: 'false' } });
+    server = await startTestServer({ target, env: { LIST_APPLIER: 'false' } });
     const input = aUser();
     member = await server.token(input.username);
     const admin = await server.token('root', { admin: true });

@@ -7,6 +7,7 @@ import { aUser } from '../../src/features/users/user-mother.js';
 import { usersByStatusTable } from '../../src/features/suspensions/suspensions-tables.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 const SUSPEND = `mutation ($input: SuspendUserInput!) { suspendUser(input: $input) { suspension { reason suspendedAt user { username } } clientMutationId } }`;
 const UNSUSPEND = `mutation ($input: UnsuspendUserInput!) { unsuspendUser(input: $input) { user { username suspension { reason } } } }`;
@@ -16,13 +17,13 @@ const PAGE = `query ($first: Int, $after: String, $last: Int, $before: String) {
     pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
   } }`;
 
-describe('suspended users over HTTP', () => {
+describeEachStore('suspended users over HTTP', (target) => {
   let server: TestServer;
   let faulty: FaultyStore;
   let admin: string;
 
   beforeAll(async () => {
-    server = await startTestServer({ wrap: (s) => (faulty = new FaultyStore(s)) });
+    server = await startTestServer({ target, wrap: (s) => (faulty = new FaultyStore(s)) });
     admin = await server.token('root', { admin: true });
   });
   afterAll(() => server.close());

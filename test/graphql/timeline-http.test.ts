@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 const POSTS = `
   query Posts($username: String!, $first: Int, $after: String, $last: Int, $before: String) {
@@ -25,7 +26,7 @@ type PostsPage = {
   pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
 };
 
-describe('the timeline over HTTP', () => {
+describeEachStore('the timeline over HTTP', (target) => {
   let server: TestServer;
   let token: string;
   const username = aUser().username;
@@ -34,7 +35,7 @@ describe('the timeline over HTTP', () => {
   const expectedOrder = Array.from({ length: TOTAL }, (_, i) => `post #${TOTAL - i}`);
 
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ target });
     token = await server.token(username);
     const created = await server.gql(CREATE_USER, { input: { username, displayName: 'Paging Tester', clientMutationId: 'c1' } }, token);
     expect(created.data?.createUser).toMatchObject({ user: { username }, clientMutationId: 'c1' });
@@ -120,7 +121,7 @@ describe('the timeline over HTTP', () => {
     ];
     for (const [what, args, argumentName, message] of cases) {
       it(`answers BAD_USER_INPUT for ${what}, reading and changing nothing`, async () => {
-        const before = server.dump();
+        const before = await server.dump();
         const res = await server.gql(POSTS, { username, ...args });
         expect(res.status).toBe(200);
         expect(res.data).toEqual({ userByUsername: null });
@@ -129,7 +130,7 @@ describe('the timeline over HTTP', () => {
         expect(res.errors![0]!.extensions).toEqual({ code: 'BAD_USER_INPUT', argumentName });
         // Two reads resolve the user; the connection itself read nothing.
         expect(res.extensions?.storeRoundTrips).toBe(2);
-        expect(server.dump()).toEqual(before);
+        expect(await server.dump()).toEqual(before);
       });
     }
 

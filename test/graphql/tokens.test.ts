@@ -6,6 +6,7 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authKey } from '../../src/graphql/auth.js';
 import { TEST_AUTH_SECRET, startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 /** A correctly signed admin token with the given expiry (none when undefined). */
 function adminToken(expiresIn?: string): Promise<string> {
@@ -13,10 +14,10 @@ function adminToken(expiresIn?: string): Promise<string> {
   return (expiresIn ? jwt.setExpirationTime(expiresIn) : jwt).sign(authKey(TEST_AUTH_SECRET));
 }
 
-describe('token expiry', () => {
+describeEachStore('token expiry', (target) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ env: { LIST_APPLIER: 'false', MAX_TOKEN_AGE: '1h' } });
+    server = await startTestServer({ target, env: { LIST_APPLIER: 'false', MAX_TOKEN_AGE: '1h' } });
   });
   afterAll(() => server.close());
 
@@ -47,7 +48,7 @@ describe('token expiry', () => {
   });
 
   it('accepts the 30-day tokens `npm run token` signs under the default MAX_TOKEN_AGE', async () => {
-    const defaults = await startTestServer({ env: { LIST_APPLIER: 'false' } });
+    const defaults = await startTestServer({ target, env: { LIST_APPLIER: 'false' } });
     try {
       const res = await defaults.gql(probe, {}, await defaults.token('root', { admin: true }));
       expect(res.data).toEqual({ suspendedUsers: { edges: [] } });

@@ -2,19 +2,21 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { usersTable } from '../../src/features/users/users-tables.js';
+import { StoreUnavailableError } from '../../src/store/port.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 const CREATE_USER = `mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id username displayName } } }`;
 const CREATE_POST = `mutation ($input: CreatePostInput!) { createPost(input: $input) { post { id content author { username } } } }`;
 const DELETE_POST = `mutation ($input: DeletePostInput!) { deletePost(input: $input) { deletedPostId clientMutationId } }`;
 
-describe('users, posts and authentication over HTTP', () => {
+describeEachStore('users, posts and authentication over HTTP', (target) => {
   let server: TestServer;
   let faulty: FaultyStore;
 
   beforeAll(async () => {
-    server = await startTestServer({ wrap: (s) => (faulty = new FaultyStore(s)) });
+    server = await startTestServer({ target, wrap: (s) => (faulty = new FaultyStore(s)) });
   });
   afterAll(() => server.close());
 
@@ -59,13 +61,13 @@ describe('users, posts and authentication over HTTP', () => {
     });
 
     it('refuses a malformed username or display name, writing nothing', async () => {
-      const before = server.dump();
+      const before = await server.dump();
       const bad = await server.gql(CREATE_USER, { input: { username: 'No Spaces!', displayName: 'x' } }, await server.token('No Spaces!'));
       expect(bad.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', argumentName: 'username' } });
       const input = aUser({ displayName: '   ' });
       const blank = await server.gql(CREATE_USER, { input }, await server.token(input.username));
       expect(blank.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', argumentName: 'displayName' } });
-      expect(server.dump()).toEqual(before);
+      expect(await server.dump()).toEqual(before);
     });
 
     it('releases the username claim when writing the user fails, so the name can be used', async () => {
@@ -79,6 +81,25 @@ describe('users, posts and authentication over HTTP', () => {
       );
       const claim = await server.gql(`query ($u: String!) { userByUsername(username: $u) { id } }`, { u: input.username });
       expect(claim.data).toEqual({ userByUsername: null });
+      const retried = await server.gql(CREATE_USER, { input }, token);
+      expect(retried.data?.createUser.user.username).toBe(input.username);
+    });
+  });
+
+  describe('a store that cannot answer', () => {
+    it('answers a retryable UNAVAILABLE, not an internal error, and the retry succeeds', async () => {
+      const input = aUser();
+      const token = await server.token(input.username);
+      // As a lightweight transaction whose outcome could not be learned reports itself.
+      faulty.failWhen(
+        (call) => call.operation === 'insertIfNotExists',
+        () => new StoreUnavailableError('a lightweight transaction on users_by_username failed and its outcome could not be learned'),
+      );
+      const failed = await server.gql(CREATE_USER, { input }, token);
+      faulty.heal();
+      expect(failed.errors).toEqual([
+        expect.objectContaining({ message: 'The data store is unavailable right now; retry the request', extensions: { code: 'UNAVAILABLE' } }),
+      ]);
       const retried = await server.gql(CREATE_USER, { input }, token);
       expect(retried.data?.createUser.user.username).toBe(input.username);
     });
@@ -223,6 +244,8 @@ describe('users, posts and authentication over HTTP', () => {
       const res = await server.gql(`query ($ids: [ID!]!) { nodes(ids: $ids) { ... on Post { author { username } } } }`, { ids: fifty });
       expect(res.data!.nodes).toHaveLength(50);
       expect(res.extensions?.storeRoundTrips).toBe(2);
+      // Statements: one per key read (50 posts, then their 3 distinct authors).
+      expect(res.extensions?.storeStatements).toBe(53);
     });
   });
 });

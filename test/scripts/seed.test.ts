@@ -18,14 +18,16 @@ import { demoIds, seedDemoData } from '../../src/seed/demo.js';
 import { featuresOver } from '../support/suspension-fixture.js';
 import { startChildServer } from '../support/child-server.js';
 import { startTestServer } from '../support/test-server.js';
+import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
+import { cassandraClient, cassandraTarget, describeEachStore, uniqueKeyspace } from '../support/stores.js';
 
 const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'seed-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('the demo data set of npm start', () => {
+describeEachStore('the demo data set of npm start', (target) => {
   it('fills every feature once, and only into an empty store', async () => {
-    const server = await startTestServer();
+    const server = await startTestServer({ target });
     try {
       const demo = await seedDemoData(server.app.services);
       expect(demo).not.toBeNull();
@@ -147,3 +149,37 @@ describe('npm run seed beside a running server', () => {
     expect((failed as { stderr: string }).stderr.trim().split('\n')).toEqual([`seed failed: unable to open database file (check SQLITE_PATH: "${dir}" must be a file in a writable folder)`]);
   });
 });
+
+describeEachStore(
+  'npm run seed on Cassandra',
+  (target) => {
+    it('creates the schema it is allowed to, and seeds every feature into it', async () => {
+      const points = await target.contactPoints!();
+      const keyspace = uniqueKeyspace('seed');
+      const args = ['--import', 'tsx', 'src/scripts/seed.ts', '--users', '20', '--posts-per-user', '2', '--seed', '11'];
+      const env = {
+        ...process.env,
+        STORE: 'cassandra',
+        CASSANDRA_CONTACT_POINTS: points.join(','),
+        CASSANDRA_KEYSPACE: keyspace,
+        CASSANDRA_AUTO_SCHEMA: 'true',
+      };
+      const client = await cassandraClient(points);
+      try {
+        const first = await run(process.execPath, args, { env, cwd: process.cwd() });
+        expect(first.stdout).toContain(`Seeded ${keyspace} on ${points.join(',')} with seed 11`);
+        expect(first.stdout).toMatch(/users\s*│\s*20/);
+        // The data is there and indexed: the directory finds seeded users.
+        const store = new CassandraStore({ client, keyspace, schema: 'check' });
+        await store.ensureTables(ALL_TABLES);
+        const { directory } = featuresOver(store);
+        expect((await directory.byLastName('', { first: 100 })).edges).toHaveLength(20);
+      } finally {
+        await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+        await client.shutdown();
+      }
+    }, 300_000);
+  },
+  [await cassandraTarget()],
+);
+

@@ -12,6 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -60,12 +61,12 @@ export function wrongVariables() {
 console.log(JSON.stringify({ contents, next: next.userByUsername!.posts.edges.map((e) => e.node.content), code, kind: timeline.kind }));
 `;
 
-describe('the SDK as an installed package', () => {
+describeEachStore('the SDK as an installed package', (target) => {
   let server: TestServer;
   const scratch = mkdtempSync(join(tmpdir(), 'sdk-client-'));
 
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ target });
     const token = await server.token('carol');
     await server.gql(`mutation { createUser(input: { username: "carol", displayName: "Carol" }) { user { id } } }`, {}, token);
     for (let i = 1; i <= 4; i++) {

@@ -6,11 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SdkError, createSdk } from '../../sdk/client.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { describeEachStore } from '../support/stores.js';
 
-describe('the typed SDK', () => {
+describeEachStore('the typed SDK', (target) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ target });
   });
   afterAll(() => server.close());
 

@@ -6,7 +6,13 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { splitClusteringRange, type RangeColumn, type SingleRange } from '../../src/store/cassandra/cassandra-ranges.js';
+import {
+  cqlRestrictions,
+  splitClusteringRange,
+  type RangeColumn,
+  type SingleRange,
+  type TupleRange,
+} from '../../src/store/cassandra/cassandra-ranges.js';
 import type { ClusteringBound } from '../../src/store/port.js';
 import type { ClusteringOrder, CqlValue } from '../../src/store/table.js';
 import { compareColumnValues, compareInClusteringOrder, tuplesBetween } from '../support/clustering-model.js';
@@ -28,6 +34,36 @@ function evaluate(orders: ClusteringOrder[], range: SingleRange): CqlValue[][] {
   }).sort((x, y) => compareInClusteringOrder(orders, x, y));
 }
 
+/**
+ * What Cassandra returns for a tuple relation: `(c1, …, ck) > (v1, …, vk)` compares
+ * values lexicographically, whatever the clustering order (a shorter tuple compares
+ * the row's prefix).
+ */
+function evaluateTuple(orders: ClusteringOrder[], range: TupleRange): CqlValue[][] {
+  const compareByValue = (t: CqlValue[], values: readonly CqlValue[]) => {
+    for (let i = 0; i < values.length; i++) {
+      const c = compareColumnValues(i, t[i]!, values[i]!);
+      if (c !== 0) return c;
+    }
+    return 0;
+  };
+  return TUPLES.filter((t) =>
+    range.tuple.every((b) => {
+      const c = compareByValue(t, b.values);
+      return b.op === '>' ? c > 0 : b.op === '>=' ? c >= 0 : b.op === '<' ? c < 0 : c <= 0;
+    }),
+  ).sort((x, y) => compareInClusteringOrder(orders, x, y));
+}
+
+/** The (int, text, int) clustering key of TUPLES, in the given orders. */
+function key(orders: readonly ClusteringOrder[]): RangeColumn[] {
+  return [
+    { column: 'a', type: 'int', order: orders[0]! },
+    { column: 'b', type: 'text', order: orders[1]! },
+    { column: 'c', type: 'int', order: orders[2]! },
+  ];
+}
+
 const order = fc.constantFrom<ClusteringOrder>('ASC', 'DESC');
 const bound = fc.option(
   fc
@@ -46,12 +82,8 @@ describe('splitting clustering bounds for CQL', () => {
   it('covers exactly the rows between the bounds, in clustering order, for every ASC/DESC mix', () => {
     fc.assert(
       fc.property(fc.tuple(order, order, order), bound, bound, (orders, lower, upper) => {
-        const columns: RangeColumn[] = [
-          { column: 'a', type: 'int', order: orders[0] },
-          { column: 'b', type: 'text', order: orders[1] },
-          { column: 'c', type: 'int', order: orders[2] },
-        ];
-        const ranges = splitClusteringRange(columns, lower, upper);
+        const columns = key(orders);
+        const ranges = splitClusteringRange(columns, { lower, upper });
         const got = ranges.flatMap((r) => evaluate(orders, r));
         expect(got).toEqual(tuplesBetween(orders, TUPLES, lower, upper));
         // Each restriction is one CQL slice: equalities, then at most two bounds on one column.
@@ -67,11 +99,37 @@ describe('splitting clustering bounds for CQL', () => {
       { column: 'b', type: 'text', order: 'ASC' },
     ];
     // After (3, 'm') in clustering order: a = 3 AND b > 'm', then a < 3.
-    expect(splitClusteringRange(columns, { values: [3, 'm'], inclusive: false })).toEqual([
+    expect(splitClusteringRange(columns, { lower: { values: [3, 'm'], inclusive: false } })).toEqual([
       { equal: [3], bounds: [{ op: '>', value: 'm' }] },
       { equal: [], bounds: [{ op: '<', value: 3 }] },
     ]);
     // No bounds: the whole partition in one restriction.
     expect(splitClusteringRange(columns)).toEqual([{ equal: [], bounds: [] }]);
+  });
+
+  it('sends one tuple relation per bound when the bounded columns sort one way, and still covers exactly the range', () => {
+    fc.assert(
+      fc.property(fc.tuple(order, order, order), bound, bound, (orders, lower, upper) => {
+        const columns = key(orders);
+        const restrictions = cqlRestrictions(columns, { lower, upper });
+        const got = restrictions.flatMap((r) => ('tuple' in r ? evaluateTuple(orders, r) : evaluate(orders, r)));
+        expect(got).toEqual(tuplesBetween(orders, TUPLES, lower, upper));
+        const named = Math.max(lower?.values.length ?? 0, upper?.values.length ?? 0);
+        // One statement unless the bounded columns mix ASC and DESC.
+        if (new Set(orders.slice(0, named)).size <= 1) expect(restrictions.length).toBeLessThanOrEqual(1);
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  it('turns "after (3, \'m\', 0)" on an all-DESC key into one tuple relation, and splits it on a mixed key', () => {
+    const lower = { values: [3, 'm', 0], inclusive: false };
+    expect(cqlRestrictions(key(['DESC', 'DESC', 'DESC']), { lower })).toEqual([{ tuple: [{ op: '<', values: [3, 'm', 0] }] }]);
+    expect(cqlRestrictions(key(['ASC', 'ASC', 'ASC']), { lower })).toEqual([{ tuple: [{ op: '>', values: [3, 'm', 0] }] }]);
+    expect(cqlRestrictions(key(['DESC', 'ASC', 'DESC']), { lower })).toEqual([
+      { equal: [3, 'm'], bounds: [{ op: '<', value: 0 }] },
+      { equal: [3], bounds: [{ op: '>', value: 'm' }] },
+      { equal: [], bounds: [{ op: '<', value: 3 }] },
+    ]);
   });
 });

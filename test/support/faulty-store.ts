@@ -10,11 +10,14 @@ export type FaultRule = (call: StoreCall) => boolean;
 /** Fails every call a rule matches with `InjectedFault`, until the rule is cleared. */
 export class FaultyStore extends StoreDecorator {
   private rule: FaultRule | null = null;
+  private error: (call: StoreCall) => Error = (call) => new InjectedFault(`injected fault on ${call.operation} ${call.table ?? ''}`);
   private crashAt: number | null = null;
   readonly calls: StoreCall[] = [];
 
-  failWhen(rule: FaultRule | null): void {
+  /** Fail the calls `rule` matches, with `InjectedFault` or the error `error` makes. */
+  failWhen(rule: FaultRule | null, error?: (call: StoreCall) => Error): void {
     this.rule = rule;
+    if (error) this.error = error;
   }
 
   /** Fail only the call with this index (counted from now), once. */
@@ -35,12 +38,13 @@ export class FaultyStore extends StoreDecorator {
   heal(): void {
     this.rule = null;
     this.crashAt = null;
+    this.error = (call) => new InjectedFault(`injected fault on ${call.operation} ${call.table ?? ''}`);
   }
 
   protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
     this.calls.push(call);
     if (this.crashAt !== null && this.calls.length - 1 >= this.crashAt) throw new InjectedFault(`crashed before ${call.operation}`);
-    if (this.rule?.(call)) throw new InjectedFault(`injected fault on ${call.operation} ${call.table ?? ''}`);
+    if (this.rule?.(call)) throw this.error(call);
     return run();
   }
 }

@@ -5,7 +5,9 @@
  * `SimStore`:
  * - the write timestamp is chosen when the call is made, from the instance's clock
  *   (the Cassandra driver's client-side timestamps), and the call then lands after a
- *   random delay, so writes land out of order;
+ *   random delay, so writes land out of order; lightweight transactions (insert-if-not-
+ *   exists, conditional deletes) are stamped by the store's coordinator clock instead,
+ *   as by a Paxos ballot;
  * - a logged batch lands one partition at a time, each part after its own delay, other
  *   calls landing in between; once any part has landed, all of it lands;
  * - an instance crashes before one of its calls: its pending calls land or never land
@@ -32,7 +34,7 @@ import type { AcceptanceVerifier } from '../../src/features/meetings/acceptance-
 import type { RequestContext } from '../../src/graphql/context.js';
 import { Presence } from '../../src/presence.js';
 import { MonotonicClock, type Clock } from '../../src/store/clock.js';
-import type { ClusteringBound, DeleteOptions, Mutation, Store, WriteOptions } from '../../src/store/port.js';
+import type { ClusteringRange, DeleteOptions, Mutation, Store, WriteOptions } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import type { Row, TableSpec } from '../../src/store/table.js';
 import { memorySqliteStore } from './stores.js';
@@ -117,6 +119,13 @@ export class SimStore extends StoreDecorator {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
+  /**
+   * Plain writes and deletes get the instance's timestamp now, as the driver's
+   * client-side generator gives it. Lightweight transactions (`insertIfNotExists`,
+   * the conditional `deleteIf`) pass through unstamped: the store stamps them with its
+   * coordinator clock (the true time), as Cassandra stamps them with the Paxos ballot.
+   * Like every call (through `around`) they land late, and a crash may drop them.
+   */
   private stamp<O extends WriteOptions | DeleteOptions | undefined>(table: TableSpec, options: O): O {
     if (Object.values(table.columns).includes('counter') || options?.timestamp !== undefined) return options;
     return { ...options, timestamp: this.clock.nowMicros() } as O;
@@ -128,12 +137,7 @@ export class SimStore extends StoreDecorator {
   override delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void> {
     return super.delete(table, key, this.stamp(table, options));
   }
-  override deleteRange(
-    table: TableSpec,
-    partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
-    options?: DeleteOptions,
-  ): Promise<void> {
+  override deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void> {
     return super.deleteRange(table, partition, range, this.stamp(table, options));
   }
 
@@ -304,8 +308,9 @@ export class SimCluster {
       cluster: { clockSkewMs: 2_000, writeTimeoutMs: 1_000 },
       ...options.settings,
     };
-    // The store's own clock is the coordinators': true time (TTLs, ballots).
-    this.base = memorySqliteStore({ now: () => this.time.now(), clock: new MonotonicClock({ now: () => this.time.now() }) });
+    // The store's own clocks are the coordinators': true time (TTLs, Paxos ballots).
+    const coordinator = () => new MonotonicClock({ now: () => this.time.now() });
+    this.base = memorySqliteStore({ now: () => this.time.now(), clock: coordinator(), coordinatorClock: coordinator() });
   }
 
   /** A cluster with its tables created and every instance started. */

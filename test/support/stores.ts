@@ -1,27 +1,78 @@
 /**
- * STORES: every store the contract suite (and the feature tests that run on more than
- * one store) runs against. SQLite is always available. Cassandra is available when
- * CASSANDRA_CONTACT_POINTS is set, or when a Docker engine answers (testcontainers
- * then starts Cassandra 5); otherwise it carries the reason it is skipped.
+ * STORES: every store the contract suite (and the feature and HTTP suites that run on
+ * more than one store) runs against. SQLite is always available. Cassandra is
+ * available when CASSANDRA_CONTACT_POINTS is set, or when a Docker engine answers
+ * (testcontainers then starts Cassandra 5); otherwise it carries the reason it is
+ * skipped. Every `create()` on Cassandra gets a keyspace of its own, dropped on
+ * dispose, so test files (and stores within one file) never see each other's rows.
  */
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
-import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
+import { describe, it } from 'vitest';
+import { CassandraStore, type CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
+import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
+import type { Row } from '../../src/store/table.js';
 import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.js';
+
+/** A store under test, how to look inside it, and how to dispose of it. */
+export interface StoreUnderTest {
+  readonly store: Store;
+  readonly dispose: () => Promise<void>;
+  /** Every stored row of every table (the store's own layout): "nothing changed" compares two. */
+  readonly snapshot: () => Promise<Record<string, unknown[]>>;
+  /** How many rows a declared table holds (those whose key columns equal `where`). */
+  readonly countRows: (table: string, where?: Row) => Promise<number>;
+}
+
+/** What a suite may ask of the store it gets. */
+export interface StoreOptions {
+  /** The client's clock (default write timestamps); the coordinator keeps its own. */
+  readonly clock?: Clock;
+  /** Cassandra only: wrap the driver client (fault injection). */
+  readonly wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
+}
 
 /** A store to run a suite against, or the reason it cannot run here. */
 export interface StoreTarget {
   readonly name: string;
   readonly available: boolean;
   readonly reason: string;
-  readonly create: () => Promise<{ store: Store; dispose: () => Promise<void> }>;
+  readonly create: (options?: StoreOptions) => Promise<StoreUnderTest>;
+  /** Cassandra only: where it listens, for tests that open their own client. */
+  readonly contactPoints?: () => Promise<readonly string[]>;
 }
 
-/** A fresh in-memory SQLite store (options: the store's own clocks). */
-export function memorySqliteStore(options: Omit<SqliteStoreOptions, 'database'> = {}): SqliteStore {
-  return new SqliteStore({ database: new Database(':memory:'), ...options });
+/** The embedded store's own options a suite may set besides `StoreOptions` (its clocks). */
+type SqliteOptions = StoreOptions & Omit<SqliteStoreOptions, 'database'>;
+
+/** A fresh in-memory SQLite store. */
+export function memorySqliteStore(options: SqliteOptions = {}): SqliteStore {
+  return sqliteStoreUnderTest(options).store as SqliteStore;
+}
+
+/** An in-memory SQLite store, looked into through its database. */
+function sqliteStoreUnderTest(options: SqliteOptions): StoreUnderTest {
+  const db = new Database(':memory:');
+  const { wrapClient: _cassandraOnly, ...sqliteOptions } = options;
+  const store = new SqliteStore({ ...sqliteOptions, database: db });
+  return {
+    store,
+    dispose: () => store.close(),
+    async snapshot() {
+      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>;
+      const out: Record<string, unknown[]> = {};
+      for (const { name } of tables) out[name] = db.prepare(`SELECT * FROM "${name}" ORDER BY 1, 2`).all();
+      return out;
+    },
+    async countRows(table, where = {}) {
+      const columns = Object.keys(where);
+      const filter = columns.map((c) => ` AND "k_${c}" = @${c}`).join('');
+      const row = db.prepare(`SELECT COUNT(*) AS n FROM "t_${table}" WHERE 1 = 1${filter}`).get(where) as { n: bigint };
+      return Number(row.n);
+    },
+  };
 }
 
 async function dockerAvailable(): Promise<string | null> {
@@ -39,36 +90,91 @@ async function dockerAvailable(): Promise<string | null> {
   }
 }
 
-async function cassandraTarget(): Promise<StoreTarget> {
-  const contactPoints = process.env.CASSANDRA_CONTACT_POINTS;
-  const localDataCenter = process.env.CASSANDRA_LOCAL_DC ?? 'datacenter1';
-  // Each run gets its own keyspace, so runs never see each other's rows.
-  const keyspace = `contract_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-  const connect = async (points: string[]) => {
-    const client = new cassandra.Client({
-      contactPoints: points,
-      localDataCenter,
-      encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
-    });
-    await client.connect();
-    return client;
+/** A keyspace name no other test uses. */
+export function uniqueKeyspace(prefix = 'test'): string {
+  return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+}
+
+/** A connected driver client, as the product configures it. */
+export async function cassandraClient(contactPoints: readonly string[]): Promise<cassandra.Client> {
+  const client = new cassandra.Client({
+    contactPoints: [...contactPoints],
+    localDataCenter: process.env.CASSANDRA_LOCAL_DC ?? 'datacenter1',
+    encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
+  });
+  await client.connect();
+  return client;
+}
+
+/** A Cassandra store on a keyspace of its own, dropped on dispose. */
+async function cassandraStoreUnderTest(contactPoints: readonly string[], options: StoreOptions): Promise<StoreUnderTest> {
+  const client = await cassandraClient(contactPoints);
+  const keyspace = uniqueKeyspace();
+  const store = new CassandraStore({
+    client: options.wrapClient ? options.wrapClient(client) : client,
+    keyspace,
+    clock: options.clock,
+  });
+  // Looking inside, and dropping the keyspace, uses a client of its own: the store's may
+  // already be closed (an app closes its store when it stops).
+  const inspect = async <T>(use: (admin: cassandra.Client) => Promise<T>): Promise<T> => {
+    const admin = await cassandraClient(contactPoints);
+    try {
+      return await use(admin);
+    } finally {
+      await admin.shutdown();
+    }
   };
+  return {
+    store,
+    dispose: async () => {
+      await store.close();
+      await inspect((admin) => admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`));
+    },
+    snapshot: () =>
+      inspect(async (admin) => {
+        const tables = await admin.execute('SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?', [keyspace]);
+        const out: Record<string, unknown[]> = {};
+        for (const t of tables.rows) {
+          const name = String(t.get('table_name'));
+          const rows = await admin.execute(`SELECT JSON * FROM ${keyspace}.${name}`, [], { fetchSize: 100_000 });
+          out[name] = rows.rows.map((r) => String(r.get('[json]'))).sort();
+        }
+        return out;
+      }),
+    countRows: (table, where = {}) =>
+      inspect(async (admin) => {
+        const columns = Object.keys(where);
+        const filter = columns.length ? ` WHERE ${columns.map((c) => `${c} = ?`).join(' AND ')} ALLOW FILTERING` : '';
+        const result = await admin.execute(`SELECT COUNT(*) AS n FROM ${keyspace}.${table}${filter}`, Object.values(where), { prepare: true });
+        return Number(result.rows[0]!.get('n'));
+      }),
+  };
+}
+
+let container: Promise<{ contactPoint: string }> | null = null;
+
+/** One Cassandra container per test process, started on first use. */
+function sharedContainer(): Promise<{ contactPoint: string }> {
+  container ??= (async () => {
+    const { CassandraContainer } = await import('@testcontainers/cassandra');
+    const started = await new CassandraContainer('cassandra:5.0').start();
+    return { contactPoint: started.getContactPoint() };
+  })();
+  return container;
+}
+
+/** The Cassandra target: contact points, else testcontainers, else skipped with the reason. */
+export async function cassandraTarget(): Promise<StoreTarget> {
+  const contactPoints = process.env.CASSANDRA_CONTACT_POINTS;
   if (contactPoints) {
+    const points = contactPoints.split(',').map((s) => s.trim());
     return {
       name: 'Cassandra',
       available: true,
       reason: '',
-      create: async () => {
-        const client = await connect(contactPoints.split(',').map((s) => s.trim()));
-        const store = new CassandraStore({ client, keyspace });
-        return {
-          store,
-          dispose: async () => {
-            await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
-            await store.close();
-          },
-        };
-      },
+      create: (options = {}) => cassandraStoreUnderTest(points, options),
+      contactPoints: async () => points,
     };
   }
   const reason = await dockerAvailable();
@@ -77,32 +183,64 @@ async function cassandraTarget(): Promise<StoreTarget> {
     name: 'Cassandra',
     available: true,
     reason: '',
-    create: async () => {
-      const { CassandraContainer } = await import('@testcontainers/cassandra');
-      const container = await new CassandraContainer('cassandra:5.0').start();
-      const client = await connect([container.getContactPoint()]);
-      const store = new CassandraStore({ client, keyspace });
-      return {
-        store,
-        dispose: async () => {
-          await store.close();
-          await container.stop();
-        },
-      };
-    },
+    create: async (options = {}) => cassandraStoreUnderTest([(await sharedContainer()).contactPoint], options),
+    contactPoints: async () => [(await sharedContainer()).contactPoint],
   };
 }
 
+/** The embedded store, always available. */
+export const SQLITE_TARGET: StoreTarget = {
+  name: 'SQLite',
+  available: true,
+  reason: '',
+  create: async (options = {}) => sqliteStoreUnderTest(options),
+};
+
 /** Every store the contract runs against, in order. */
-export const STORES: readonly StoreTarget[] = [
-  {
-    name: 'SQLite',
-    available: true,
-    reason: '',
-    create: async () => {
-      const store = memorySqliteStore();
-      return { store, dispose: () => store.close() };
-    },
-  },
-  await cassandraTarget(),
-];
+export const STORES: readonly StoreTarget[] = [SQLITE_TARGET, await cassandraTarget()];
+
+/**
+ * Define a suite once per store in STORES, titled with the store's name; the suite
+ * creates its own store from the target (on Cassandra, a keyspace of its own). A store
+ * that is not reachable here is reported as a skipped suite whose title, and a printed
+ * line, carry the reason; it never passes silently.
+ */
+export function describeEachStore(
+  title: string,
+  define: (target: StoreTarget) => void,
+  targets: readonly StoreTarget[] = STORES,
+): void {
+  for (const target of targets) {
+    if (target.available) {
+      describe(`${title} (${target.name})`, () => define(target));
+    } else {
+      console.warn(`[${title}] ${target.name} run SKIPPED: ${target.reason}`);
+      describe.skipIf(true)(`${title} on ${target.name} (skipped: ${target.reason})`, () => {
+        it('runs only where a Cassandra is reachable', () => {});
+      });
+    }
+  }
+}
+
+/**
+ * The stores one suite creates from a target, disposed together: a suite calls
+ * `disposeAll` after each test (or each property run), so a Cassandra node never holds
+ * more than one test's keyspaces.
+ */
+export class StorePool {
+  private readonly made: StoreUnderTest[] = [];
+
+  constructor(private readonly target: StoreTarget) {}
+
+  /** A fresh store (on Cassandra, a keyspace of its own). */
+  async create(options?: StoreOptions): Promise<StoreUnderTest> {
+    const subject = await this.target.create(options);
+    this.made.push(subject);
+    return subject;
+  }
+
+  /** Dispose of every store created so far. */
+  async disposeAll(): Promise<void> {
+    await Promise.all(this.made.splice(0).map((s) => s.dispose()));
+  }
+}

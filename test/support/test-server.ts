@@ -1,8 +1,8 @@
 /**
- * A real server on a loopback port over an in-memory SQLite store, and a small
+ * A real server on a loopback port over a store under test (in-memory SQLite by
+ * default, or any target of STORES: on Cassandra a keyspace of its own), and a small
  * GraphQL-over-HTTP client for tests.
  */
-import Database from 'better-sqlite3';
 import pino from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -11,46 +11,47 @@ import { presenceTable } from '../../src/presence.js';
 import { authKey, signToken } from '../../src/graphql/auth.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { Row } from '../../src/store/table.js';
+import { SQLITE_TARGET, type StoreTarget } from './stores.js';
 
 export const TEST_AUTH_SECRET = 'test-auth-secret-0123456789';
 export const TEST_CURSOR_SECRET = 'test-cursor-secret-0123456789';
 
-/** SQLite tables the server's background jobs write on their own (see `dump`). */
-const BACKGROUND_TABLES = [`t_${presenceTable.name}`, `t_${acceptanceVerifierProgressTable.name}`];
+/** Tables the server's background jobs write on their own (see `dump`), as SQLite and Cassandra name them. */
+const BACKGROUND_TABLES = new Set([presenceTable.name, acceptanceVerifierProgressTable.name].flatMap((name) => [name, `t_${name}`]));
 
 /** A GraphQL response as tests read it. */
 export interface GqlResponse<D = Record<string, any>> {
   status: number;
   data?: D | null;
   errors?: Array<{ message: string; path?: Array<string | number>; extensions?: Record<string, unknown> }>;
-  extensions?: { storeRoundTrips?: number };
+  extensions?: { storeRoundTrips?: number; storeStatements?: number };
 }
 
 /** A running test server. */
 export interface TestServer {
   readonly url: string;
   readonly app: App;
-  readonly db: Database.Database;
   /** POST a GraphQL operation, optionally with a bearer token. */
   gql<D = Record<string, any>>(query: string, variables?: Record<string, unknown>, token?: string): Promise<GqlResponse<D>>;
   /** A valid token for a username. */
   token(username: string, options?: { admin?: boolean; expiresIn?: string }): Promise<string>;
   /**
-   * Every row of every SQLite table, to prove that nothing changed; except the rows
-   * the server's own timers rewrite (its presence, the acceptance verifier's progress).
+   * Every row of every table, to prove that nothing changed; except the rows the
+   * server's own timers rewrite (its presence, the acceptance verifier's progress).
    */
-  dump(): Record<string, unknown[]>;
+  dump(): Promise<Record<string, unknown[]>>;
+  /** How many rows a table holds (those whose key columns equal `where`). */
+  countRows(table: string, where?: Row): Promise<number>;
   close(): Promise<void>;
 }
 
-/** Start a server; `wrap` may decorate the store (fault injection). */
+/** Start a server on `target`'s store (SQLite by default); `wrap` may decorate it (fault injection). */
 export async function startTestServer(
-  options: { wrap?: (store: Store) => Store; env?: Record<string, string>; clock?: Clock } = {},
+  options: { target?: StoreTarget; wrap?: (store: Store) => Store; env?: Record<string, string>; clock?: Clock } = {},
 ): Promise<TestServer> {
-  const db = new Database(':memory:');
-  const base = new SqliteStore({ database: db });
-  const store = options.wrap ? options.wrap(base) : base;
+  const subject = await (options.target ?? SQLITE_TARGET).create();
+  const store = options.wrap ? options.wrap(subject.store) : subject.store;
   const config = loadConfig({
     AUTH_SECRET: TEST_AUTH_SECRET,
     CURSOR_SECRET: TEST_CURSOR_SECRET,
@@ -63,7 +64,6 @@ export async function startTestServer(
   return {
     url,
     app,
-    db,
     async gql(query, variables, token) {
       const res = await fetch(url, {
         method: 'POST',
@@ -73,15 +73,14 @@ export async function startTestServer(
       return { status: res.status, ...((await res.json()) as object) };
     },
     token: (username, opts) => signToken(authKey(TEST_AUTH_SECRET), username, opts),
-    dump() {
-      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>;
-      const out: Record<string, unknown[]> = {};
-      db.defaultSafeIntegers(true);
-      for (const { name } of tables) {
-        if (!BACKGROUND_TABLES.includes(name)) out[name] = db.prepare(`SELECT * FROM "${name}" ORDER BY 1, 2`).all();
-      }
-      return out;
+    async dump() {
+      const all = await subject.snapshot();
+      return Object.fromEntries(Object.entries(all).filter(([name]) => !BACKGROUND_TABLES.has(name)));
     },
-    close: () => app.close(),
+    countRows: (table, where) => subject.countRows(table, where),
+    async close() {
+      await app.close();
+      await subject.dispose();
+    },
   };
 }

@@ -16,7 +16,7 @@ import { pageFromSource } from '../../paging/engine.js';
 import { filteredSource } from '../../paging/filtered-source.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Page, PageArgs } from '../../paging/types.js';
-import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
+import type { ClusteringRange, Mutation, Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
 import type { KeyLoader } from '../key-loader.js';
@@ -202,7 +202,7 @@ export class Directory implements DirectoryIndex {
     id: string,
     connectionName: string,
     args: PageArgs,
-    options: { listBuckets: () => Promise<string[]>; range: { lower?: ClusteringBound; upper?: ClusteringBound } },
+    options: { listBuckets: () => Promise<string[]>; range: ClusteringRange },
   ): Promise<Page<IndexHit>> {
     const { store, codec, users } = this.deps;
     const field = FIELDS.find((f) => f.index === index)!.field;

@@ -13,7 +13,7 @@ import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { microsOfTimeuuid, newTimeuuid } from '../../store/timeuuid.js';
-import { validateValue } from '../../store/values.js';
+import { isUuid, validateValue } from '../../store/values.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
 import { compareItems, readLedger, txToRow, type ListItem, type ListTx } from './ledger.js';
@@ -96,7 +96,7 @@ function ledgerSource(store: Store, listId: string): OrderedSource<ListItem> {
       isBigintText(key[0]) &&
       isBigintText(key[1]) &&
       typeof key[2] === 'string' &&
-      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(key[2]),
+      isUuid(key[2]),
   };
 }
 

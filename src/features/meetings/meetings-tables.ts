@@ -11,11 +11,12 @@ export const meetingsTable = defineTable({
 /**
  * seed 001's unique set: one row per (meeting, user). CQL cannot select WRITETIME of a
  * key column, so the row carries regular columns written `USING TIMESTAMP (2^63-1 - now)`:
- * `token` (this request's, to break timestamp ties) and `accepted_at`.
+ * `write_token` (this request's, to break timestamp ties) and `accepted_at`. (Not
+ * `token`: a reserved CQL keyword.)
  */
 export const meetingUsersTable = defineTable({
   name: 'meeting_users',
-  columns: { meeting_id: 'uuid', user_id: 'uuid', accepted_at: 'timestamp', token: 'text' },
+  columns: { meeting_id: 'uuid', user_id: 'uuid', accepted_at: 'timestamp', write_token: 'text' },
   partitionKey: ['meeting_id'],
   clustering: ['user_id'],
 });

@@ -160,18 +160,18 @@ export class Meetings {
     let won: boolean;
     if (this.deps.strategy === 'lwt') {
       await store.batch(marks);
-      const result = await store.insertIfNotExists(meetingUsersTable, { ...key, accepted_at: acceptedAt, token });
+      const result = await store.insertIfNotExists(meetingUsersTable, { ...key, accepted_at: acceptedAt, write_token: token });
       won = result.applied;
     } else {
       // seed 001: the earlier the write, the higher its timestamp, so the first write wins.
       // The verifier's marks travel in the same logged batch: if the acceptance lands,
       // so do they, even if this process dies before counting.
       const timestamp = MAX_TIMESTAMP - micros;
-      await store.batch([...marks, { kind: 'upsert', table: meetingUsersTable, row: { ...key, accepted_at: acceptedAt, token }, options: { timestamp } }]);
+      await store.batch([...marks, { kind: 'upsert', table: meetingUsersTable, row: { ...key, accepted_at: acceptedAt, write_token: token }, options: { timestamp } }]);
       // Did my write win? Its write time and its token must both be mine: two requests
       // in one microsecond share a timestamp, and then the token decides.
-      const cells = await store.readCells(meetingUsersTable, key, ['token']);
-      won = cells.writetime.token === timestamp && cells.row?.token === token;
+      const cells = await store.readCells(meetingUsersTable, key, ['write_token']);
+      won = cells.writetime.write_token === timestamp && cells.row?.write_token === token;
     }
     if (won) await store.increment(meetingAcceptanceWindowsTable, counterKeyOf(meetingId, acceptedAt.getTime()), { acceptance_count: 1 });
     this.deps.loaders.acceptanceCount.clear(meetingId);

@@ -18,8 +18,8 @@
  *   the suspension itself (its saga id's time), not by the clock of whichever server
  *   runs the step: the delete of an unsuspension, or of a compensation run by recovery
  *   on another server, always hides the row (a tombstone wins a tie).
- * - The reverse lookup is removed only by its owner, at its own write time
- *   (`deleteIfOwned`).
+ * - The reverse lookup, claimed with insert-if-not-exists, is removed only by its
+ *   owner, with a conditional delete (`deleteIfOwned`: `DELETE … IF saga_id = ?`).
  */
 import { DomainError } from '../../errors.js';
 import type { SagaDefinition } from '../../saga/saga-runner.js';
@@ -55,7 +55,10 @@ export function sortedSetTimestamp(p: Pick<SuspensionPayload, 'ownerSagaId'>): b
   return microsOfTimeuuid(p.ownerSagaId);
 }
 
-/** Delete the reverse lookup only if this suspension owns it. */
+/**
+ * Delete the reverse lookup only if this suspension owns it: a conditional delete, as
+ * for every row written by a lightweight transaction.
+ */
 async function releaseLookup(store: Store, p: SuspensionPayload): Promise<void> {
   await deleteIfOwned(store, suspendedUsersTable, { user_id: p.userId }, 'saga_id', p.ownerSagaId);
 }

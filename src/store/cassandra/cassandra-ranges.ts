@@ -1,5 +1,6 @@
 /**
- * Splitting clustering-order bounds into CQL single-range restrictions.
+ * Clustering ranges in CQL: splitting clustering-order bounds into single-range
+ * restrictions. The SQLite adapter's counterpart is `sqlite-keys.ts`.
  *
  * CQL tuple relations such as `(a, b) > (?, ?)` compare values, not clustering order,
  * so on mixed ASC/DESC keys "rows after this key" is not one relation. It is a union,
@@ -7,7 +8,7 @@
  *   c1 = ? AND … AND c(d-1) = ? AND c(d) <op> ? [AND c(d) <op> ?]
  * each of which Cassandra serves as one contiguous slice (DESIGN.md, semantic point 6).
  */
-import type { ClusteringBound } from '../port.js';
+import type { ClusteringRange } from '../port.js';
 import type { ClusteringOrder, CqlType, CqlValue } from '../table.js';
 import { compareValues } from '../values.js';
 
@@ -39,11 +40,7 @@ interface OrderBound {
  * Restrictions covering exactly the rows between `lower` and `upper` (clustering
  * order), listed in clustering order. An empty list means no row can match.
  */
-export function splitClusteringRange(
-  columns: readonly RangeColumn[],
-  lower?: ClusteringBound,
-  upper?: ClusteringBound,
-): SingleRange[] {
+export function splitClusteringRange(columns: readonly RangeColumn[], { lower, upper }: ClusteringRange = {}): SingleRange[] {
   return split(columns, [], lower?.values, lower?.inclusive ?? true, upper?.values, upper?.inclusive ?? true);
 }
 
@@ -87,11 +84,52 @@ function split(
   return out;
 }
 
-/** Clustering-order bounds on one column as value operators (DESC flips them). */
+/** Clustering-order bounds on one column as value operators. */
 function valueBounds(order: ClusteringOrder, from?: OrderBound, to?: OrderBound): ValueBound[] {
   const bounds: ValueBound[] = [];
-  const asc = order === 'ASC';
-  if (from) bounds.push({ op: asc ? (from.inclusive ? '>=' : '>') : from.inclusive ? '<=' : '<', value: from.value });
-  if (to) bounds.push({ op: asc ? (to.inclusive ? '<=' : '<') : to.inclusive ? '>=' : '>', value: to.value });
+  if (from) bounds.push({ op: lowerOp(order, from.inclusive), value: from.value });
+  if (to) bounds.push({ op: upperOp(order, to.inclusive), value: to.value });
   return bounds;
+}
+
+/** The value operator of a lower bound in clustering order (DESC flips it). */
+function lowerOp(order: ClusteringOrder, inclusive: boolean): ValueBound['op'] {
+  if (order === 'ASC') return inclusive ? '>=' : '>';
+  return inclusive ? '<=' : '<';
+}
+
+/** The value operator of an upper bound in clustering order (DESC flips it). */
+function upperOp(order: ClusteringOrder, inclusive: boolean): ValueBound['op'] {
+  if (order === 'ASC') return inclusive ? '<=' : '<';
+  return inclusive ? '>=' : '>';
+}
+
+/** One multi-column bound: `(c1, …, ck) <op> (?, …, ?)` on a prefix of the clustering columns. */
+export interface TupleBound {
+  readonly op: ValueBound['op'];
+  readonly values: readonly CqlValue[];
+}
+
+/** A range stated as one tuple relation per bound, served as one slice. */
+export interface TupleRange {
+  readonly tuple: readonly TupleBound[];
+}
+
+/**
+ * The fewest restrictions covering a range, in clustering order: one tuple relation
+ * per bound when every clustering column the bounds name sorts the same way (tuple
+ * comparison then equals clustering order, or its exact reverse), the split into
+ * single ranges otherwise (DESIGN.md, semantic point 6). Empty when no row can match.
+ */
+export function cqlRestrictions(columns: readonly RangeColumn[], range: ClusteringRange = {}): Array<SingleRange | TupleRange> {
+  const split = splitClusteringRange(columns, range);
+  if (split.length <= 1) return split;
+  const { lower, upper } = range;
+  const named = columns.slice(0, Math.max(lower?.values.length ?? 0, upper?.values.length ?? 0));
+  if (new Set(named.map((c) => c.order)).size > 1) return split;
+  const order = named[0]!.order;
+  const tuple: TupleBound[] = [];
+  if (lower && lower.values.length > 0) tuple.push({ op: lowerOp(order, lower.inclusive), values: lower.values });
+  if (upper && upper.values.length > 0) tuple.push({ op: upperOp(order, upper.inclusive), values: upper.values });
+  return [{ tuple }];
 }

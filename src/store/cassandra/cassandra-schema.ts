@@ -1,23 +1,18 @@
 /**
- * CQL DDL derived from a table declaration, and the value conversions between the
- * port's plain values and the driver's types.
+ * CQL DDL derived from a table declaration (the SQLite adapter's counterpart is
+ * `sqlite-schema.ts`).
  */
-import cassandra from 'cassandra-driver';
-import type { CqlType, CqlValue, TableSpec } from '../table.js';
-import { regularColumnsOf } from '../table.js';
-
-const { types } = cassandra;
+import type { TableSpec } from '../table.js';
+import { checkIdentifier, regularColumnsOf } from '../table.js';
 
 /** Keyspace replication, as CQL's replication map. */
 export type Replication =
   | { readonly class: 'SimpleStrategy'; readonly replication_factor: number }
   | { readonly class: 'NetworkTopologyStrategy'; readonly [dataCenter: string]: number | string };
 
-const IDENT = /^[a-z][a-z0-9_]{0,47}$/;
-
 /** `CREATE KEYSPACE IF NOT EXISTS` with the configured replication. */
 export function createKeyspaceCql(keyspace: string, replication: Replication): string {
-  if (!IDENT.test(keyspace)) throw new Error(`keyspace must match ${IDENT}, got "${keyspace}"`);
+  checkIdentifier(`keyspace "${keyspace}"`, keyspace);
   const entries = Object.entries(replication).map(([k, v]) => `'${k}': ${typeof v === 'number' ? v : `'${v}'`}`);
   return `CREATE KEYSPACE IF NOT EXISTS ${keyspace} WITH replication = {${entries.join(', ')}}`;
 }
@@ -34,39 +29,53 @@ export function createTableCql(keyspace: string, table: TableSpec): string {
   return cql;
 }
 
-/** Regular columns a declaration has; used to add columns to an existing table. */
+/** `ALTER TABLE … ADD` for the regular columns a declaration has and an existing table lacks. */
 export function addColumnCql(keyspace: string, table: TableSpec, existing: ReadonlySet<string>): string[] {
   return regularColumnsOf(table)
     .filter((c) => !existing.has(c))
     .map((c) => `ALTER TABLE ${keyspace}.${table.name} ADD ${c} ${table.columns[c]}`);
 }
 
-/** A port value as the driver binds it. */
-export function toDriver(type: CqlType, value: CqlValue): unknown {
-  if (value === null) return null;
-  switch (type) {
-    case 'uuid':
-      return types.Uuid.fromString(value as string);
-    case 'timeuuid':
-      return types.TimeUuid.fromString(value as string);
-    default:
-      return value;
-  }
+/** What `system_schema` holds for one keyspace: each table's columns and their CQL types. */
+export interface ExistingSchema {
+  readonly keyspace: boolean;
+  readonly tables: ReadonlyMap<string, ReadonlyMap<string, string>>;
 }
 
-/** A driver value as the port returns it. */
-export function fromDriver(type: CqlType, raw: unknown): CqlValue {
-  if (raw === null || raw === undefined) return null;
-  switch (type) {
-    case 'uuid':
-    case 'timeuuid':
-      return String(raw).toLowerCase();
-    case 'bigint':
-    case 'counter':
-      return BigInt(raw as bigint);
-    case 'int':
-      return Number(raw);
-    default:
-      return raw as CqlValue;
+/** The DDL that brings `existing` up to the declarations, in order; empty when nothing is missing. */
+export function schemaChanges(
+  keyspace: string,
+  replication: Replication,
+  existing: ExistingSchema,
+  tables: readonly TableSpec[],
+): string[] {
+  const out: string[] = existing.keyspace ? [] : [createKeyspaceCql(keyspace, replication)];
+  for (const table of tables) {
+    const columns = existing.tables.get(table.name);
+    if (!columns) out.push(createTableCql(keyspace, table));
+    else out.push(...addColumnCql(keyspace, table, new Set(columns.keys())));
   }
+  return out;
+}
+
+/**
+ * What the declarations need and `existing` lacks or declares otherwise, as short
+ * phrases ("table users", "column meeting_users.write_token", …); empty when it all fits.
+ */
+export function schemaDifferences(keyspace: string, existing: ExistingSchema, tables: readonly TableSpec[]): string[] {
+  if (!existing.keyspace) return [`keyspace ${keyspace}`];
+  const out: string[] = [];
+  for (const table of tables) {
+    const columns = existing.tables.get(table.name);
+    if (!columns) {
+      out.push(`table ${keyspace}.${table.name}`);
+      continue;
+    }
+    for (const [column, type] of Object.entries(table.columns)) {
+      const found = columns.get(column);
+      if (found === undefined) out.push(`column ${table.name}.${column}`);
+      else if (found !== type) out.push(`column ${table.name}.${column} of type ${type} (found ${found})`);
+    }
+  }
+  return out;
 }

@@ -2,13 +2,14 @@
  * `CassandraStore`: the production adapter of the store port, on the DataStax
  * `cassandra-driver`. Prepared statements throughout, LOCAL_QUORUM by default,
  * client-side timestamps from the same monotonic clock the embedded store uses,
- * idempotence flags on statements that are idempotent, and per-key parallel reads
- * instead of multi-partition `IN` lists.
+ * idempotence flags on statements that are idempotent, per-key parallel reads instead
+ * of multi-partition `IN` lists, and reads that follow `pageState` to their limit.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import cassandra from 'cassandra-driver';
 import type {
   CellRead,
-  ClusteringBound,
+  ClusteringRange,
   ConditionalResult,
   DeleteOptions,
   Mutation,
@@ -16,13 +17,18 @@ import type {
   Store,
   WriteOptions,
 } from '../port.js';
-import { StoreRequestError } from '../port.js';
+import { StoreRequestError, StoreStartupError, StoreUnavailableError } from '../port.js';
 import type { Clock } from '../clock.js';
 import { MonotonicClock } from '../clock.js';
+import { activeTally, countStatements, type StatementTally } from '../statements.js';
 import type { CqlValue, Row, TableSpec } from '../table.js';
-import { keyColumnsOf, regularColumnsOf } from '../table.js';
+import { checkIdentifier, isCounterTable, keyColumnsOf, regularColumnsOf } from '../table.js';
 import {
   checkCellColumns,
+  checkDeclarations,
+  checkNotCounter,
+  clusteringRangeOf,
+  conditionsOf,
   counterDeltasOf,
   limitOf,
   partitionKeyOf,
@@ -31,16 +37,11 @@ import {
   ttlOf,
   writeTimestampOf,
 } from '../validate.js';
-import { validateValue } from '../values.js';
-import {
-  addColumnCql,
-  createKeyspaceCql,
-  createTableCql,
-  fromDriver,
-  toDriver,
-  type Replication,
-} from './cassandra-schema.js';
-import { splitClusteringRange, type SingleRange } from './cassandra-ranges.js';
+import { sameValue } from '../values.js';
+import { oneLine, storeErrorFrom } from './cassandra-errors.js';
+import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-ranges.js';
+import { schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
+import { fromDriver, toDriver } from './cassandra-values.js';
 
 const { types } = cassandra;
 
@@ -52,18 +53,28 @@ export interface CassandraRowLike {
 /** The part of a driver result set this adapter reads. */
 export interface CassandraResultLike {
   readonly rows: CassandraRowLike[];
+  /** Where the next page starts; null or absent on the last page. */
+  readonly pageState?: string | null;
+  /** Execution info; the driver sets `isSchemaInAgreement` after a schema change (not in its typings). */
+  readonly info?: object;
   wasApplied(): boolean;
 }
 
 /** The slice of `cassandra.Client` this adapter uses (fault injection wraps it easily). */
 export interface CassandraClientLike {
+  connect(): Promise<void>;
   execute(query: string, params?: unknown[], options?: cassandra.QueryOptions): Promise<CassandraResultLike>;
   batch(
     queries: Array<{ query: string; params?: unknown[] }>,
     options?: cassandra.QueryOptions,
   ): Promise<CassandraResultLike>;
+  /** The driver's metadata; its `checkSchemaAgreement()` exists at run time but not in its typings. */
+  readonly metadata: object;
   shutdown(): Promise<void>;
 }
+
+/** What `ensureTables` does: create what is missing, or only check and refuse to start. */
+export type SchemaMode = 'create' | 'check';
 
 /** Options of `CassandraStore`; validated once and frozen. */
 export interface CassandraStoreOptions {
@@ -72,9 +83,31 @@ export interface CassandraStoreOptions {
   readonly replication?: Replication;
   /** Consistency of reads and writes; LOCAL_QUORUM by default. */
   readonly consistency?: cassandra.types.consistencies;
+  /** Consistency of the Paxos phase of lightweight transactions; LOCAL_SERIAL by default. */
+  readonly serialConsistency?: cassandra.types.consistencies;
   readonly clock?: Clock;
   /** Parallel reads per `getMany` call. */
   readonly readConcurrency?: number;
+  /** Rows per page of a read (the driver's default is 5,000). */
+  readonly fetchSize?: number;
+  /** `create` (default): `ensureTables` creates what is missing; `check`: it refuses to start instead. */
+  readonly schema?: SchemaMode;
+  /** How long `ensureTables` keeps retrying an unreachable cluster; 0 (default): one attempt. */
+  readonly connectTimeoutMs?: number;
+  /** One line per connection attempt and per schema change. */
+  readonly log?: (message: string) => void;
+}
+
+/** The command the one-line refusal names when the schema is missing. */
+const SCHEMA_HINT = 'create it with `npm run schema` (`node dist/scripts/schema.js` in the image), or set CASSANDRA_AUTO_SCHEMA=true';
+
+/** Serial reads tried to learn the outcome of a lightweight transaction that failed. */
+const SERIAL_READ_ATTEMPTS = 3;
+
+/** A statement and its bound values. */
+interface Statement {
+  readonly query: string;
+  readonly params: unknown[];
 }
 
 /** The Cassandra adapter. */
@@ -83,50 +116,65 @@ export class CassandraStore implements Store {
   private readonly keyspace: string;
   private readonly replication: Replication;
   private readonly consistency: cassandra.types.consistencies;
+  private readonly serialConsistency: cassandra.types.consistencies;
   private readonly clock: Clock;
   private readonly readConcurrency: number;
+  private readonly fetchSize: number;
+  private readonly schema: SchemaMode;
+  private readonly connectTimeoutMs: number;
+  private readonly log: (message: string) => void;
 
   constructor(options: CassandraStoreOptions) {
-    if (!/^[a-z][a-z0-9_]{0,47}$/.test(options.keyspace)) {
-      throw new Error(`keyspace must be a lower-case CQL identifier, got "${options.keyspace}"`);
-    }
+    checkIdentifier(`keyspace "${options.keyspace}"`, options.keyspace);
     this.client = options.client;
     this.keyspace = options.keyspace;
     this.replication = Object.freeze(options.replication ?? { class: 'SimpleStrategy', replication_factor: 1 });
     this.consistency = options.consistency ?? types.consistencies.localQuorum;
-    this.clock = options.clock ?? new MonotonicClock();
-    this.readConcurrency = options.readConcurrency ?? 32;
-    if (!Number.isInteger(this.readConcurrency) || this.readConcurrency < 1) {
-      throw new Error(`readConcurrency must be a positive integer, got ${this.readConcurrency}`);
+    this.serialConsistency = options.serialConsistency ?? types.consistencies.localSerial;
+    if (this.serialConsistency !== types.consistencies.serial && this.serialConsistency !== types.consistencies.localSerial) {
+      throw new Error(`serialConsistency must be SERIAL or LOCAL_SERIAL, got ${this.serialConsistency}`);
     }
+    this.clock = options.clock ?? new MonotonicClock();
+    this.readConcurrency = positiveInteger('readConcurrency', options.readConcurrency ?? 32);
+    this.fetchSize = positiveInteger('fetchSize', options.fetchSize ?? 5_000);
+    this.schema = options.schema ?? 'create';
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 0;
+    this.log = options.log ?? (() => undefined);
   }
 
+  /**
+   * Connect (retrying while `connectTimeoutMs` allows), then create what is missing, or
+   * in `check` mode refuse with one line naming it (DESIGN.md: schema set up once, by
+   * `npm run schema`, not raced by every server start).
+   */
   async ensureTables(tables: readonly TableSpec[]): Promise<void> {
-    await this.client.execute(createKeyspaceCql(this.keyspace, this.replication), [], {
-      consistency: this.consistency,
-    });
-    for (const table of tables) {
-      await this.client.execute(createTableCql(this.keyspace, table), [], { consistency: this.consistency });
-      const existing = await this.client.execute(
-        'SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?',
-        [this.keyspace, table.name],
-        { prepare: true },
-      );
-      const names = new Set(existing.rows.map((r) => String(r.get('column_name'))));
-      for (const cql of addColumnCql(this.keyspace, table, names)) {
-        await this.client.execute(cql, [], { consistency: this.consistency });
+    checkDeclarations(tables);
+    await this.connect();
+    let existing = await this.existingSchema();
+    if (this.schema === 'create') {
+      for (const cql of schemaChanges(this.keyspace, this.replication, existing, tables)) {
+        this.log(cql);
+        await this.ddl(cql);
       }
+      existing = await this.existingSchema();
+    }
+    const differences = schemaDifferences(this.keyspace, existing, tables);
+    if (differences.length > 0) {
+      const verb = this.schema === 'create' ? 'differs from the declarations' : 'is missing';
+      throw new StoreStartupError(`the Cassandra schema ${verb}: ${differences.join(', ')}; ${SCHEMA_HINT}`);
     }
   }
 
   async get(table: TableSpec, key: Row): Promise<Row | null> {
+    const tally = activeTally();
     const pk = primaryKeyOf(table, key);
-    const { where, params } = this.keyWhere(table, pk);
-    const result = await this.run(`SELECT ${this.selectList(table)} FROM ${this.name(table)} WHERE ${where}`, params, true);
+    const s = this.selectRow(table, pk);
+    const result = await this.run(tally, s, { idempotent: true });
     return this.liveRow(table, result.rows[0]);
   }
 
   async getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
+    const tally = activeTally();
     const checked = keys.map((k) => primaryKeyOf(table, k));
     const out: Array<Row | null> = new Array(checked.length).fill(null);
     // One statement per key, a bounded number in flight: each goes to its own replicas.
@@ -134,8 +182,7 @@ export class CassandraStore implements Store {
     const worker = async () => {
       while (next < checked.length) {
         const i = next++;
-        const { where, params } = this.keyWhere(table, checked[i]!);
-        const result = await this.run(`SELECT ${this.selectList(table)} FROM ${this.name(table)} WHERE ${where}`, params, true);
+        const result = await this.run(tally, this.selectRow(table, checked[i]!), { idempotent: true });
         out[i] = this.liveRow(table, result.rows[0]);
       }
     };
@@ -144,45 +191,50 @@ export class CassandraStore implements Store {
   }
 
   async slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
+    const tally = activeTally();
     const limit = limitOf(query.limit);
     const partition = partitionKeyOf(table, query.partition);
-    this.checkBound(table, query.lower);
-    this.checkBound(table, query.upper);
+    const restrictions = this.restrictions(table, clusteringRangeOf(table, query));
     if (limit === 0) return [];
-    const ranges = this.ranges(table, query.lower, query.upper);
-    if (query.reverse) ranges.reverse();
+    if (query.reverse) restrictions.reverse();
     const order = table.clustering.length
       ? ` ORDER BY ${table.clustering
           .map((c) => `${c.column} ${(c.order === 'ASC') !== Boolean(query.reverse) ? 'ASC' : 'DESC'}`)
           .join(', ')}`
       : '';
     const rows: Row[] = [];
-    // Ranges come in clustering order: read them in turn until the limit is met.
-    for (const range of ranges) {
-      const { where, params } = this.rangeWhere(table, partition, range);
-      const result = await this.run(
-        `SELECT ${this.selectList(table)} FROM ${this.name(table)} WHERE ${where}${order} LIMIT ?`,
-        [...params, limit - rows.length],
-        true,
-      );
-      for (const r of result.rows) {
-        const row = this.liveRow(table, r);
-        if (row) rows.push(row);
-      }
+    // Restrictions come in clustering order: read each to its end (every page of it),
+    // then the next, until the limit is met.
+    for (const restriction of restrictions) {
+      const { where, params } = this.rangeWhere(table, partition, restriction);
+      const statement = {
+        query: `SELECT ${this.selectList(table)} FROM ${this.name(table)} WHERE ${where}${order} LIMIT ?`,
+        params: [...params, limit - rows.length],
+      };
+      let pageState: string | undefined;
+      do {
+        const result = await this.run(tally, statement, { idempotent: true, pageState });
+        for (const r of result.rows) {
+          const row = this.liveRow(table, r);
+          if (row) rows.push(row);
+        }
+        pageState = result.pageState ?? undefined;
+      } while (pageState && rows.length < limit);
       if (rows.length >= limit) break;
     }
     return rows.slice(0, limit);
   }
 
   async readCells(table: TableSpec, key: Row, columns: readonly string[]): Promise<CellRead> {
+    const tally = activeTally();
     checkCellColumns(table, columns);
     const pk = primaryKeyOf(table, key);
     const { where, params } = this.keyWhere(table, pk);
     const meta = columns.flatMap((c) => [`WRITETIME(${c}) AS w_${c}`, `TTL(${c}) AS x_${c}`]);
     const result = await this.run(
-      `SELECT ${[this.selectList(table), ...meta].join(', ')} FROM ${this.name(table)} WHERE ${where}`,
-      params,
-      true,
+      tally,
+      { query: `SELECT ${[this.selectList(table), ...meta].join(', ')} FROM ${this.name(table)} WHERE ${where}`, params },
+      { idempotent: true },
     );
     const raw = result.rows[0];
     const row = this.liveRow(table, raw);
@@ -198,66 +250,87 @@ export class CassandraStore implements Store {
   }
 
   async upsert(table: TableSpec, row: Row, options?: WriteOptions): Promise<void> {
-    const s = this.upsertStatement(table, row, options);
-    await this.run(s.query, s.params, true);
+    const tally = activeTally();
+    await this.run(tally, this.upsertStatement(table, row, options), { idempotent: true });
   }
 
   async delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void> {
-    const s = this.deleteStatement(table, key, options);
-    await this.run(s.query, s.params, true);
+    const tally = activeTally();
+    await this.run(tally, this.deleteStatement(table, key, options), { idempotent: true });
   }
 
-  async deleteRange(
-    table: TableSpec,
-    partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
-    options?: DeleteOptions,
-  ): Promise<void> {
+  async deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void> {
+    const tally = activeTally();
     const statements = this.rangeDeleteStatements(table, partition, range, options);
     if (statements.length === 0) return;
-    if (statements.length === 1) {
-      await this.run(statements[0]!.query, statements[0]!.params, true);
-      return;
-    }
     // A mixed-order range is several statements on one partition: one atomic batch.
-    await this.client.batch(statements, { prepare: true, logged: true, consistency: this.consistency, isIdempotent: true });
+    if (statements.length === 1) await this.run(tally, statements[0]!, { idempotent: true });
+    else await this.runBatch(tally, statements);
   }
 
   async increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void> {
+    const tally = activeTally();
     const d = counterDeltasOf(table, deltas);
     const pk = primaryKeyOf(table, key);
     const { where, params } = this.keyWhere(table, pk);
     const cols = Object.keys(d);
     // Not idempotent: the driver must never retry it on its own.
     await this.run(
-      `UPDATE ${this.name(table)} SET ${cols.map((c) => `${c} = ${c} + ?`).join(', ')} WHERE ${where}`,
-      [...cols.map((c) => d[c]), ...params],
-      false,
+      tally,
+      {
+        query: `UPDATE ${this.name(table)} SET ${cols.map((c) => `${c} = ${c} + ?`).join(', ')} WHERE ${where}`,
+        params: [...cols.map((c) => d[c]), ...params],
+      },
+      { idempotent: false },
     );
   }
 
   async insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult> {
+    const tally = activeTally();
     const values = regularValuesOf(table, row);
     const pk = primaryKeyOf(table, row);
-    const ttl = ttlOf(options?.ttl);
-    const cols = [...keyColumnsOf(table), ...Object.keys(values)];
-    const all: Row = { ...values, ...pk };
-    const result = await this.client.execute(
-      `INSERT INTO ${this.name(table)} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) IF NOT EXISTS USING TTL ?`,
-      [...cols.map((c) => toDriver(table.columns[c]!, all[c]!)), ttl],
-      {
-        prepare: true,
-        consistency: this.consistency,
-        serialConsistency: types.consistencies.localSerial,
-        isIdempotent: false,
-      },
-    );
+    const ttl = ttlOf(options?.ttl, Date.now());
+    const mine: Row = { ...values, ...pk };
+    const cols = Object.keys(mine);
+    const statement = {
+      query: `INSERT INTO ${this.name(table)} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) IF NOT EXISTS USING TTL ?`,
+      params: [...cols.map((c) => toDriver(table.columns[c]!, mine[c]!)), ttl],
+    };
+    const result = await this.runConditional(tally, table, pk, statement, (current) => {
+      // The outcome of a transaction that timed out: applied if the row now is ours.
+      if (current === null) return null;
+      const ours = cols.every((c) => sameCell(table, c, current[c] ?? null, mine[c] ?? null));
+      return ours ? { applied: true, existing: null } : { applied: false, existing: current };
+    });
+    if ('applied' in result) return result;
     if (result.wasApplied()) return { applied: true, existing: null };
     return { applied: false, existing: this.liveRow(table, result.rows[0], true) };
   }
 
+  async deleteIf(table: TableSpec, key: Row, expected?: Row): Promise<boolean> {
+    const tally = activeTally();
+    const conditions = conditionsOf(table, expected);
+    const pk = primaryKeyOf(table, key);
+    const { where, params } = this.keyWhere(table, pk);
+    const names = Object.keys(conditions);
+    const statement = {
+      query: `DELETE FROM ${this.name(table)} WHERE ${where} IF ${names.length ? names.map((c) => `${c} = ?`).join(' AND ') : 'EXISTS'}`,
+      params: [...params, ...names.map((c) => toDriver(table.columns[c]!, conditions[c]!))],
+    };
+    const result = await this.runConditional(tally, table, pk, statement, (current) => {
+      // The outcome of a transaction that timed out: gone means deleted; still there and
+      // still matching means it did not apply, and cannot be answered either way.
+      if (current === null) return true;
+      const matches = names.every((c) => sameCell(table, c, current[c] ?? null, conditions[c]!));
+      return matches ? null : false;
+    });
+    return typeof result === 'boolean' ? result : result.wasApplied();
+  }
+
   async batch(mutations: readonly Mutation[]): Promise<void> {
+    const tally = activeTally();
     // Build (and so validate) every statement before sending any.
+    for (const m of mutations) checkNotCounter(m.table, 'logged batches');
     const statements = mutations.flatMap((m) => {
       switch (m.kind) {
         case 'upsert':
@@ -265,15 +338,15 @@ export class CassandraStore implements Store {
         case 'delete':
           return [this.deleteStatement(m.table, m.key, m.options)];
         case 'deleteRange':
-          return this.rangeDeleteStatements(m.table, m.partition, { lower: m.lower, upper: m.upper }, m.options);
+          return this.rangeDeleteStatements(m.table, m.partition, m, m.options);
       }
     });
     if (statements.length === 0) return;
-    await this.client.batch(statements, { prepare: true, logged: true, consistency: this.consistency, isIdempotent: true });
+    await this.runBatch(tally, statements);
   }
 
   async ping(): Promise<void> {
-    await this.client.execute('SELECT release_version FROM system.local', [], { prepare: true });
+    await this.run(activeTally(), { query: 'SELECT release_version FROM system.local', params: [] }, { idempotent: true });
   }
 
   async close(): Promise<void> {
@@ -290,19 +363,138 @@ export class CassandraStore implements Store {
     return Object.keys(table.columns).join(', ');
   }
 
-  private async run(query: string, params: unknown[], idempotent: boolean): Promise<CassandraResultLike> {
+  /** Every statement goes through here: counted, and its errors made store errors. */
+  private async run(
+    tally: StatementTally | undefined,
+    statement: Statement,
+    options: { idempotent: boolean; pageState?: string; consistency?: cassandra.types.consistencies; prepare?: boolean },
+  ): Promise<CassandraResultLike> {
+    countStatements(tally);
     try {
-      return await this.client.execute(query, params, {
-        prepare: true,
-        consistency: this.consistency,
-        isIdempotent: idempotent,
+      return await this.client.execute(statement.query, statement.params, {
+        prepare: options.prepare ?? true,
+        consistency: options.consistency ?? this.consistency,
+        serialConsistency: this.serialConsistency,
+        isIdempotent: options.idempotent,
+        fetchSize: this.fetchSize,
+        ...(options.pageState ? { pageState: options.pageState } : {}),
       });
     } catch (err) {
-      // The server's "invalid request" (0x2200) is the caller's mistake, as in SQLite.
-      const code = (err as { code?: number }).code;
-      if (code === 0x2200) throw new StoreRequestError((err as Error).message);
-      throw err;
+      throw storeErrorFrom(err);
     }
+  }
+
+  /** A logged batch: one statement sent, applied all or nothing. */
+  private async runBatch(tally: StatementTally | undefined, statements: Statement[]): Promise<void> {
+    countStatements(tally);
+    try {
+      await this.client.batch(statements, { prepare: true, logged: true, consistency: this.consistency, isIdempotent: true });
+    } catch (err) {
+      throw storeErrorFrom(err);
+    }
+  }
+
+  /**
+   * A lightweight transaction. One that fails other than by being invalid (a timeout,
+   * say) has an unknown outcome (DESIGN.md, semantic point 11): read the row at SERIAL,
+   * which also finishes any round left in progress, and let `resolve` answer as if the
+   * transaction had returned; null means the outcome is still unknown: unavailable.
+   */
+  private async runConditional<T>(
+    tally: StatementTally | undefined,
+    table: TableSpec,
+    key: Row,
+    statement: Statement,
+    resolve: (current: Row | null) => T | null,
+  ): Promise<CassandraResultLike | T> {
+    try {
+      return await this.run(tally, statement, { idempotent: false });
+    } catch (err) {
+      if (err instanceof StoreRequestError) throw err;
+      let answer: T | null = null;
+      // Under contention the serial read can time out too: a few tries, a little apart.
+      for (let attempt = 0; attempt < SERIAL_READ_ATTEMPTS && answer === null; attempt++) {
+        if (attempt > 0) await sleep(50 * 2 ** attempt + Math.random() * 50);
+        try {
+          const read = await this.run(tally, this.selectRow(table, key), { idempotent: true, consistency: this.serialConsistency });
+          answer = resolve(this.liveRow(table, read.rows[0]));
+          break;
+        } catch {
+          // The serial read failed as well: the outcome is still unknown.
+        }
+      }
+      if (answer === null) {
+        throw new StoreUnavailableError(
+          `a lightweight transaction on ${table.name} failed and its outcome could not be learned: ${oneLine(err)}`,
+          { cause: err },
+        );
+      }
+      return answer;
+    }
+  }
+
+  private async connect(): Promise<void> {
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.client.connect();
+        return;
+      } catch (err) {
+        const elapsed = Date.now() - started;
+        const left = this.connectTimeoutMs - elapsed;
+        if (left <= 0) {
+          throw new StoreStartupError(
+            `Cassandra unreachable after ${attempt} attempt(s) in ${Math.round(elapsed / 1000)} s: ${oneLine(err)}`,
+            { cause: err },
+          );
+        }
+        // 0.5 s, 1 s, 2 s, … at most 10 s between attempts.
+        const wait = Math.min(500 * 2 ** (attempt - 1), 10_000, left);
+        this.log(`Cassandra not reachable (attempt ${attempt}: ${oneLine(err)}); retrying in ${(wait / 1000).toFixed(1)} s`);
+        await sleep(wait);
+      }
+    }
+  }
+
+  /** The keyspace's tables and columns, from `system_schema`. */
+  private async existingSchema(): Promise<ExistingSchema> {
+    const keyspaces = await this.run(
+      undefined,
+      { query: 'SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?', params: [this.keyspace] },
+      { idempotent: true },
+    );
+    const columns = await this.run(
+      undefined,
+      {
+        query: 'SELECT table_name, column_name, type FROM system_schema.columns WHERE keyspace_name = ?',
+        params: [this.keyspace],
+      },
+      { idempotent: true },
+    );
+    const tables = new Map<string, Map<string, string>>();
+    for (const r of columns.rows) {
+      const table = String(r.get('table_name'));
+      if (!tables.has(table)) tables.set(table, new Map());
+      tables.get(table)!.set(String(r.get('column_name')), String(r.get('type')));
+    }
+    return { keyspace: keyspaces.rows.length > 0, tables };
+  }
+
+  /** One schema change, then wait until every node agrees on the schema before the next. */
+  private async ddl(cql: string): Promise<void> {
+    const result = await this.run(undefined, { query: cql, params: [] }, { idempotent: true, prepare: false });
+    if ((result.info as { isSchemaInAgreement?: boolean } | undefined)?.isSchemaInAgreement !== false) return;
+    const deadline = Date.now() + 60_000;
+    const metadata = this.client.metadata as { checkSchemaAgreement(): Promise<boolean> };
+    while (!(await metadata.checkSchemaAgreement())) {
+      if (Date.now() > deadline) throw new StoreUnavailableError(`no schema agreement 60 s after: ${cql}`);
+      await sleep(500);
+    }
+  }
+
+  private selectRow(table: TableSpec, key: Row): Statement {
+    const { where, params } = this.keyWhere(table, key);
+    return { query: `SELECT ${this.selectList(table)} FROM ${this.name(table)} WHERE ${where}`, params };
   }
 
   private keyWhere(table: TableSpec, key: Row): { where: string; params: unknown[] } {
@@ -313,55 +505,50 @@ export class CassandraStore implements Store {
     };
   }
 
-  private checkBound(table: TableSpec, bound?: ClusteringBound): void {
-    if (!bound) return;
-    if (bound.values.length > table.clustering.length) {
-      throw new StoreRequestError(
-        `a bound on ${table.name} has ${bound.values.length} values but the table has ${table.clustering.length} clustering columns`,
-      );
-    }
-    bound.values.forEach((v, i) => {
-      const { column } = table.clustering[i]!;
-      if (v === null) throw new StoreRequestError(`clustering column "${column}" of ${table.name} cannot be null`);
-      validateValue(table.columns[column]!, v, column);
-    });
-  }
-
-  private ranges(table: TableSpec, lower?: ClusteringBound, upper?: ClusteringBound): SingleRange[] {
+  /** CQL restrictions for a validated range (see cassandra-ranges.ts). */
+  private restrictions(table: TableSpec, range: ClusteringRange): Array<SingleRange | TupleRange> {
     const columns = table.clustering.map((c) => ({ column: c.column, type: table.columns[c.column]!, order: c.order }));
-    const norm = (b?: ClusteringBound) =>
-      b && {
-        values: b.values.map((v, i) => validateValue(columns[i]!.type, v, columns[i]!.column)),
-        inclusive: b.inclusive,
-      };
-    return splitClusteringRange(columns, norm(lower), norm(upper));
+    return cqlRestrictions(columns, range);
   }
 
-  private rangeWhere(table: TableSpec, partition: Row, range: SingleRange): { where: string; params: unknown[] } {
+  private rangeWhere(
+    table: TableSpec,
+    partition: Row,
+    restriction: SingleRange | TupleRange,
+  ): { where: string; params: unknown[] } {
     const parts: string[] = [];
     const params: unknown[] = [];
+    const bind = (column: string, value: CqlValue) => params.push(toDriver(table.columns[column]!, value));
     for (const k of table.partitionKey) {
       parts.push(`${k} = ?`);
-      params.push(toDriver(table.columns[k]!, partition[k]!));
+      bind(k, partition[k]!);
     }
-    range.equal.forEach((v, i) => {
+    if ('tuple' in restriction) {
+      for (const b of restriction.tuple) {
+        const columns = table.clustering.slice(0, b.values.length).map((c) => c.column);
+        parts.push(`(${columns.join(', ')}) ${b.op} (${columns.map(() => '?').join(', ')})`);
+        b.values.forEach((v, i) => bind(columns[i]!, v));
+      }
+      return { where: parts.join(' AND '), params };
+    }
+    restriction.equal.forEach((v, i) => {
       const { column } = table.clustering[i]!;
       parts.push(`${column} = ?`);
-      params.push(toDriver(table.columns[column]!, v));
+      bind(column, v);
     });
-    const next = table.clustering[range.equal.length];
-    for (const b of range.bounds) {
+    const next = table.clustering[restriction.equal.length];
+    for (const b of restriction.bounds) {
       parts.push(`${next!.column} ${b.op} ?`);
-      params.push(toDriver(table.columns[next!.column]!, b.value));
+      bind(next!.column, b.value);
     }
     return { where: parts.join(' AND '), params };
   }
 
-  private upsertStatement(table: TableSpec, row: Row, options?: WriteOptions): { query: string; params: unknown[] } {
+  private upsertStatement(table: TableSpec, row: Row, options?: WriteOptions): Statement {
     const values = regularValuesOf(table, row);
     const pk = primaryKeyOf(table, row);
     const ts = writeTimestampOf(options?.timestamp, () => this.clock.nowMicros());
-    const ttl = ttlOf(options?.ttl);
+    const ttl = ttlOf(options?.ttl, Date.now());
     const cols = [...keyColumnsOf(table), ...Object.keys(values)];
     const all: Row = { ...values, ...pk };
     return {
@@ -370,24 +557,20 @@ export class CassandraStore implements Store {
     };
   }
 
-  private deleteStatement(table: TableSpec, key: Row, options?: DeleteOptions): { query: string; params: unknown[] } {
+  private deleteStatement(table: TableSpec, key: Row, options?: DeleteOptions): Statement {
+    checkNotCounter(table, 'deletes');
     const pk = primaryKeyOf(table, key);
     const ts = writeTimestampOf(options?.timestamp, () => this.clock.nowMicros());
     const { where, params } = this.keyWhere(table, pk);
     return { query: `DELETE FROM ${this.name(table)} USING TIMESTAMP ? WHERE ${where}`, params: [ts, ...params] };
   }
 
-  private rangeDeleteStatements(
-    table: TableSpec,
-    partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
-    options?: DeleteOptions,
-  ): Array<{ query: string; params: unknown[] }> {
+  private rangeDeleteStatements(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Statement[] {
+    checkNotCounter(table, 'range deletes');
     const pk = partitionKeyOf(table, partition);
-    this.checkBound(table, range.lower);
-    this.checkBound(table, range.upper);
+    const checked = clusteringRangeOf(table, range);
     const ts = writeTimestampOf(options?.timestamp, () => this.clock.nowMicros());
-    return this.ranges(table, range.lower, range.upper).map((r) => {
+    return this.restrictions(table, checked).map((r) => {
       const { where, params } = this.rangeWhere(table, pk, r);
       return { query: `DELETE FROM ${this.name(table)} USING TIMESTAMP ? WHERE ${where}`, params: [ts, ...params] };
     });
@@ -408,10 +591,16 @@ export class CassandraStore implements Store {
       out[c] = fromDriver(type, v as CqlValue);
     }
     // A counter row whose counters are all null does not exist (CQL returns no row, but be safe).
-    const regular = regularColumnsOf(table);
-    if (regular.length > 0 && table.columns[regular[0]!] === 'counter' && regular.every((c) => out[c] === null)) {
-      return null;
-    }
+    if (isCounterTable(table) && regularColumnsOf(table).every((c) => out[c] === null)) return null;
     return out;
   }
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${value}`);
+  return value;
+}
+
+function sameCell(table: TableSpec, column: string, a: CqlValue, b: CqlValue): boolean {
+  return sameValue(table.columns[column]!, a, b);
 }

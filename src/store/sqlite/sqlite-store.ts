@@ -7,7 +7,7 @@
  */
 import type {
   CellRead,
-  ClusteringBound,
+  ClusteringRange,
   ConditionalResult,
   DeleteOptions,
   Mutation,
@@ -22,6 +22,9 @@ import type { CqlType, CqlValue, Row, TableSpec } from '../table.js';
 import { keyColumnsOf } from '../table.js';
 import {
   checkCellColumns,
+  checkDeclarations,
+  checkNotCounter,
+  conditionsOf,
   counterDeltasOf,
   limitOf,
   primaryKeyOf,
@@ -31,16 +34,17 @@ import {
 } from '../validate.js';
 import {
   byteRange,
-  createStatements,
   encodeClustering,
   encodePartition,
-  fromSql,
-  layoutOf,
-  physicalColumns,
-  toSql,
+  rangeParams,
+  rangeWhere,
+  rowByteRange,
   type ByteRange,
-  type SqliteLayout,
-} from './sqlite-schema.js';
+} from './sqlite-keys.js';
+import { activeTally, countStatements } from '../statements.js';
+import { sameValue } from '../values.js';
+import { createStatements, layoutOf, physicalColumns, type SqliteLayout } from './sqlite-schema.js';
+import { fromSql, serializedSql, toSql } from './sqlite-values.js';
 
 /** The slice of a better-sqlite3 statement this adapter uses. */
 export interface SqliteStatementLike {
@@ -62,8 +66,13 @@ export interface SqliteDatabaseLike {
 /** Options of `SqliteStore`. */
 export interface SqliteStoreOptions {
   readonly database: SqliteDatabaseLike;
-  /** Source of default write timestamps (µs). */
+  /** Source of default write timestamps (µs): the client's clock, as the driver's timestamp generator. */
   readonly clock?: Clock;
+  /**
+   * The coordinator's clock, source of Paxos ballots: insert-if-not-exists and
+   * conditional deletes stamp their cells with it, never with `clock`.
+   */
+  readonly coordinatorClock?: Clock;
   /** Wall clock in ms, for TTL expiry. */
   readonly now?: () => number;
   /** How long a write waits for another process's write to finish (default 10 s). */
@@ -76,6 +85,7 @@ type PhysicalRow = Record<string, unknown>;
 export class SqliteStore implements Store {
   private readonly db: SqliteDatabaseLike;
   private readonly clock: Clock;
+  private readonly coordinatorClock: Clock;
   private readonly now: () => number;
   private readonly statements = new Map<string, SqliteStatementLike>();
   private readonly layouts = new Map<string, SqliteLayout>();
@@ -84,6 +94,7 @@ export class SqliteStore implements Store {
   constructor(options: SqliteStoreOptions) {
     this.db = options.database;
     this.clock = options.clock ?? new MonotonicClock();
+    this.coordinatorClock = options.coordinatorClock ?? new MonotonicClock();
     this.now = options.now ?? Date.now;
     // Write timestamps reach 2^63-1 (seed 001), beyond a double: read integers as bigint.
     this.db.defaultSafeIntegers(true);
@@ -104,6 +115,7 @@ export class SqliteStore implements Store {
   }
 
   async ensureTables(tables: readonly TableSpec[]): Promise<void> {
+    checkDeclarations(tables);
     this.write(() => {
       for (const table of tables) {
         const layout = this.layout(table);
@@ -123,18 +135,21 @@ export class SqliteStore implements Store {
   }
 
   async get(table: TableSpec, key: Row): Promise<Row | null> {
+    this.count();
     return this.getSync(table, key);
   }
 
   async getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
+    this.count(keys.length);
     return keys.map((k) => this.getSync(table, k));
   }
 
   async slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
+    this.count();
     const layout = this.checked(table);
     limitOf(query.limit);
     const pk = encodePartition(table, query.partition);
-    const range = byteRange(table, query.lower, query.upper);
+    const range = byteRange(table, query);
     if (range.empty || query.limit === 0) return [];
     const nowSec = this.nowSeconds();
     const sql = `SELECT * FROM "${layout.dataTable}" WHERE ${rangeWhere(range)} AND ${liveCondition(layout)} ORDER BY ck ${query.reverse ? 'DESC' : 'ASC'} LIMIT @limit`;
@@ -143,6 +158,7 @@ export class SqliteStore implements Store {
   }
 
   async readCells(table: TableSpec, key: Row, columns: readonly string[]): Promise<CellRead> {
+    this.count();
     const layout = this.checked(table);
     checkCellColumns(table, columns);
     const nowSec = this.nowSeconds();
@@ -160,26 +176,25 @@ export class SqliteStore implements Store {
   }
 
   async upsert(table: TableSpec, row: Row, options?: WriteOptions): Promise<void> {
+    this.count();
     const prepared = this.prepareUpsert(table, row, options);
     this.write(() => this.applyUpsert(prepared));
   }
 
   async delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void> {
+    this.count();
     const prepared = this.prepareDelete(table, key, options);
     this.write(() => this.applyTombstone(prepared));
   }
 
-  async deleteRange(
-    table: TableSpec,
-    partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
-    options?: DeleteOptions,
-  ): Promise<void> {
+  async deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void> {
+    this.count();
     const prepared = this.prepareRangeDelete(table, partition, range, options);
     this.write(() => this.applyTombstone(prepared));
   }
 
   async increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void> {
+    this.count();
     const layout = this.checked(table);
     const checkedDeltas = counterDeltasOf(table, deltas);
     const cols = Object.keys(checkedDeltas);
@@ -194,7 +209,9 @@ export class SqliteStore implements Store {
   }
 
   async insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult> {
-    const prepared = this.prepareUpsert(table, row, options);
+    this.count();
+    // A Paxos round: the cells carry the ballot's timestamp, from the coordinator's clock.
+    const prepared = this.prepareUpsert(table, row, { ttl: options?.ttl, timestamp: this.coordinatorClock.nowMicros() });
     let result: ConditionalResult = { applied: false, existing: null };
     this.write(() => {
       const existing = this.getSync(table, row);
@@ -208,8 +225,25 @@ export class SqliteStore implements Store {
     return result;
   }
 
+  async deleteIf(table: TableSpec, key: Row, expected?: Row): Promise<boolean> {
+    this.count();
+    const conditions = conditionsOf(table, expected);
+    const prepared = this.prepareDelete(table, key, { timestamp: this.coordinatorClock.nowMicros() });
+    let applied = false;
+    this.write(() => {
+      const current = this.getSync(table, key);
+      applied =
+        current !== null &&
+        Object.entries(conditions).every(([c, v]) => current[c] !== null && sameValue(table.columns[c]!, current[c]!, v));
+      if (applied) this.applyTombstone(prepared);
+    });
+    return applied;
+  }
+
   async batch(mutations: readonly Mutation[]): Promise<void> {
+    this.count();
     // Validate every statement before applying any, as Cassandra does with a batch.
+    for (const m of mutations) checkNotCounter(m.table, 'logged batches');
     const prepared = mutations.map((m) => {
       switch (m.kind) {
         case 'upsert':
@@ -219,7 +253,7 @@ export class SqliteStore implements Store {
         case 'deleteRange':
           return {
             kind: 'tomb' as const,
-            p: this.prepareRangeDelete(m.table, m.partition, { lower: m.lower, upper: m.upper }, m.options),
+            p: this.prepareRangeDelete(m.table, m.partition, m, m.options),
           };
       }
     });
@@ -233,6 +267,7 @@ export class SqliteStore implements Store {
   }
 
   async ping(): Promise<void> {
+    this.count();
     this.stmt('SELECT 1').get();
   }
 
@@ -242,6 +277,11 @@ export class SqliteStore implements Store {
   }
 
   // ---- internals -------------------------------------------------------------
+
+  /** Each call answers its statements in one go, synchronously: count them where the call starts. */
+  private count(statements = 1): void {
+    countStatements(activeTally(), statements);
+  }
 
   private layout(table: TableSpec): SqliteLayout {
     let l = this.layouts.get(table.name);
@@ -317,7 +357,7 @@ export class SqliteStore implements Store {
     const layout = this.checked(table);
     const values = regularValuesOf(table, row);
     const key = primaryKeyOf(table, row);
-    return { layout, key, values, ts: this.writeTimestamp(options?.timestamp), ttl: ttlOf(options?.ttl) };
+    return { layout, key, values, ts: this.writeTimestamp(options?.timestamp), ttl: ttlOf(options?.ttl, this.now()) };
   }
 
   private applyUpsert({ layout, key, values, ts, ttl }: PreparedUpsert): void {
@@ -369,27 +409,24 @@ export class SqliteStore implements Store {
 
   private prepareDelete(table: TableSpec, key: Row, options?: DeleteOptions): PreparedTombstone {
     const layout = this.checked(table);
+    checkNotCounter(table, 'deletes');
     const keyRow = primaryKeyOf(table, key);
-    const ck = encodeClustering(table, keyRow);
-    // A row tombstone is the range [ck, ck]; with no clustering columns, the partition.
-    const range: ByteRange =
-      table.clustering.length === 0
-        ? { lo: null, hi: null, empty: false }
-        : { lo: ck, hi: Buffer.concat([ck, Buffer.from([0])]), empty: false };
+    const range = rowByteRange(table, encodeClustering(table, keyRow));
     return { layout, pk: encodePartition(table, keyRow), range, ts: this.writeTimestamp(options?.timestamp) };
   }
 
   private prepareRangeDelete(
     table: TableSpec,
     partition: Row,
-    range: { lower?: ClusteringBound; upper?: ClusteringBound },
+    range: ClusteringRange,
     options?: DeleteOptions,
   ): PreparedTombstone {
     const layout = this.checked(table);
+    checkNotCounter(table, 'range deletes');
     return {
       layout,
       pk: encodePartition(table, partition),
-      range: byteRange(table, range.lower, range.upper),
+      range: byteRange(table, range),
       ts: this.writeTimestamp(options?.timestamp),
     };
   }
@@ -458,44 +495,8 @@ function reconcile(type: CqlType, current: Cell, incoming: Cell, nowSec: number)
   const dead = (c: Cell) => c.value === null || (c.x !== null && c.x <= BigInt(nowSec));
   if (dead(current)) return current;
   if (dead(incoming)) return incoming;
-  const cmp = Buffer.compare(serialized(type, current.value), serialized(type, incoming.value));
+  const cmp = Buffer.compare(serializedSql(type, current.value), serializedSql(type, incoming.value));
   return cmp >= 0 ? current : incoming;
-}
-
-/** The CQL wire serialization of a stored value, for tie-breaking by bytes. */
-function serialized(type: CqlType, raw: unknown): Buffer {
-  switch (type) {
-    case 'text':
-      return Buffer.from(raw as string, 'utf8');
-    case 'uuid':
-    case 'timeuuid':
-      return Buffer.from((raw as string).replace(/-/g, ''), 'hex');
-    case 'int': {
-      const b = Buffer.alloc(4);
-      b.writeInt32BE(Number(raw));
-      return b;
-    }
-    case 'boolean':
-      return Buffer.from([Number(raw)]);
-    default: {
-      const b = Buffer.alloc(8);
-      b.writeBigInt64BE(BigInt(raw as bigint));
-      return b;
-    }
-  }
-}
-
-/**
- * `pk = @pk` and only the bounds the range has: SQLite seeks on `(pk, ck)` only when
- * the bounds appear as plain comparisons (an `@lo IS NULL OR …` form makes every slice
- * scan the partition from its start, so deep pages would get slower and slower).
- */
-function rangeWhere(range: ByteRange): string {
-  return `pk = @pk${range.lo ? ' AND ck >= @lo' : ''}${range.hi ? ' AND ck < @hi' : ''}`;
-}
-
-function rangeParams(range: ByteRange): Record<string, Buffer> {
-  return { ...(range.lo ? { lo: range.lo } : {}), ...(range.hi ? { hi: range.hi } : {}) };
 }
 
 function cellLive(r: PhysicalRow, c: string, nowSec: number): boolean {

@@ -1,0 +1,97 @@
+/**
+ * Keys and clustering ranges in SQLite: the partition key and the clustering key of a
+ * row become order-preserving byte strings (`pk`, `ck`), so a clustering range is one
+ * half-open interval of `ck` and one index range. The Cassandra adapter's counterpart
+ * is `cassandra-ranges.ts`, which turns the same bounds into CQL restrictions.
+ */
+import type { ClusteringRange } from '../port.js';
+import type { CqlValue, Row, TableSpec } from '../table.js';
+import { clusteringPrefixOf, partitionKeyOf } from '../validate.js';
+import { encodeSortable, invertBytes } from '../values.js';
+
+/** Validate and encode the partition key of a row or key object. */
+export function encodePartition(table: TableSpec, key: Row): Buffer {
+  const partition = partitionKeyOf(table, key);
+  return Buffer.concat(table.partitionKey.map((col) => encodeSortable(table.columns[col]!, partition[col]!)));
+}
+
+/** Encode a prefix of the clustering columns; DESC columns are byte-inverted. */
+export function encodeClusteringPrefix(table: TableSpec, values: readonly CqlValue[]): Buffer {
+  return Buffer.concat(
+    clusteringPrefixOf(table, values).map((v, i) => {
+      const { column, order } = table.clustering[i]!;
+      const bytes = encodeSortable(table.columns[column]!, v);
+      return order === 'DESC' ? invertBytes(bytes) : bytes;
+    }),
+  );
+}
+
+/** The full clustering key of a validated primary key. */
+export function encodeClustering(table: TableSpec, key: Row): Buffer {
+  return encodeClusteringPrefix(
+    table,
+    table.clustering.map(({ column }) => key[column] ?? null),
+  );
+}
+
+/**
+ * The smallest byte string greater than every string starting with `prefix`, or null
+ * when none exists. Turns prefix bounds into half-open ranges.
+ */
+function prefixSuccessor(prefix: Buffer): Buffer | null {
+  let end = prefix.length;
+  while (end > 0 && prefix[end - 1] === 0xff) end--;
+  if (end === 0) return null;
+  const out = Buffer.from(prefix.subarray(0, end));
+  out[end - 1]! += 1;
+  return out;
+}
+
+/** A clustering range as `lo <= ck < hi` (null = unbounded); `empty` when nothing fits. */
+export interface ByteRange {
+  readonly lo: Buffer | null;
+  readonly hi: Buffer | null;
+  readonly empty: boolean;
+}
+
+/** Turn a clustering-order range into one half-open byte range over `ck`. */
+export function byteRange(table: TableSpec, { lower, upper }: ClusteringRange): ByteRange {
+  let lo: Buffer | null = null;
+  let hi: Buffer | null = null;
+  let empty = false;
+  if (lower && lower.values.length > 0) {
+    const enc = encodeClusteringPrefix(table, lower.values);
+    if (lower.inclusive) lo = enc;
+    else {
+      lo = prefixSuccessor(enc);
+      if (lo === null) empty = true;
+    }
+  }
+  if (upper && upper.values.length > 0) {
+    const enc = encodeClusteringPrefix(table, upper.values);
+    hi = upper.inclusive ? prefixSuccessor(enc) : enc;
+  }
+  if (lo && hi && Buffer.compare(lo, hi) >= 0) empty = true;
+  return { lo, hi, empty };
+}
+
+/** The byte range of one row, `[ck, ck]`; with no clustering columns, the whole partition. */
+export function rowByteRange(table: TableSpec, ck: Buffer): ByteRange {
+  return table.clustering.length === 0
+    ? { lo: null, hi: null, empty: false }
+    : { lo: ck, hi: Buffer.concat([ck, Buffer.from([0])]), empty: false };
+}
+
+/**
+ * `pk = @pk` and only the bounds the range has: SQLite seeks on `(pk, ck)` only when
+ * the bounds appear as plain comparisons (an `@lo IS NULL OR …` form makes every slice
+ * scan the partition from its start, so deep pages would get slower and slower).
+ */
+export function rangeWhere(range: ByteRange): string {
+  return `pk = @pk${range.lo ? ' AND ck >= @lo' : ''}${range.hi ? ' AND ck < @hi' : ''}`;
+}
+
+/** The parameters `rangeWhere` names. */
+export function rangeParams(range: ByteRange): Record<string, Buffer> {
+  return { ...(range.lo ? { lo: range.lo } : {}), ...(range.hi ? { hi: range.hi } : {}) };
+}

@@ -1,0 +1,73 @@
+/**
+ * Value conversion between the port's plain values and what SQLite stores. The
+ * Cassandra adapter's counterpart is `cassandra-values.ts`.
+ */
+import type { CqlType, CqlValue } from '../table.js';
+
+/** The SQLite column type holding each CQL type. */
+export const SQL_TYPE: Readonly<Record<CqlType, string>> = {
+  uuid: 'TEXT',
+  timeuuid: 'TEXT',
+  text: 'TEXT',
+  int: 'INTEGER',
+  bigint: 'INTEGER',
+  timestamp: 'INTEGER',
+  boolean: 'INTEGER',
+  counter: 'INTEGER',
+};
+
+/** A value as SQLite stores it. */
+export function toSql(type: CqlType, value: CqlValue): unknown {
+  if (value === null) return null;
+  switch (type) {
+    case 'timestamp':
+      return BigInt((value as Date).getTime());
+    case 'boolean':
+      return value ? 1n : 0n;
+    case 'int':
+      return BigInt(value as number);
+    default:
+      return value;
+  }
+}
+
+/** A value read back from SQLite (the database returns integers as bigint). */
+export function fromSql(type: CqlType, raw: unknown): CqlValue {
+  if (raw === null || raw === undefined) return null;
+  switch (type) {
+    case 'timestamp':
+      return new Date(Number(raw));
+    case 'boolean':
+      return raw === 1n || raw === 1;
+    case 'int':
+      return Number(raw);
+    case 'bigint':
+    case 'counter':
+      return BigInt(raw as bigint);
+    default:
+      return raw as string;
+  }
+}
+
+/** The CQL wire serialization of a stored value, for Cassandra's tie-break by bytes. */
+export function serializedSql(type: CqlType, raw: unknown): Buffer {
+  switch (type) {
+    case 'text':
+      return Buffer.from(raw as string, 'utf8');
+    case 'uuid':
+    case 'timeuuid':
+      return Buffer.from((raw as string).replace(/-/g, ''), 'hex');
+    case 'int': {
+      const b = Buffer.alloc(4);
+      b.writeInt32BE(Number(raw));
+      return b;
+    }
+    case 'boolean':
+      return Buffer.from([Number(raw)]);
+    default: {
+      const b = Buffer.alloc(8);
+      b.writeBigInt64BE(BigInt(raw as bigint));
+      return b;
+    }
+  }
+}

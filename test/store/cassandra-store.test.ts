@@ -1,0 +1,154 @@
+/**
+ * What only a real Cassandra can show about the Cassandra adapter, beyond the shared
+ * contract: paged reads and tuple relations counted as statements, the schema check a
+ * server runs at start, and lightweight transactions whose response is lost (a fault-
+ * injecting wrapper around the real driver client times them out after, or instead of,
+ * running them). Skipped, with the reason printed, where no Cassandra is reachable.
+ */
+import { randomUUID } from 'node:crypto';
+import cassandra from 'cassandra-driver';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
+import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
+import type { Mutation, Store } from '../../src/store/port.js';
+import { StoreStartupError, StoreUnavailableError } from '../../src/store/port.js';
+import { CountingStore } from '../../src/store/store-decorator.js';
+import { defineTable, type ClusteringOrder } from '../../src/store/table.js';
+import { cassandraClient, cassandraTarget, uniqueKeyspace, type StoreUnderTest } from '../support/stores.js';
+
+const target = await cassandraTarget();
+if (!target.available) console.warn(`[cassandra] adapter tests SKIPPED: ${target.reason}`);
+
+const claims = defineTable({ name: 'claims', columns: { name: 'text', owner: 'uuid' }, partitionKey: ['name'] });
+/** Rows of one partition clustered by (a, b) in the given orders. */
+function rowsTable(name: string, orders: [ClusteringOrder, ClusteringOrder]) {
+  const [a, b] = orders;
+  return defineTable({ name, columns: { p: 'uuid', a: 'int', b: 'int', v: 'text' }, partitionKey: ['p'], clustering: [{ column: 'a', order: a }, { column: 'b', order: b }] });
+}
+const desc = rowsTable('desc_rows', ['DESC', 'DESC']);
+const mixed = rowsTable('mixed_rows', ['DESC', 'ASC']);
+
+/** A driver client whose next lightweight transaction times out, after or instead of running. */
+class LostResponses implements CassandraClientLike {
+  private armed: 'after' | 'instead' | null = null;
+  constructor(private readonly client: CassandraClientLike) {}
+  get metadata() {
+    return this.client.metadata;
+  }
+  loseNext(how: 'after' | 'instead'): void {
+    this.armed = how;
+  }
+  connect() {
+    return this.client.connect();
+  }
+  batch(queries: Array<{ query: string; params?: unknown[] }>, options?: cassandra.QueryOptions) {
+    return this.client.batch(queries, options);
+  }
+  shutdown() {
+    return this.client.shutdown();
+  }
+  async execute(query: string, params?: unknown[], options?: cassandra.QueryOptions) {
+    const how = this.armed;
+    if (how && / IF (NOT )?EXISTS| IF \w+ = \?/.test(query)) {
+      this.armed = null;
+      if (how === 'after') await this.client.execute(query, params, options);
+      throw new cassandra.errors.ResponseError(
+        cassandra.types.responseErrorCodes.writeTimeout,
+        'Operation timed out - received only 1 responses.',
+      );
+    }
+    return this.client.execute(query, params, options);
+  }
+}
+
+describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', () => {
+  let subject: StoreUnderTest;
+  let store: Store;
+  let lost: LostResponses;
+
+  beforeAll(async () => {
+    subject = await target.create({ wrapClient: (c) => (lost = new LostResponses(c)) });
+    store = subject.store;
+    await store.ensureTables([claims, desc, mixed]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await subject?.dispose();
+  });
+
+  it('follows every page of a 12,000-row slice (three statements) and sends one tuple relation for a one-way key', async () => {
+    const p = randomUUID();
+    const rows: Mutation[] = [];
+    for (let a = 0; a < 2; a++) for (let b = 0; b < 6_000; b++) rows.push({ kind: 'upsert', table: desc, row: { p, a, b, v: '' } });
+    for (let i = 0; i < rows.length; i += 100) await store.batch(rows.slice(i, i + 100));
+    const counting = new CountingStore(store);
+    expect(await counting.slice(desc, { partition: { p }, limit: 20_000 })).toHaveLength(12_000);
+    expect({ roundTrips: counting.roundTrips, statements: counting.statements }).toEqual({ roundTrips: 1, statements: 3 });
+    // After (1, 10) on an all-DESC key: one tuple relation, one statement.
+    const oneWay = new CountingStore(store);
+    const after = await oneWay.slice(desc, { partition: { p }, lower: { values: [1, 10], inclusive: false }, limit: 5 });
+    expect(after.map((r) => [r.a, r.b])).toEqual([[1, 9], [1, 8], [1, 7], [1, 6], [1, 5]]);
+    expect(oneWay.statements).toBe(1);
+  }, 120_000);
+
+  it('splits a bound on a mixed ASC/DESC key into one statement per range', async () => {
+    const p = randomUUID();
+    for (const a of [1, 0]) for (const b of [0, 1, 2]) await store.upsert(mixed, { p, a, b, v: '' });
+    const counting = new CountingStore(store);
+    const rows = await counting.slice(mixed, { partition: { p }, lower: { values: [1, 0], inclusive: false }, limit: 10 });
+    expect(rows.map((r) => [r.a, r.b])).toEqual([[1, 1], [1, 2], [0, 0], [0, 1], [0, 2]]);
+    expect(counting.statements).toBe(2);
+  });
+
+  it('answers an insert-if-not-exists whose response was lost by reading at SERIAL', async () => {
+    const owner = randomUUID();
+    lost.loseNext('after');
+    expect(await store.insertIfNotExists(claims, { name: 'applied-then-lost', owner })).toEqual({ applied: true, existing: null });
+
+    const other = randomUUID();
+    await store.insertIfNotExists(claims, { name: 'taken', owner: other });
+    lost.loseNext('instead');
+    expect(await store.insertIfNotExists(claims, { name: 'taken', owner })).toEqual({
+      applied: false,
+      existing: { name: 'taken', owner: other },
+    });
+
+    // Never ran, and nobody holds the row: the outcome is "not applied", so retry.
+    lost.loseNext('instead');
+    await expect(store.insertIfNotExists(claims, { name: 'never-ran', owner })).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await store.get(claims, { name: 'never-ran' })).toBeNull();
+  });
+
+  it('answers a conditional delete whose response was lost by reading at SERIAL', async () => {
+    const owner = randomUUID();
+    await store.insertIfNotExists(claims, { name: 'release-me', owner });
+    lost.loseNext('after');
+    expect(await store.deleteIf(claims, { name: 'release-me' }, { owner })).toBe(true);
+    expect(await store.get(claims, { name: 'release-me' })).toBeNull();
+
+    await store.insertIfNotExists(claims, { name: 'still-mine', owner });
+    lost.loseNext('instead');
+    await expect(store.deleteIf(claims, { name: 'still-mine' }, { owner })).rejects.toBeInstanceOf(StoreUnavailableError);
+    lost.loseNext('instead');
+    expect(await store.deleteIf(claims, { name: 'still-mine' }, { owner: randomUUID() })).toBe(false);
+  });
+
+  it('refuses to start on a missing schema in check mode, naming what is missing and the command to run', async () => {
+    const client = await cassandraClient(await target.contactPoints!());
+    const keyspace = uniqueKeyspace('schema');
+    try {
+      const check = new CassandraStore({ client, keyspace, schema: 'check' });
+      await expect(check.ensureTables([claims])).rejects.toThrow(
+        new StoreStartupError(
+          `the Cassandra schema is missing: keyspace ${keyspace}; create it with \`npm run schema\` (\`node dist/scripts/schema.js\` in the image), or set CASSANDRA_AUTO_SCHEMA=true`,
+        ),
+      );
+      await new CassandraStore({ client, keyspace, schema: 'create' }).ensureTables([claims]);
+      await check.ensureTables([claims]);
+      await expect(check.ensureTables([claims, desc])).rejects.toThrow(`the Cassandra schema is missing: table ${keyspace}.desc_rows;`);
+    } finally {
+      await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+      await client.shutdown();
+    }
+  }, 120_000);
+});
