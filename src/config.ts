@@ -111,7 +111,7 @@ export interface Config {
 export interface ClusterSettings {
   /** Largest difference between two servers' clocks (`CLOCK_SKEW_MS`). */
   readonly clockSkewMs: number;
-  /** Longest a write can take to land after its timestamp was chosen (`WRITE_TIMEOUT_MS`). */
+  /** Longest a store write can take to land after its timestamp was chosen (`STORE_WRITE_TIMEOUT_MS`). */
   readonly writeTimeoutMs: number;
 }
 
@@ -293,7 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     instanceId: env.INSTANCE_ID || `${hostname()}:${env.PORT || 4000}`,
     cluster: Object.freeze({
       clockSkewMs: int(env, 'CLOCK_SKEW_MS', DEFAULT_CLUSTER_SETTINGS.clockSkewMs, 0, 600_000),
-      writeTimeoutMs: int(env, 'WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000),
+      writeTimeoutMs: int(env, 'STORE_WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000),
     }),
   };
   return Object.freeze(config);

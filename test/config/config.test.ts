@@ -18,6 +18,18 @@ describe('configuration', () => {
     );
   });
 
+  it('reads the cluster bounds apart from the HTTP write timeout, and the instance name', () => {
+    const c = loadConfig({ PORT: '4100' });
+    expect(c.cluster).toEqual({ clockSkewMs: 1_000, writeTimeoutMs: 2_000 });
+    expect(c.writeTimeoutMs).toBe(10_000);
+    expect(c.instanceId).toMatch(/:4100$/);
+    // STORE_WRITE_TIMEOUT_MS bounds a store write's landing; WRITE_TIMEOUT_MS a response's drain.
+    const set = loadConfig({ CLOCK_SKEW_MS: '300', STORE_WRITE_TIMEOUT_MS: '5000', WRITE_TIMEOUT_MS: '700', INSTANCE_ID: 'api-1' });
+    expect(set.cluster).toEqual({ clockSkewMs: 300, writeTimeoutMs: 5_000 });
+    expect(set.writeTimeoutMs).toBe(700);
+    expect(set.instanceId).toBe('api-1');
+  });
+
   it('parses both replication strategies', () => {
     expect(parseReplication('SimpleStrategy:3')).toEqual({ class: 'SimpleStrategy', replication_factor: 3 });
     expect(parseReplication('NetworkTopologyStrategy:dc1=3,dc2=2')).toEqual({ class: 'NetworkTopologyStrategy', dc1: 3, dc2: 2 });

@@ -4,18 +4,18 @@
  * for a meeting whose unsettled windows span too far to read by key (verifiers down).
  */
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { ALL_TABLES, createAcceptanceVerifier, createRequestContext, createServices } from '../../src/composition-root.js';
 import { ACCEPTANCE_WINDOW_MS, readAcceptanceCounts, settleMeeting } from '../../src/features/meetings/acceptance-verifier.js';
 import { MonotonicClock } from '../../src/store/clock.js';
 import { CountingStore } from '../../src/store/store-decorator.js';
-import { memorySqliteStore } from '../support/stores.js';
+import { describeEachStore, StorePool } from '../support/stores.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const userId = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
 
-async function setUp() {
-  const store = memorySqliteStore();
+async function setUp(pool: StorePool) {
+  const { store } = await pool.create();
   await store.ensureTables(ALL_TABLES);
   let nowMs = T0;
   const clock = new MonotonicClock({ now: () => nowMs });
@@ -35,9 +35,12 @@ async function setUp() {
   };
 }
 
-describe('acceptance counts', () => {
+describeEachStore('acceptance counts', (target) => {
+  const pool = new StorePool(target);
+  afterEach(() => pool.disposeAll());
+
   it('are exact over a span of windows too wide to read by key, before and after settling', async () => {
-    const t = await setUp();
+    const t = await setUp(pool);
     const meeting = await t.meeting('long');
     // One acceptance in each of 40 windows (the by-key limit is 24), and repeats that count nothing.
     for (let i = 0; i < 40; i++) {
@@ -56,7 +59,7 @@ describe('acceptance counts', () => {
   });
 
   it('cost two round trips for a page of meetings, whatever their number and windows', async () => {
-    const t = await setUp();
+    const t = await setUp(pool);
     const meetings: string[] = [];
     for (let m = 0; m < 12; m++) {
       const meeting = await t.meeting(`m${m}`);
