@@ -148,7 +148,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     ping: () => store.ping(),
     contextFor: async (req, deadline) => {
       const header = req.headers.authorization;
-      const viewer = await viewerFromAuthorization(header, key, config.maxTokenAgeSeconds);
+      const viewer = await viewerFromAuthorization(header, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs);
       // The request's store stops at its deadline (REQUEST_TIMEOUT_MS).
       return createRequestContext({ ...services, store: new DeadlineStore(store, deadline, config.requestTimeoutMs) }, viewer);
     },

@@ -26,7 +26,12 @@ export function authKey(secret: string): Uint8Array {
  * UNAUTHENTICATED error when it is malformed, forged, expired, carries no `exp`, or
  * expires more than `maxAgeSeconds` from now (a token must not be valid forever).
  */
-export async function viewerFromAuthorization(header: string | undefined, key: Uint8Array, maxAgeSeconds: number): Promise<Viewer | null> {
+export async function viewerFromAuthorization(
+  header: string | undefined,
+  key: Uint8Array,
+  maxAgeSeconds: number,
+  clockSkewMs = 0,
+): Promise<Viewer | null> {
   if (header === undefined || header === '') return null;
   const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(header);
   if (!match) throw unauthenticated('the Authorization header must be "Bearer <JWT>"');
@@ -41,7 +46,9 @@ export async function viewerFromAuthorization(header: string | undefined, key: U
     if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && claim === 'exp') throw unauthenticated('the token has no expiry (`exp`)');
     throw unauthenticated('the token is invalid');
   }
-  const horizon = Math.floor(Date.now() / 1000) + maxAgeSeconds;
+  // Measured from the issuer's clock, which may be ahead of ours by the clock-skew bound:
+  // a token issued for exactly MAX_TOKEN_AGE elsewhere must not be refused here.
+  const horizon = Math.floor((Date.now() + clockSkewMs) / 1000) + maxAgeSeconds;
   if (payload.exp! > horizon) {
     throw unauthenticated(`the token expires too far in the future: at most ${maxAgeSeconds} s from now (MAX_TOKEN_AGE)`);
   }

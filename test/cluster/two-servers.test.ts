@@ -37,7 +37,12 @@ async function gql(server: ChildServer, query: string, variables: Record<string,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ query, variables }),
   });
-  return (await res.json()) as { data?: any; errors?: Array<{ extensions?: { code?: string } }> };
+  return (await res.json()) as { data?: any; errors?: Array<{ message: string; extensions?: { code?: string } }> };
+}
+
+/** The error lines both servers logged, for a failure message. */
+function serverErrors(): string {
+  return [a, b].flatMap((s) => s.output().split('\n').filter((line) => /"level":5\d|error/i.test(line)).slice(-5)).join('\n');
 }
 
 const CREATE_USER = `mutation ($i: CreateUserInput!) { createUser(input: $i) { user { id } } }`;
@@ -95,7 +100,8 @@ describe('two servers on one store, one clock 300 ms behind', () => {
     const burst = await Promise.all(
       members.flatMap((token) => [a, b, a, b, a, b].map((server) => gql(server, ACCEPT, { i: { meetingId } }, token))),
     );
-    expect(burst.flatMap((r) => r.errors ?? [])).toEqual([]);
+    const failures = burst.flatMap((r) => r.errors ?? []).map((e) => `${e.extensions?.code}: ${e.message}`);
+    expect(failures, failures.length > 0 ? serverErrors() : '').toEqual([]);
     const countOn = async (server: ChildServer) =>
       (await gql(server, `query ($id: ID!) { node(id: $id) { ... on Meeting { acceptanceCount } } }`, { id: meetingId }, admin)).data.node
         .acceptanceCount as number;

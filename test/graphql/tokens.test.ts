@@ -47,6 +47,32 @@ describeEachStore('token expiry', (target) => {
     }
   });
 
+  it('accepts a token issued for exactly MAX_TOKEN_AGE by a clock ahead of the server, within CLOCK_SKEW_MS', async () => {
+    // Issued by a clock 900 ms ahead: on the server's clock it expires up to a second beyond the horizon.
+    const issuedAhead = () =>
+      new SignJWT({ roles: ['admin'] })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject('root')
+        .setIssuedAt()
+        .setExpirationTime(Math.floor((Date.now() + 900) / 1000) + 3_600)
+        .sign(authKey(TEST_AUTH_SECRET));
+    const res = await server.gql(probe, {}, await issuedAhead());
+    expect(res.errors).toBeUndefined();
+    expect(res.data).toEqual({ suspendedUsers: { edges: [] } });
+    const strict = await startTestServer({ target, env: { LIST_APPLIER: 'false', MAX_TOKEN_AGE: '1h', CLOCK_SKEW_MS: '0' } });
+    try {
+      // With no skew allowed, one issued 1.5 s ahead is beyond the horizon.
+      const ahead = await new SignJWT({ roles: ['admin'] })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject('root')
+        .setExpirationTime(Math.floor((Date.now() + 1_500) / 1000) + 3_600 + 1)
+        .sign(authKey(TEST_AUTH_SECRET));
+      expect((await strict.gql(probe, {}, ahead)).errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('accepts the 30-day tokens `npm run token` signs under the default MAX_TOKEN_AGE', async () => {
     const defaults = await startTestServer({ target, env: { LIST_APPLIER: 'false' } });
     try {
