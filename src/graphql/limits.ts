@@ -4,7 +4,7 @@
  * (or the default page size) multiplies the cost of what each edge selects, as does
  * the number of ids given to `nodes`. Every refusal says which limit and by how much.
  */
-import type { ApolloServerPlugin } from '@apollo/server';
+import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens';
 import { GraphQLError, getNamedType, type ValidationRule } from 'graphql';
@@ -47,39 +47,33 @@ function memo<V>(size: number) {
  * the limit. The cost depends only on the document and the variables, so it is
  * remembered (per query hash and variables) instead of walking the document per request.
  */
-function costPlugin(limit: number): ApolloServerPlugin {
+function costCheck(limit: number): NonNullable<GraphQLRequestListener<BaseContext>['didResolveOperation']> {
   const known = memo<number>(5_000);
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ request, document, schema, operation, queryHash }) {
-          // Introspection (the playground's schema fetch) is not paged data: skip it.
-          const fields = operation?.selectionSet.selections ?? [];
-          if (fields.every((f) => f.kind === 'Field' && f.name.value.startsWith('__'))) return;
-          const key = `${queryHash}:${request.operationName ?? ''}:${request.variables ? JSON.stringify(request.variables) : ''}`;
-          let cost = known.get(key);
-          if (cost === undefined) try {
-            cost = getComplexity({
-              schema,
-              query: document,
-              operationName: request.operationName ?? undefined,
-              variables: request.variables ?? {},
-              estimators: [connectionEstimator, simpleEstimator({ defaultComplexity: 1 })],
-            });
-            known.set(key, cost);
-          } catch {
-            // Variables that do not coerce: execution refuses the request with
-            // BAD_USER_INPUT before resolving anything, so there is no cost to guard.
-            return;
-          }
-          if (cost > limit) {
-            throw new GraphQLError(`Query cost limit of ${limit} exceeded, found ${cost}.`, {
-              extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
-            });
-          }
-        },
-      };
-    },
+  return async ({ request, document, schema, operation, queryHash }) => {
+    // Introspection (the playground's schema fetch) is not paged data: skip it.
+    const fields = operation?.selectionSet.selections ?? [];
+    if (fields.every((f) => f.kind === 'Field' && f.name.value.startsWith('__'))) return;
+    const key = `${queryHash}:${request.operationName ?? ''}:${request.variables ? JSON.stringify(request.variables) : ''}`;
+    let cost = known.get(key);
+    if (cost === undefined) try {
+      cost = getComplexity({
+        schema,
+        query: document,
+        operationName: request.operationName ?? undefined,
+        variables: request.variables ?? {},
+        estimators: [connectionEstimator, simpleEstimator({ defaultComplexity: 1 })],
+      });
+      known.set(key, cost);
+    } catch {
+      // Variables that do not coerce: execution refuses the request with
+      // BAD_USER_INPUT before resolving anything, so there is no cost to guard.
+      return;
+    }
+    if (cost > limit) {
+      throw new GraphQLError(`Query cost limit of ${limit} exceeded, found ${cost}.`, {
+        extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
+      });
+    }
   };
 }
 
@@ -106,11 +100,17 @@ export function tokenLimitViolation(query: unknown, limit: number): string | nul
 
 const checkedQueries = memo<string | null>(2_000);
 
-/** Apollo Server plugins and validation rules enforcing the limits. */
-export function limitProtections(limits: RequestLimits, options: { hideSuggestions: boolean }): {
-  plugins: ApolloServerPlugin[];
-  validationRules: ValidationRule[];
-} {
+/** What enforces the limits: validation rules, and hooks for the server's one request plugin. */
+export interface LimitProtections {
+  readonly validationRules: ValidationRule[];
+  /** Refuses an operation whose cost exceeds the limit. */
+  readonly didResolveOperation: NonNullable<GraphQLRequestListener<BaseContext>['didResolveOperation']>;
+  /** Hides field suggestions from error messages (graphql-armor's plugin, run only when there are errors). */
+  readonly didEncounterErrors: NonNullable<GraphQLRequestListener<BaseContext>['didEncounterErrors']>;
+}
+
+/** Validation rules and request hooks enforcing the limits. */
+export function limitProtections(limits: RequestLimits, options: { hideSuggestions: boolean }): LimitProtections {
   const armor = new ApolloArmor({
     maxDepth: { n: limits.depth, exposeLimits: true },
     maxAliases: { n: limits.aliases, exposeLimits: true },
@@ -124,8 +124,17 @@ export function limitProtections(limits: RequestLimits, options: { hideSuggestio
   });
   const { plugins, validationRules } = armor.protect();
   // armor types its plugins against Apollo's CommonJS build; they are the same objects.
+  const armorPlugins = plugins as unknown as ApolloServerPlugin[];
   return {
-    plugins: [...(plugins as unknown as ApolloServerPlugin[]), costPlugin(limits.cost)],
     validationRules,
+    didResolveOperation: costCheck(limits.cost),
+    // armor's plugins only rewrite errors: instead of one more plugin on every request,
+    // they run here, on the requests that have errors.
+    async didEncounterErrors(context) {
+      for (const plugin of armorPlugins) {
+        const listener = await plugin.requestDidStart?.(context);
+        await listener?.didEncounterErrors?.(context);
+      }
+    },
   };
 }
