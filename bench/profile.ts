@@ -5,6 +5,7 @@
  * on its stack). The profile is kept in .bench-build/profiles/ for a closer look.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { buildServers } from './overhead.js';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,9 +14,9 @@ import { benchEnv, benchWorkloads, prepareOverheadFixture } from './fixture.js';
 import { parseCli } from '../src/scripts/cli.js';
 
 const { positionals } = parseCli(
-  `usage: npx tsx bench/profile.ts [timeline|acceptances] [seconds]
+  `usage: npx tsx bench/profile.ts [timeline|acceptances] [seconds] [ours|mercurius|graphql-js]
 
-Builds, starts the compiled server under --cpu-prof on core 0, loads it from core 1
+Builds, starts the compiled server (ours by default, or a peer) under --cpu-prof on core 0, loads it from core 1
 with the benchmark workload, and prints the shares of its busy time by area.`,
   {},
   true,
@@ -46,27 +47,32 @@ const AREAS: Array<[string, (f: ProfileNode['callFrame']) => boolean]> = [
 
 const workloadName = positionals[0] ?? 'timeline';
 const seconds = Number(positionals[1] ?? 10);
+const server = positionals[2] ?? 'ours';
+const entry = (file: string, port: number) => (server === 'ours' ? ['dist/main.js'] : [`.bench-build/${server}.js`, file, String(port)]);
 const dir = mkdtempSync(join(tmpdir(), 'profile-'));
-const profiles = join('.bench-build', 'profiles', `${workloadName}-${Date.now()}`);
+const profiles = join('.bench-build', 'profiles', `${server}-${workloadName}-${Date.now()}`);
 const file = join(dir, 'profile.db');
-if (spawnSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' }).status !== 0) process.exit(1);
+await buildServers(() => undefined);
 const meetingId = await prepareOverheadFixture(file);
 const workload = benchWorkloads(meetingId).find((w) => w.name.startsWith(workloadName));
 if (!workload) throw new Error(`no workload ${workloadName}`);
 spawnSync('taskset', ['-p', '-c', '1', String(process.pid)]);
 const port = 40_000 + Math.floor(Math.random() * 20_000);
-const child = spawn('taskset', ['-c', '0', process.execPath, `--cpu-prof`, `--cpu-prof-dir=${profiles}`, 'dist/main.js'], {
+const child = spawn('taskset', ['-c', '0', process.execPath, `--cpu-prof`, `--cpu-prof-dir=${profiles}`, ...entry(file, port)], {
   stdio: ['ignore', 'ignore', 'inherit'],
   env: { ...process.env, ...benchEnv(file), HOST: '127.0.0.1', PORT: String(port) },
 });
 const url = `http://127.0.0.1:${port}/graphql`;
+const exited = new Promise((r) => child.once('exit', r));
+child.once('exit', (code) => {
+  if (code !== 0) throw new Error(`the server exited with ${code}`);
+});
 for (;;) {
   const ok = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: workload.body }).then((r) => r.ok, () => false);
   if (ok) break;
   await new Promise((r) => setTimeout(r, 100));
 }
 const result = await autocannon({ url, connections: 32, duration: seconds, method: 'POST', headers: { 'content-type': 'application/json' }, body: workload.body });
-const exited = new Promise((r) => child.once('exit', r));
 child.kill('SIGTERM');
 await exited;
 rmSync(dir, { recursive: true, force: true });

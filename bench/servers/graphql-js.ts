@@ -44,3 +44,5 @@ const server = createServer((req, res) => {
   });
 });
 server.listen(Number(process.argv[3] ?? 0), '127.0.0.1', () => console.log(`READY ${(server.address() as { port: number }).port}`));
+// Exit on SIGTERM through process.exit, so --cpu-prof writes its profile.
+process.on('SIGTERM', () => process.exit(0));

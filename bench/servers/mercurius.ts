@@ -20,3 +20,5 @@ await app.register(mercurius, {
 });
 await app.listen({ port: Number(process.argv[3] ?? 0), host: '127.0.0.1' });
 console.log(`READY ${(app.server.address() as { port: number }).port}`);
+// Exit on SIGTERM through process.exit, so --cpu-prof writes its profile.
+process.on('SIGTERM', () => process.exit(0));
