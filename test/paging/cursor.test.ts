@@ -87,6 +87,15 @@ describe('cursor codec', () => {
     expect(raw.includes(Buffer.from('User.posts'))).toBe(false);
   });
 
+  it('signs with HMAC-SHA256 of version, connection id and key, truncated to 128 bits, for short and long secrets', () => {
+    for (const secret of [SECRET, 'x'.repeat(64), 'a much longer secret than one SHA-256 block of sixty-four bytes, so it is hashed first']) {
+      const raw = Buffer.from(createCursorCodec(secret).encodeCursor(CONNECTION, POST_KEY), 'base64url');
+      // version 2, the id's length and bytes, then the key as written in the cursor.
+      const signed = Buffer.concat([Buffer.from([2, CONNECTION.length]), Buffer.from(CONNECTION), raw.subarray(17)]);
+      expect(raw.subarray(1, 17)).toEqual(createHmac('sha256', secret).update(signed).digest().subarray(0, 16));
+    }
+  });
+
   it('still reads version-1 cursors of the same connection, and refuses forged or foreign ones', () => {
     expect(codec.decodeCursor(CONNECTION, legacyCursor(CONNECTION, POST_KEY))).toEqual(POST_KEY);
     expect(codec.decodeCursor('User.posts:other', legacyCursor(CONNECTION, POST_KEY))).toBeNull();
