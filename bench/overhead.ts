@@ -223,8 +223,11 @@ export async function runOverhead(
     // Ratios within a round (servers measured minutes apart under the same conditions).
     const ratio = (k: string) => byServer.ours!.map((m, i) => m.requestsPerSecond / byServer[k]![i]!.requestsPerSecond);
     const cpu = (k: string) => byServer[k]!.map((m) => m.cpuMsPerRequest ?? NaN);
+    // The same comparison by server CPU per request (peer's over ours: above 1, ours costs less).
+    const cpuRatio = (k: string) => byServer.ours!.map((m, i) => (byServer[k]![i]!.cpuMsPerRequest ?? NaN) / (m.cpuMsPerRequest ?? NaN));
     const vsMercurius = spread(ratio('mercurius'));
     const vsGraphqlJs = spread(ratio('graphqlJs'));
+    const cpuVsMercurius = spread(cpuRatio('mercurius'));
     for (const s of SERVERS) {
       const r = spread(rps(s.key));
       const c = spread(cpu(s.key));
@@ -233,11 +236,13 @@ export async function runOverhead(
       row(`${w.name}: ${s.name} server CPU ms/request`, `${c.median.toFixed(3)} [${c.min.toFixed(3)}–${c.max.toFixed(3)}]`);
     }
     row(`${w.name}: ours / mercurius + graphql-jit`, `${vsMercurius.median.toFixed(3)}x [${vsMercurius.min.toFixed(3)}–${vsMercurius.max.toFixed(3)}]`, '>= 1.0x', vsMercurius.median >= 1);
+    row(`${w.name}: mercurius CPU per request / ours`, `${cpuVsMercurius.median.toFixed(3)}x [${cpuVsMercurius.min.toFixed(3)}–${cpuVsMercurius.max.toFixed(3)}]`);
     row(`${w.name}: ours / bare graphql-js`, `${vsGraphqlJs.median.toFixed(3)}x [${vsGraphqlJs.min.toFixed(3)}–${vsGraphqlJs.max.toFixed(3)}]`, '>= 1.0x', vsGraphqlJs.median >= 1);
     const generator = Math.max(...Object.values(byServer).flat().map((m) => m.loadGeneratorCpu));
     summary[w.name] = {
       oursVsMercurius: vsMercurius,
       oursVsGraphqlJs: vsGraphqlJs,
+      cpuPerRequestMercuriusOverOurs: cpuVsMercurius,
       requestsPerSecond: Object.fromEntries(SERVERS.map((s) => [s.key, spread(rps(s.key))])),
       cpuMsPerRequest: Object.fromEntries(SERVERS.map((s) => [s.key, spread(cpu(s.key))])),
       loadGeneratorCpuMax: generator,
