@@ -66,8 +66,8 @@ export async function buildServers(progress: (m: string) => void): Promise<void>
   });
 }
 
-/** Pinning: the server on core 0, this process (and autocannon in it) on core 1. */
-function pinning(): { server: string[]; pinned: boolean } {
+/** Pinning: the server on core 0, this process (and autocannon in it) on core 1. Idempotent. */
+export function pinning(): { server: string[]; pinned: boolean } {
   const taskset = spawnSync('taskset', ['--version']);
   if (cpus().length < 2 || taskset.error || taskset.status !== 0) return { server: [], pinned: false };
   const self = spawnSync('taskset', ['-p', '-c', '1', String(process.pid)]);

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { runDeepPaging } from './deep-paging.js';
-import { runOverhead } from './overhead.js';
+import { pinning, runOverhead } from './overhead.js';
 import { runRoundTrips } from './round-trips.js';
 import { runUniqueCounter } from './unique-counter.js';
 import { parseCli } from '../src/scripts/cli.js';
@@ -59,6 +59,8 @@ async function overhead() {
 
 async function main(): Promise<void> {
   progress(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`);
+  // The in-process sections run on core 1 too, away from the servers' core 0.
+  pinning();
   results.machine = { cores: cpus().length, cpu: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, date: new Date().toISOString(), loadAverageAtStart: loadavg() };
   if (SECTIONS.has('paging')) {
     progress('deep paging: 100,000-post timeline');
