@@ -18,7 +18,7 @@ import { parseCli } from '../src/scripts/cli.js';
 parseCli(
   `usage: npm run bench
 
-Runs the benchmarks on the embedded store (about 4 minutes on 2 cores) and writes
+Runs the benchmarks on the embedded store (about 5 minutes on 2 cores) and writes
 bench/results/latest.json. Environment: BENCH_ROUNDS (fresh-server rounds per server,
 default 5), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP
 (seconds of warm-up before each, default 2), BENCH_CONNECTIONS (default 32),
