@@ -1,11 +1,22 @@
 /**
- * Global ids (Relay Global Object Identification) through graphql-relay. Parsing is
- * strict: an id that does not re-encode to itself, or names an unknown type or a
- * malformed key, is BAD_USER_INPUT naming the argument.
+ * Global ids (Relay Global Object Identification), in graphql-relay's format: base64
+ * (standard alphabet, padded) of `Type:id`. Parsing is strict: an id that does not
+ * re-encode to itself, or names an unknown type or a malformed key, is BAD_USER_INPUT
+ * naming the argument.
  */
-import { fromGlobalId, toGlobalId } from 'graphql-relay';
+import { fromGlobalId } from 'graphql-relay';
 import { badInput } from '../errors.js';
 import { isTimeuuid, isUuid } from '../store/values.js';
+
+/**
+ * graphql-relay's `toGlobalId`, through Node's native base64: the same text (its base64
+ * is a JavaScript loop over the UTF-8 bytes, a few percent of a page's CPU time when
+ * every node and author has an id). Use it for every id the schema returns.
+ */
+export function toGlobalId(type: string, id: string): string {
+  return Buffer.from(`${type}:${id}`, 'utf8').toString('base64');
+}
+
 
 /** What a global id points at. */
 export type NodeRef =

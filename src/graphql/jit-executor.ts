@@ -6,12 +6,63 @@
  * BENCHMARKS.md: graphql-js's generic `execute` was most of our per-request cost.
  */
 import type { GatewayInterface } from '@apollo/server-gateway-interface';
-import { GraphQLError, getOperationAST, type GraphQLSchema } from 'graphql';
+import { BREAK, GraphQLError, Kind, getOperationAST, visit, type DocumentNode, type FormattedExecutionResult, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { operationResolutionMessage } from './operation-guard.js';
 
 /** How many compiled operations to keep (oldest dropped first). */
 const CACHE_SIZE = 1_000;
+
+/**
+ * The compiled serialiser of each error-free result's `data`, for `stringifyResult`.
+ * Apollo hands `stringifyResult` the executor's `data` object itself, so the result
+ * finds its serialiser by identity; a weak map forgets it with the response.
+ */
+const serialisers = new WeakMap<object, CompiledQuery['stringify']>();
+
+/**
+ * True when the document has fragments. graphql-jit's serialiser merges the fields of
+ * every possible type of an abstract type into one shape, which can write a
+ * fragment's fields in another order than the query asked for.
+ */
+function hasFragments(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    enter(node) {
+      if (node.kind === Kind.INLINE_FRAGMENT || node.kind === Kind.FRAGMENT_SPREAD) {
+        found = true;
+        return BREAK;
+      }
+      return undefined;
+    },
+  });
+  return found;
+}
+
+/**
+ * Compile an operation with graphql-jit's serialiser (fast-json-stringify, specialised
+ * to the operation's response shape). graphql-jit cannot describe a custom scalar
+ * (DateTime) to it and refuses such an operation; those compile again without it and
+ * keep `JSON.stringify`.
+ */
+function compile(schema: GraphQLSchema, document: DocumentNode, operationName: string | undefined) {
+  if (hasFragments(document)) return { compiled: compileQuery(schema, document, operationName), serialises: false };
+  const withSerialiser = compileQuery(schema, document, operationName, { customJSONSerializer: true });
+  if (isCompiledQuery(withSerialiser)) return { compiled: withSerialiser, serialises: true };
+  return { compiled: compileQuery(schema, document, operationName), serialises: false };
+}
+
+/**
+ * Apollo's `stringifyResult`: a result without errors whose operation has a compiled
+ * serialiser is written by it (the same text as `JSON.stringify`: same fields, same
+ * order), extensions appended; anything else goes through `JSON.stringify`.
+ */
+export function stringifyResult(value: FormattedExecutionResult): string {
+  const serialise = value.data && !value.errors ? serialisers.get(value.data) : undefined;
+  if (!serialise) return JSON.stringify(value);
+  const text = serialise({ data: value.data });
+  return value.extensions === undefined ? text : `${text.slice(0, -1)},"extensions":${JSON.stringify(value.extensions)}}`;
+}
 
 /**
  * graphql-jit's errors are not graphql-js `GraphQLError` instances; Apollo's error
@@ -30,7 +81,7 @@ function asGraphQLError(e: GraphQLError, coercion: boolean): GraphQLError {
 
 /** A gateway that serves `schema` and executes with graphql-jit. */
 export function jitGateway(schema: GraphQLSchema, sdl: string): GatewayInterface {
-  const compiled = new Map<string, CompiledQuery>();
+  const compiled = new Map<string, { query: CompiledQuery; serialises: boolean }>();
   return {
     async load() {
       return {
@@ -45,14 +96,17 @@ export function jitGateway(schema: GraphQLSchema, sdl: string): GatewayInterface
             const asked = request.request.operationName ?? undefined;
             // (The operation guard refuses these first; this keeps the executor safe alone.)
             if (!getOperationAST(request.document, asked)) return { errors: [new GraphQLError(operationResolutionMessage(asked))] };
-            const result = compileQuery(schema, request.document, request.operationName ?? undefined);
-            if (!isCompiledQuery(result)) return result;
+            const result = compile(schema, request.document, request.operationName ?? undefined);
+            if (!isCompiledQuery(result.compiled)) return result.compiled;
             if (compiled.size >= CACHE_SIZE) compiled.delete(compiled.keys().next().value!);
-            compiled.set(key, result);
-            query = result;
+            query = { query: result.compiled, serialises: result.serialises };
+            compiled.set(key, query);
           }
-          const result = await query.query(undefined, request.context, request.request.variables ?? {});
-          if (!result.errors) return result;
+          const result = await query.query.query(undefined, request.context, request.request.variables ?? {});
+          if (!result.errors) {
+            if (query.serialises && result.data) serialisers.set(result.data, query.query.stringify);
+            return result;
+          }
           // No data at all: the variables did not coerce (graphql-js reports these as
           // request errors with BAD_USER_INPUT; do the same).
           const coercion = result.data === undefined;

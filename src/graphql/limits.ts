@@ -4,13 +4,13 @@
  * (or the default page size) multiplies the cost of what each edge selects, as does
  * the number of ids given to `nodes`. Every refusal says which limit and by how much.
  */
-import type { ApolloServerPlugin } from '@apollo/server';
+import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens';
 import { GraphQLError, getNamedType, type ValidationRule } from 'graphql';
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import { DEFAULT_PAGE_SIZE } from '../paging/engine.js';
-import { operationGuardPlugin } from './operation-guard.js';
+import { checkOperation } from './operation-guard.js';
 
 /** The configured limits. */
 export interface RequestLimits {
@@ -64,47 +64,49 @@ function costShape(value: unknown): string {
  * variables the operation declares, so it is remembered under those (variables it does
  * not declare cannot change it and never reach the key).
  */
-function costPlugin(limit: number): ApolloServerPlugin {
+function costCheck(limit: number): NonNullable<GraphQLRequestListener<BaseContext>['didResolveOperation']> {
   const known = memo<number>(5_000);
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ request, document, schema, operation, queryHash }) {
-          // No operation: the operation guard refuses the request.
-          if (!operation) return;
-          // Introspection (the playground's schema fetch) is not paged data: skip it.
-          const fields = operation.selectionSet.selections;
-          if (fields.every((f) => f.kind === 'Field' && f.name.value.startsWith('__'))) return;
-          const variables = request.variables ?? {};
-          const declared = operation.variableDefinitions ?? [];
-          const given = declared.map((d) => d.variable.name.value).filter((name) => Object.hasOwn(variables, name));
-          // Absent ('-': the declared default applies) and null differ.
-          const shape = declared.map((d) => (given.includes(d.variable.name.value) ? costShape(variables[d.variable.name.value]) : '-')).join(',');
-          const key = `${queryHash}:${operation.name?.value ?? ''}:${shape}`;
-          let cost = known.get(key);
-          if (cost === undefined) try {
-            cost = getComplexity({
-              schema,
-              query: document,
-              operationName: request.operationName ?? undefined,
-              // Only the declared variables: the others cannot change the cost.
-              variables: Object.fromEntries(given.map((name) => [name, variables[name]])),
-              estimators: [connectionEstimator, simpleEstimator({ defaultComplexity: 1 })],
-            });
-            known.set(key, cost);
-          } catch {
-            // Variables that do not coerce: execution refuses the request with
-            // BAD_USER_INPUT before resolving anything, so there is no cost to guard.
-            return;
-          }
-          if (cost > limit) {
-            throw new GraphQLError(`Query cost limit of ${limit} exceeded, found ${cost}.`, {
-              extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
-            });
-          }
-        },
-      };
-    },
+  return async ({ request, document, schema, operation, queryHash }) => {
+    // No operation: checkOperation (run first) refuses the request.
+    if (!operation) return;
+    // Introspection (the playground's schema fetch) is not paged data: skip it.
+    const fields = operation.selectionSet.selections;
+    if (fields.every((f) => f.kind === 'Field' && f.name.value.startsWith('__'))) return;
+    const variables = request.variables ?? {};
+    const declared = operation.variableDefinitions ?? [];
+    const given = declared.map((d) => d.variable.name.value).filter((name) => Object.hasOwn(variables, name));
+    // Absent ('-': the declared default applies) and null differ.
+    const shape = declared.map((d) => (given.includes(d.variable.name.value) ? costShape(variables[d.variable.name.value]) : '-')).join(',');
+    const key = `${queryHash}:${operation.name?.value ?? ''}:${shape}`;
+    let cost = known.get(key);
+    if (cost === undefined) try {
+      cost = getComplexity({
+        schema,
+        query: document,
+        operationName: request.operationName ?? undefined,
+        // Only the declared variables: the others cannot change the cost.
+        variables: Object.fromEntries(given.map((name) => [name, variables[name]])),
+        estimators: [connectionEstimator, simpleEstimator({ defaultComplexity: 1 })],
+      });
+      known.set(key, cost);
+    } catch {
+      // Variables that do not coerce: execution refuses the request with
+      // BAD_USER_INPUT before resolving anything, so there is no cost to guard.
+      return;
+    }
+    if (cost > limit) {
+      throw new GraphQLError(`Query cost limit of ${limit} exceeded, found ${cost}.`, {
+        extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
+      });
+    }
+  };
+}
+
+/** The operation check first, then the cost check: one `didResolveOperation` hook. */
+function resolveOperation(cost: ReturnType<typeof costCheck>): ReturnType<typeof costCheck> {
+  return async (context) => {
+    await checkOperation(context);
+    await cost(context);
   };
 }
 
@@ -131,11 +133,17 @@ export function tokenLimitViolation(query: unknown, limit: number): string | nul
 
 const checkedQueries = memo<string | null>(2_000);
 
-/** Apollo Server plugins and validation rules enforcing the limits. */
-export function limitProtections(limits: RequestLimits, options: { hideSuggestions: boolean }): {
-  plugins: ApolloServerPlugin[];
-  validationRules: ValidationRule[];
-} {
+/** What enforces the limits: validation rules, and hooks for the server's one request plugin. */
+export interface LimitProtections {
+  readonly validationRules: ValidationRule[];
+  /** Refuses an operation that cannot run here (`checkOperation`), then one whose cost exceeds the limit. */
+  readonly didResolveOperation: NonNullable<GraphQLRequestListener<BaseContext>['didResolveOperation']>;
+  /** Hides field suggestions from error messages (graphql-armor's plugin, run only when there are errors). */
+  readonly didEncounterErrors: NonNullable<GraphQLRequestListener<BaseContext>['didEncounterErrors']>;
+}
+
+/** Validation rules and request hooks enforcing the limits. */
+export function limitProtections(limits: RequestLimits, options: { hideSuggestions: boolean }): LimitProtections {
   const armor = new ApolloArmor({
     maxDepth: { n: limits.depth, exposeLimits: true },
     maxAliases: { n: limits.aliases, exposeLimits: true },
@@ -149,9 +157,17 @@ export function limitProtections(limits: RequestLimits, options: { hideSuggestio
   });
   const { plugins, validationRules } = armor.protect();
   // armor types its plugins against Apollo's CommonJS build; they are the same objects.
+  const armorPlugins = plugins as unknown as ApolloServerPlugin[];
   return {
-    // The operation guard first: see operationGuardPlugin.
-    plugins: [operationGuardPlugin(), ...(plugins as unknown as ApolloServerPlugin[]), costPlugin(limits.cost)],
     validationRules,
+    didResolveOperation: resolveOperation(costCheck(limits.cost)),
+    // armor's plugins only rewrite errors: instead of one more plugin on every request,
+    // they run here, on the requests that have errors.
+    async didEncounterErrors(context) {
+      for (const plugin of armorPlugins) {
+        const listener = await plugin.requestDidStart?.(context);
+        await listener?.didEncounterErrors?.(context);
+      }
+    },
   };
 }

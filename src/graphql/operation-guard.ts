@@ -5,7 +5,7 @@
  * Without this, the executor would pick an operation on its own while every guard
  * that reads the resolved operation (the cost limit among them) saw none.
  */
-import type { ApolloServerPlugin } from '@apollo/server';
+import type { BaseContext, GraphQLRequestContextDidResolveOperation } from '@apollo/server';
 import { GraphQLError, OperationTypeNode } from 'graphql';
 
 /**
@@ -19,27 +19,20 @@ export function operationResolutionMessage(operationName: string | null | undefi
 }
 
 /**
- * Must come first among the plugins: Apollo runs every `didResolveOperation` hook at
+ * Refuses a request whose operationName resolves to no operation, and subscriptions.
+ * Must run before every other `didResolveOperation` hook: Apollo runs those hooks at
  * once and answers with the first refusal, so this one speaks before guards that would
  * stumble on a missing operation.
  */
-export function operationGuardPlugin(): ApolloServerPlugin {
-  return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ request, operation }) {
-          if (!operation) {
-            throw new GraphQLError(operationResolutionMessage(request.operationName), {
-              extensions: { code: 'OPERATION_RESOLUTION_FAILURE', http: { status: 400 } },
-            });
-          }
-          if (operation.operation === OperationTypeNode.SUBSCRIPTION) {
-            throw new GraphQLError('subscriptions are not supported: this server answers queries and mutations only', {
-              extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
-            });
-          }
-        },
-      };
-    },
-  };
+export async function checkOperation({ request, operation }: Pick<GraphQLRequestContextDidResolveOperation<BaseContext>, 'request' | 'operation'>): Promise<void> {
+  if (!operation) {
+    throw new GraphQLError(operationResolutionMessage(request.operationName), {
+      extensions: { code: 'OPERATION_RESOLUTION_FAILURE', http: { status: 400 } },
+    });
+  }
+  if (operation.operation === OperationTypeNode.SUBSCRIPTION) {
+    throw new GraphQLError('subscriptions are not supported: this server answers queries and mutations only', {
+      extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+    });
+  }
 }

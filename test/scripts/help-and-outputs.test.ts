@@ -21,7 +21,7 @@ describe('commands', () => {
   });
 
   it('write only where git ignores', async () => {
-    const outputs = ['bench/results/latest.json', 'dist/main.js', 'data/app.db', 'test-results/playground.png', 'sdk/dist/index.js', 'sdk/x-0.1.0.tgz'];
+    const outputs = ['bench/results/latest.json', '.bench-build/mercurius.js', 'dist/main.js', 'data/app.db', 'test-results/playground.png', 'sdk/dist/index.js', 'sdk/x-0.1.0.tgz'];
     const { stdout } = await run('git', ['check-ignore', '--no-index', ...outputs]);
     expect(stdout.trim().split('\n')).toEqual(outputs);
   });

@@ -1,0 +1,105 @@
+/**
+ * `npx tsx bench/profile.ts [workload] [seconds]`: a CPU profile of the compiled
+ * server (`node --cpu-prof dist/main.js`, built first) under the benchmark load, and
+ * the shares of its busy time by area, inclusive (a sample counts once for every area
+ * on its stack). The profile is kept in .bench-build/profiles/ for a closer look.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { buildServers } from './overhead.js';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { benchEnv, benchWorkloads, prepareOverheadFixture } from './fixture.js';
+import { parseCli } from '../src/scripts/cli.js';
+
+const { positionals } = parseCli(
+  `usage: npx tsx bench/profile.ts [timeline|acceptances] [seconds] [ours|mercurius|graphql-js]
+
+Builds, starts the compiled server (ours by default, or a peer) under --cpu-prof on core 0, loads it from core 1
+with the benchmark workload, and prints the shares of its busy time by area.`,
+  {},
+  true,
+);
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  children?: number[];
+}
+
+/** Areas, first match wins for a frame; a sample counts once per area on its stack. */
+const AREAS: Array<[string, (f: ProfileNode['callFrame']) => boolean]> = [
+  ['SQLite adapter (src/store/sqlite + better-sqlite3)', (f) => f.url.includes('/store/sqlite/') || f.url.includes('better-sqlite3')],
+  ['cursor codec (src/paging/cursor)', (f) => f.url.includes('/paging/cursor.')],
+  ['paging engine and sources (src/paging)', (f) => f.url.includes('/paging/')],
+  ['global ids (src/graphql/ids + graphql-relay)', (f) => f.url.includes('/graphql/ids.') || f.url.includes('graphql-relay')],
+  ['DataLoader', (f) => f.url.includes('/dataloader/')],
+  ['Apollo Server', (f) => f.url.includes('/@apollo/')],
+  ['graphql-jit (compiled execution)', (f) => f.url.includes('/graphql-jit/') || (f.url === '' && f.functionName.startsWith('query'))],
+  ['graphql-js', (f) => f.url.includes('/node_modules/graphql/')],
+  ['our HTTP handler (src/server)', (f) => f.url.endsWith('/dist/server.js')],
+  ['node http / net', (f) => /^node:(_http|net|internal\/(http|stream|streams))/.test(f.url)],
+  ['JSON stringify/parse', (f) => f.functionName === 'stringify' || f.functionName === 'parse'],
+  ['crypto (HMAC)', (f) => f.url.startsWith('node:internal/crypto') || f.url === 'node:crypto'],
+  ['garbage collector', (f) => f.functionName === '(garbage collector)'],
+];
+
+const workloadName = positionals[0] ?? 'timeline';
+const seconds = Number(positionals[1] ?? 10);
+const server = positionals[2] ?? 'ours';
+const entry = (file: string, port: number) => (server === 'ours' ? ['dist/main.js'] : [`.bench-build/${server}.js`, file, String(port)]);
+const dir = mkdtempSync(join(tmpdir(), 'profile-'));
+const profiles = join('.bench-build', 'profiles', `${server}-${workloadName}-${Date.now()}`);
+const file = join(dir, 'profile.db');
+await buildServers(() => undefined);
+const meetingId = await prepareOverheadFixture(file);
+const workload = benchWorkloads(meetingId).find((w) => w.name.startsWith(workloadName));
+if (!workload) throw new Error(`no workload ${workloadName}`);
+spawnSync('taskset', ['-p', '-c', '1', String(process.pid)]);
+const port = 40_000 + Math.floor(Math.random() * 20_000);
+const child = spawn('taskset', ['-c', '0', process.execPath, `--cpu-prof`, `--cpu-prof-dir=${profiles}`, ...entry(file, port)], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+  env: { ...process.env, ...benchEnv(file), HOST: '127.0.0.1', PORT: String(port) },
+});
+const url = `http://127.0.0.1:${port}/graphql`;
+const exited = new Promise((r) => child.once('exit', r));
+child.once('exit', (code) => {
+  if (code !== 0) throw new Error(`the server exited with ${code}`);
+});
+for (;;) {
+  const ok = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: workload.body }).then((r) => r.ok, () => false);
+  if (ok) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
+const result = await autocannon({ url, connections: 32, duration: seconds, method: 'POST', headers: { 'content-type': 'application/json' }, body: workload.body });
+child.kill('SIGTERM');
+await exited;
+rmSync(dir, { recursive: true, force: true });
+
+const [name] = readdirSync(profiles);
+const profile = JSON.parse(readFileSync(join(profiles, name!), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
+const parent = new Map<number, number>();
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const areaOfNode = new Map<number, Set<string>>();
+function areasOf(id: number): Set<string> {
+  let set = areaOfNode.get(id);
+  if (set) return set;
+  const node = byId.get(id)!;
+  set = new Set(parent.has(id) ? areasOf(parent.get(id)!) : []);
+  const area = AREAS.find(([, test]) => test(node.callFrame));
+  if (area) set.add(area[0]);
+  areaOfNode.set(id, set);
+  return set;
+}
+const totals = new Map<string, number>();
+let busy = 0;
+profile.samples.forEach((id, i) => {
+  const dt = profile.timeDeltas[i] ?? 0;
+  if (byId.get(id)!.callFrame.functionName === '(idle)') return;
+  busy += dt;
+  for (const a of areasOf(id)) totals.set(a, (totals.get(a) ?? 0) + dt);
+});
+console.log(`${workload.name}: ${Math.round(result.requests.average)} req/s under the profiler; busy ${(busy / 1e6).toFixed(1)} s; profile in ${profiles}`);
+for (const [area] of AREAS) console.log(`${(((totals.get(area) ?? 0) / busy) * 100).toFixed(1).padStart(5)}%  ${area}`);
