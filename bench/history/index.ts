@@ -1,0 +1,4 @@
+/** The parts of the history benchmark, in the order they run. */
+import type { HistoryBench } from './harness.js';
+
+export const historyBenches: readonly HistoryBench[] = [];
