@@ -152,7 +152,7 @@ export function createRequestContext(services: Services, viewer: Viewer | null, 
   const store = new CountingStore(services.store);
   const loaders = createLoaders(store, options);
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
-  const directory = new Directory({ store, codec, actor, users: loaders.userById });
+  const directory = new Directory({ store, codec, actor, users: loaders.userById, logger: services.logger });
   const users = new Users({ store, actor, loaders, directory });
   const timeline = new Timeline({ store, codec, loaders });
   const suspensions = new Suspensions({

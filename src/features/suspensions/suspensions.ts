@@ -20,8 +20,9 @@ import { requireAdmin, signedIn, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
 import type { User } from '../users/users.js';
 import { bucketOf, type BucketGranularity } from './buckets.js';
-import { suspendSaga, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
-import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
+import { listRegistered } from '../bucket-registry.js';
+import { suspendSaga, suspensionBuckets, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
+import { SUSPENDED, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
 /** A suspension as the API shows it. */
 export interface Suspension {
@@ -175,16 +176,7 @@ export class Suspensions {
     const { store, codec, loaders } = this.deps;
     const rows = bucketedSource<Suspension>({
       id: 'Query.suspendedUsers',
-      async listBuckets(from, direction) {
-        const bound = from === undefined ? undefined : { values: [from], inclusive: true };
-        const rows = await store.slice(statusBucketsTable, {
-          partition: { status: SUSPENDED },
-          limit: 100_000,
-          reverse: direction === 'backward',
-          ...(direction === 'forward' ? { lower: bound } : { upper: bound }),
-        });
-        return rows.map((r) => r.bucket as string);
-      },
+      listBuckets: (from, direction, limit) => listRegistered(store, suspensionBuckets, from, direction, limit),
       // Newest bucket first: the registry's clustering order (bucket DESC).
       compareBuckets: (a, b) => (a === b ? 0 : a > b ? -1 : 1),
       bucketSource: (bucket) =>
