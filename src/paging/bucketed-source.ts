@@ -52,11 +52,14 @@ export function bucketedSource<N>(options: BucketedSourceOptions<N>): OrderedSou
     async read(from: CursorKey | undefined, direction: Direction, limit: number): Promise<N[]> {
       if (limit <= 0) return [];
       const fromBucket = from ? (from[0] as string) : undefined;
-      // The registry is read in slices; `listedAll` once a slice came back short.
-      const listLimit = Math.min(limit + 1, MAX_WAVE);
+      // The registry is read in slices, each twice the last (one bucket per row asked
+      // for, at first); `listedAll` once a slice came back short.
+      let listLimit = Math.min(limit + 1, MAX_WAVE);
       const listAfter = async (bucket: string | undefined): Promise<string[]> => {
-        const listed = await options.listBuckets(bucket, direction, listLimit + (bucket === undefined ? 0 : 1));
-        listedAll = listed.length < listLimit + (bucket === undefined ? 0 : 1);
+        const asked = listLimit + (bucket === undefined ? 0 : 1);
+        listLimit = Math.min(MAX_WAVE, listLimit * 2);
+        const listed = await options.listBuckets(bucket, direction, asked);
+        listedAll = listed.length < asked;
         return bucket === undefined ? listed : listed.filter((b) => b !== bucket);
       };
       let listedAll = false;
