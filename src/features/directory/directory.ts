@@ -22,6 +22,7 @@ import type { Row } from '../../store/table.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
 import type { KeyLoader } from '../key-loader.js';
 import { ensureRegistered, listRegistered, pruneIfEmpty, type BucketRegistry } from '../bucket-registry.js';
+import { allRowsOf } from '../partition-chunks.js';
 import { userIndexBucketsTable, userIndexEntriesTable, userIndexTable } from './directory-tables.js';
 
 /** The indexes of the directory. */
@@ -192,19 +193,8 @@ export class Directory implements DirectoryIndex {
 
   /** A user's current index entries (seed 004: the old values come from here, not the user row). */
   async currentEntries(userId: string): Promise<IndexEntry[]> {
-    const rows: Row[] = [];
-    // A user has one entry per index, more only after concurrent updates: read in
-    // small slices rather than one unbounded read.
-    for (;;) {
-      const last = rows[rows.length - 1];
-      const slice = await this.deps.store.slice(userIndexEntriesTable, {
-        partition: { user_id: userId },
-        limit: ENTRIES_SLICE,
-        ...(last ? { lower: { values: [last.index_name!, last.ts!], inclusive: false } } : {}),
-      });
-      rows.push(...slice);
-      if (slice.length < ENTRIES_SLICE) break;
-    }
+    // One entry per index, more only after concurrent updates: read in small slices.
+    const rows = await allRowsOf(this.deps.store, userIndexEntriesTable, { user_id: userId }, { chunk: ENTRIES_SLICE });
     return rows.map((r) => ({ index: r.index_name as IndexName, ts: r.ts as string, value: r.value as string, bucket: r.bucket as string }));
   }
 
