@@ -31,7 +31,7 @@ import { createLoaders } from './graphql/loaders.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
 import { presenceTable, type Presence } from './presence.js';
 import { KeyedLock } from './saga/keyed-lock.js';
-import { sagaLogTable } from './saga/saga-log.js';
+import { sagaLogTables } from './saga/saga-log.js';
 import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
 import { seedProgressTable } from './seed/seed-tables.js';
 import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
@@ -49,7 +49,7 @@ export const ALL_TABLES: readonly TableSpec[] = [
   ...meetingTables,
   ...directoryTables,
   ...listTables,
-  sagaLogTable,
+  ...sagaLogTables,
   seedProgressTable,
   presenceTable,
 ];
@@ -129,6 +129,7 @@ export function createSagaRunner(services: Services, store: Store = services.sto
     inFlight: services.sagasInFlight,
     presence: services.presence,
     logger: services.logger,
+    cluster: services.cluster,
   });
 }
 
