@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings, type Config } from './config.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
-import { Directory } from './features/directory/directory.js';
+import { Directory, directorySagas } from './features/directory/directory.js';
 import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
@@ -55,7 +55,7 @@ export const ALL_TABLES: readonly TableSpec[] = [
 ];
 
 /** Every saga the product runs (each feature exports its definitions). */
-export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas]);
+export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas, ...directorySagas]);
 
 /**
  * The settings features are built with: the part of the configuration they read
@@ -153,7 +153,8 @@ export function createRequestContext(services: Services, viewer: Viewer | null, 
   const store = new CountingStore(services.store);
   const loaders = createLoaders(store, options);
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
-  const directory = new Directory({ store, codec, actor, users: loaders.userById, logger: services.logger });
+  const sagas = createSagaRunner(services, store);
+  const directory = new Directory({ store, codec, actor, users: loaders.userById, sagas, logger: services.logger });
   const users = new Users({ store, actor, loaders, directory });
   const timeline = new Timeline({ store, codec, loaders });
   const suspensions = new Suspensions({
@@ -161,7 +162,7 @@ export function createRequestContext(services: Services, viewer: Viewer | null, 
     codec,
     actor,
     loaders,
-    sagas: createSagaRunner(services, store),
+    sagas,
     lock: services.userLock,
     granularity: settings.suspensionBucket,
   });

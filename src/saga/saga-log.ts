@@ -37,7 +37,7 @@
  * started would be missed.
  */
 import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings } from '../config.js';
-import { allRowsOf } from '../features/partition-chunks.js';
+import { allRowsOf } from '../paging/partition-chunks.js';
 import type { ProcessIdentity } from '../presence.js';
 import type { Store } from '../store/port.js';
 import { defineTable, type Row } from '../store/table.js';

@@ -21,8 +21,9 @@ import type { ClusteringRange, Mutation, Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
 import type { KeyLoader } from '../key-loader.js';
+import type { SagaDefinition, SagaRunner } from '../../saga/saga-runner.js';
 import { ensureRegistered, listRegistered, pruneIfEmpty, type BucketRegistry } from '../bucket-registry.js';
-import { allRowsOf } from '../partition-chunks.js';
+import { allRowsOf } from '../../paging/partition-chunks.js';
 import { userIndexBucketsTable, userIndexEntriesTable, userIndexTable } from './directory-tables.js';
 
 /** The indexes of the directory. */
@@ -138,9 +139,27 @@ export interface DirectoryDeps {
   readonly actor: Actor | null;
   /** The request's user loader: hits are checked against their user's current versions. */
   readonly users: Pick<KeyLoader<string, VersionedProfile | null>, 'load'>;
+  /** Runs the prunes of emptied buckets (as sagas: recovery finishes a failed one). */
+  readonly sagas: Pick<SagaRunner, 'run'>;
   /** Where a failed prune is reported. */
   readonly logger?: Pick<Logger, 'warn'>;
 }
+
+/**
+ * The prune of a last-name bucket a rename emptied, as a saga: a prune that deleted the
+ * entry must check the bucket again even if its process dies or its store fails
+ * (bucket-registry.ts), so a failure leaves it in the log (a pivot before the first
+ * step: nothing to compensate) and recovery runs it again, whole.
+ */
+export const pruneLastNameBucketSaga: SagaDefinition<{ bucket: string }> = {
+  kind: 'pruneLastNameBucket',
+  recovery: 'forward',
+  pivot: -1,
+  steps: (store) => [{ name: 'prune the bucket if it emptied', run: (p) => pruneIfEmpty(store, lastNameBuckets, p.bucket) }],
+};
+
+/** The directory's sagas, for the saga registry. */
+export const directorySagas = [pruneLastNameBucketSaga];
 
 /** The user directory. */
 export class Directory implements DirectoryIndex {
@@ -205,15 +224,16 @@ export class Directory implements DirectoryIndex {
 
   /**
    * After a plan's batch: register its buckets again (w3: a prune may have dropped one
-   * meanwhile), then drop the buckets it left if they emptied. The prune is best
-   * effort: a failed one leaves an extra entry, which costs paging one empty read.
+   * meanwhile), then drop the buckets it left if they emptied. The prune does not fail
+   * the update: until recovery finishes it, a bucket keeps an extra entry, which costs
+   * paging one empty read.
    */
   async afterWrite(plan: IndexPlan): Promise<void> {
-    const { store } = this.deps;
+    const { store, sagas, logger } = this.deps;
     await Promise.all(plan.bucketsWritten.map((b) => ensureRegistered(store, lastNameBuckets, b)));
     await Promise.all(
-      plan.bucketsLeft.map((b) =>
-        pruneIfEmpty(store, lastNameBuckets, b).catch((err: unknown) => this.deps.logger?.warn({ err, bucket: b }, 'pruning a last-name bucket failed')),
+      plan.bucketsLeft.map((bucket) =>
+        sagas.run(pruneLastNameBucketSaga, { bucket }).catch((err: unknown) => logger?.warn({ err, bucket }, 'pruning a last-name bucket failed')),
       ),
     );
   }

@@ -48,7 +48,7 @@ import { startPeriodicTask, type PeriodicTask } from '../../periodic-task.js';
 import type { Clock } from '../../store/clock.js';
 import { MAX_TIMESTAMP, type Mutation, type Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
-import { allRowsOf, partitionChunks } from '../partition-chunks.js';
+import { allRowsOf, partitionChunks } from '../../paging/partition-chunks.js';
 import {
   acceptanceVerifierProgressTable,
   acceptanceWindowMarksTable,

@@ -4,7 +4,7 @@
  * DESC and ASC columns and with rows sharing the first clustering value.
  */
 import { describe, expect, it } from 'vitest';
-import { allRowsOf } from '../../src/features/partition-chunks.js';
+import { allRowsOf } from '../../src/paging/partition-chunks.js';
 import { SUSPENDED, usersByStatusTable } from '../../src/features/suspensions/suspensions-tables.js';
 import { memorySqliteStore } from '../support/stores.js';
 
