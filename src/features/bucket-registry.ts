@@ -33,6 +33,15 @@
  * saga step, which recovery re-runs whole (a re-run registers if the bucket is not
  * empty, whether or not its own delete applied). A prune that fails only leaves an
  * extra entry, which costs paging one empty read.
+ *
+ * A writer that dies between its row (w2) and w3, while a prune of the same bucket ran
+ * in between, leaves its row unregistered: a suspension saga's recovery undoes such a
+ * row; a directory update that died there (never acknowledged) stays unlisted by
+ * prefixes shorter than two letters until the next write into that bucket registers it.
+ *
+ * The argument needs what Cassandra's Paxos gives: a round that starts after another
+ * on the same row has completed gets a higher ballot, so an insert after a delete is
+ * never hidden by it, whatever the clocks of the servers.
  */
 import type { Direction } from '../paging/types.js';
 import type { ClusteringRange, Store } from '../store/port.js';

@@ -207,7 +207,7 @@ export class Directory implements DirectoryIndex {
       // Registered around the batch, with Paxos (bucket-registry.ts), not inside it.
       if (f.index === 'last_name') bucketsWritten.push(bucket);
     }
-    return { fields, mutations, bucketsWritten, bucketsLeft: bucketsLeft.filter((b) => !bucketsWritten.includes(b)) };
+    return { fields, mutations, bucketsWritten, bucketsLeft: [...new Set(bucketsLeft)].filter((b) => !bucketsWritten.includes(b)) };
   }
 
   /** A user's current index entries (seed 004: the old values come from here, not the user row). */
