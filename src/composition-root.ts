@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings, type Config } from './config.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
-import { Directory } from './features/directory/directory.js';
+import { Directory, directorySagas } from './features/directory/directory.js';
 import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
@@ -31,7 +31,7 @@ import { createLoaders } from './graphql/loaders.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
 import { presenceTable, type Presence } from './presence.js';
 import { KeyedLock } from './saga/keyed-lock.js';
-import { sagaLogTable } from './saga/saga-log.js';
+import { sagaLogTables } from './saga/saga-log.js';
 import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
 import { seedProgressTable } from './seed/seed-tables.js';
 import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
@@ -49,13 +49,13 @@ export const ALL_TABLES: readonly TableSpec[] = [
   ...meetingTables,
   ...directoryTables,
   ...listTables,
-  sagaLogTable,
+  ...sagaLogTables,
   seedProgressTable,
   presenceTable,
 ];
 
 /** Every saga the product runs (each feature exports its definitions). */
-export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas]);
+export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas, ...directorySagas]);
 
 /**
  * The settings features are built with: the part of the configuration they read
@@ -129,6 +129,7 @@ export function createSagaRunner(services: Services, store: Store = services.sto
     inFlight: services.sagasInFlight,
     presence: services.presence,
     logger: services.logger,
+    cluster: services.cluster,
   });
 }
 
@@ -152,7 +153,8 @@ export function createRequestContext(services: Services, viewer: Viewer | null, 
   const store = new CountingStore(services.store);
   const loaders = createLoaders(store, options);
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
-  const directory = new Directory({ store, codec, actor, users: loaders.userById });
+  const sagas = createSagaRunner(services, store);
+  const directory = new Directory({ store, codec, actor, users: loaders.userById, sagas, logger: services.logger });
   const users = new Users({ store, actor, loaders, directory });
   const timeline = new Timeline({ store, codec, loaders });
   const suspensions = new Suspensions({
@@ -160,7 +162,7 @@ export function createRequestContext(services: Services, viewer: Viewer | null, 
     codec,
     actor,
     loaders,
-    sagas: createSagaRunner(services, store),
+    sagas,
     lock: services.userLock,
     granularity: settings.suspensionBucket,
   });

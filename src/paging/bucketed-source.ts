@@ -3,6 +3,20 @@
  * buckets come from a registry in connection order, and each bucket is read like a
  * single partition. The cursor key is the bucket followed by the row's key inside it,
  * so paging is seamless across bucket boundaries.
+ *
+ * A read takes what the page needs, in a bounded number of waves of concurrent store
+ * calls whatever the number of buckets (each wave costs one round trip of latency):
+ * 1. the registry from the cursor's bucket on, with a limit of one bucket per row asked
+ *    for (each non-empty bucket gives at least one row), and, with a cursor, the
+ *    cursor's own bucket from the cursor, side by side;
+ * 2. without a cursor, the first bucket, with the full limit (a big bucket ends it here);
+ * 3. if still short, the next buckets at once, one per missing row, each with the
+ *    missing count as its limit, and the registry's next slice beside them if the first
+ *    one may have been cut short. A wave that comes back short (emptied buckets not yet
+ *    pruned) is followed by one twice as wide, so even a registry full of empty buckets
+ *    costs a logarithmic number of waves.
+ * Rows are taken in bucket order and cut at the limit, so the result is exactly what a
+ * bucket-by-bucket walk would give.
  */
 import type { CursorKey, Direction, OrderedSource } from './types.js';
 
@@ -10,10 +24,10 @@ import type { CursorKey, Direction, OrderedSource } from './types.js';
 export interface BucketedSourceOptions<N> {
   readonly id: string;
   /**
-   * The buckets from `from` (inclusive; all when undefined) in `direction`, in
-   * connection order (or its reverse for `backward`). One round trip.
+   * Up to `limit` buckets from `from` (inclusive; from the start when undefined), in
+   * connection order, or its reverse for `backward`. One round trip.
    */
-  listBuckets(from: string | undefined, direction: Direction): Promise<string[]>;
+  listBuckets(from: string | undefined, direction: Direction, limit: number): Promise<string[]>;
   /** Order of two buckets in the connection. */
   compareBuckets(a: string, b: string): number;
   /** The source reading one bucket (its `id` is unused). */
@@ -22,24 +36,62 @@ export interface BucketedSourceOptions<N> {
   bucketOf(node: N): string;
 }
 
+/** Widest wave of bucket reads (a wave doubles while buckets come back empty). */
+const MAX_WAVE = 256;
+
 /** A connection over registered buckets, each one partition. */
 export function bucketedSource<N>(options: BucketedSourceOptions<N>): OrderedSource<N> {
   // Comparing and validating keys needs a bucket's source only for its key rules, which
   // are the same in every bucket.
   const anyBucket = () => options.bucketSource('');
+  const readBucket = (bucket: string, from: CursorKey | undefined, direction: Direction, limit: number) =>
+    options.bucketSource(bucket).read(from, direction, limit);
+
   return {
     id: options.id,
     async read(from: CursorKey | undefined, direction: Direction, limit: number): Promise<N[]> {
+      if (limit <= 0) return [];
       const fromBucket = from ? (from[0] as string) : undefined;
-      const buckets = await options.listBuckets(fromBucket, direction);
+      // The registry is read in slices, each twice the last (one bucket per row asked
+      // for, at first); `listedAll` once a slice came back short.
+      let listLimit = Math.min(limit + 1, MAX_WAVE);
+      const listAfter = async (bucket: string | undefined): Promise<string[]> => {
+        const asked = listLimit + (bucket === undefined ? 0 : 1);
+        listLimit = Math.min(MAX_WAVE, listLimit * 2);
+        const listed = await options.listBuckets(bucket, direction, asked);
+        listedAll = listed.length < asked;
+        return bucket === undefined ? listed : listed.filter((b) => b !== bucket);
+      };
+      let listedAll = false;
       const out: N[] = [];
-      for (const bucket of buckets) {
-        if (out.length >= limit) break;
-        // Only the cursor's own bucket starts at the cursor; later ones start at their edge.
-        const inner = from && bucket === fromBucket ? from.slice(1) : undefined;
-        out.push(...(await options.bucketSource(bucket).read(inner, direction, limit - out.length)));
+      let queue: string[];
+      if (from) {
+        // Wave 1: the cursor's own bucket (it may have been pruned since: still read it)
+        // beside the registry from there on.
+        const [own, listed] = await Promise.all([readBucket(fromBucket!, from.slice(1), direction, limit), listAfter(fromBucket)]);
+        out.push(...own);
+        queue = listed;
+      } else {
+        // Wave 1: the registry; wave 2: the first bucket, with the full limit.
+        queue = await listAfter(undefined);
+        const first = queue.shift();
+        if (first === undefined) return out;
+        out.push(...(await readBucket(first, undefined, direction, limit)));
       }
-      return out;
+      let width = limit - out.length;
+      while (out.length < limit && (queue.length > 0 || !listedAll)) {
+        const missing = limit - out.length;
+        const wave = queue.splice(0, Math.min(width, MAX_WAVE));
+        const last = wave[wave.length - 1];
+        // The registry's next slice travels with the wave when the queue runs dry.
+        const more = queue.length === 0 && !listedAll && last !== undefined ? listAfter(last) : Promise.resolve(null);
+        const [rows, next] = await Promise.all([Promise.all(wave.map((b) => readBucket(b, undefined, direction, missing))), more]);
+        for (const r of rows) out.push(...r);
+        if (next) queue.push(...next);
+        else if (wave.length === 0) break;
+        width = Math.min(MAX_WAVE, width * 2);
+      }
+      return out.slice(0, limit);
     },
     keyOf: (node: N) => [options.bucketOf(node), ...options.bucketSource(options.bucketOf(node)).keyOf(node)],
     compare(a: CursorKey, b: CursorKey): number {

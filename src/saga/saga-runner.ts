@@ -10,7 +10,8 @@ import { startPeriodicTask, type PeriodicTask } from '../periodic-task.js';
 import type { Presence } from '../presence.js';
 import type { Store } from '../store/port.js';
 import { newTimeuuid } from '../store/timeuuid.js';
-import { SagaLog, type SagaRecord } from './saga-log.js';
+import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings } from '../config.js';
+import { SagaLog, SAGA_START_WINDOW_MS, type SagaRecord } from './saga-log.js';
 
 /** One idempotent step; `compensate` must be idempotent and safe if `run` never applied. */
 export interface SagaStep<P> {
@@ -74,6 +75,8 @@ export interface SagaRunnerOptions {
   /** This process's presence: sagas are recorded with it as owner, and recovery asks it who is alive. */
   readonly presence?: Pick<Presence, 'identity' | 'isAlive'>;
   readonly logger?: Logger;
+  /** The clock-skew and write-timeout bounds the saga log's low-water marks rely on. */
+  readonly cluster?: ClusterSettings;
 }
 
 /** What one recovery pass did. */
@@ -87,6 +90,8 @@ export interface RecoveryReport {
 /** A saga being run or recovered: its definition, payload and steps over the runner's store. */
 interface ActiveSaga<P> {
   readonly sagaId: string;
+  /** Recorded in the saga log's previous layout. */
+  readonly legacy?: boolean;
   readonly definition: SagaDefinition<P>;
   readonly payload: P;
   readonly steps: ReadonlyArray<SagaStep<P>>;
@@ -108,7 +113,7 @@ export class SagaRunner {
   private readonly log: SagaLog;
 
   constructor(private readonly options: SagaRunnerOptions) {
-    this.log = new SagaLog(options.store);
+    this.log = new SagaLog(options.store, options.cluster ?? DEFAULT_CLUSTER_SETTINGS);
   }
 
   private get owner() {
@@ -118,12 +123,16 @@ export class SagaRunner {
   /**
    * Run a saga to completion. On a failure it compensates and throws: the step's own
    * DomainError (a refusal such as CONFLICT), or SagaAbortedError. The definition must
-   * be registered (recovery could not finish it otherwise): that is checked before
-   * anything is written.
+   * be registered (recovery could not finish it otherwise), and a given `sagaId` must
+   * have been made just now (within SAGA_START_WINDOW_MS: the saga log's buckets close
+   * after that); both are checked before anything is written.
    */
   async run<P>(definition: SagaDefinition<P>, payload: NoInfer<P>, sagaId: string = newTimeuuid()): Promise<void> {
     if (!this.options.registry.has(definition)) {
       throw new Error(`saga kind "${definition.kind}" is not in the registry: add it where the registry is built`);
+    }
+    if (!SagaLog.canStart(sagaId)) {
+      throw new Error(`saga ${sagaId} was made over ${SAGA_START_WINDOW_MS} ms ago: make its id just before running it`);
     }
     const saga: ActiveSaga<P> = { sagaId, definition, payload, steps: definition.steps(this.options.store) };
     this.options.inFlight.add(sagaId);
@@ -154,11 +163,14 @@ export class SagaRunner {
     let rolledBack = 0;
     let failed = 0;
     let skipped = 0;
-    for (const record of await this.log.open()) {
+    for (const record of await this.log.open(now)) {
       if (this.options.inFlight.has(record.sagaId) || !(await this.due(record, graceMs, now))) {
         skipped++;
         continue;
       }
+      // Read again just before acting: another server may have finished it since the
+      // log was read (and writing to a closed saga's row would bring it back).
+      if (!(await this.log.isOpen(record.sagaId))) continue;
       try {
         if ((await this.recoverOne(record)) === 'forward') rolledForward++;
         else rolledBack++;
@@ -182,7 +194,7 @@ export class SagaRunner {
     for (let step = from; step < saga.steps.length; step++) {
       try {
         // Before step i, and so after step i-1: the log says how far we got.
-        await this.log.record(saga.sagaId, saga.definition.kind, saga.payload, step, 'forward', this.owner);
+        await this.log.record(this.entryOf(saga), step, 'forward', this.owner);
         await saga.steps[step]!.run(saga.payload);
       } catch (error) {
         return { step, error };
@@ -216,7 +228,7 @@ export class SagaRunner {
   private async finish<P>(saga: ActiveSaga<P>): Promise<void> {
     const { sagaId, definition } = saga;
     try {
-      await this.log.close(sagaId);
+      await this.log.close(saga);
     } catch (err) {
       if (definition.pivot !== undefined) {
         this.options.logger?.warn({ err, sagaId, kind: definition.kind }, 'closing the saga log failed; recovery will close it');
@@ -231,6 +243,7 @@ export class SagaRunner {
     const definition = this.options.registry.get(record.kind);
     const saga: ActiveSaga<unknown> = {
       sagaId: record.sagaId,
+      legacy: record.legacy,
       definition,
       payload: record.payload,
       steps: definition.steps(this.options.store),
@@ -241,7 +254,7 @@ export class SagaRunner {
         // The step in progress may or may not have applied: steps are idempotent, run it again.
         const failed = await this.forward(saga, record.step);
         if (failed) throw failed.error;
-        await this.log.close(record.sagaId);
+        await this.log.close(saga);
         this.options.logger?.info({ sagaId: record.sagaId, kind: record.kind }, 'saga rolled forward');
         return 'forward';
       }
@@ -267,10 +280,15 @@ export class SagaRunner {
   /** Undo steps `from` .. 0 in reverse order, logging each, then close the saga. */
   private async compensate<P>(saga: ActiveSaga<P>, from: number): Promise<void> {
     for (let j = Math.min(from, saga.steps.length - 1); j >= 0; j--) {
-      await this.log.record(saga.sagaId, saga.definition.kind, saga.payload, j, 'compensating', this.owner);
+      await this.log.record(this.entryOf(saga), j, 'compensating', this.owner);
       await saga.steps[j]!.compensate?.(saga.payload);
     }
-    await this.log.close(saga.sagaId);
+    await this.log.close(saga);
+  }
+
+  /** How the log names a saga. */
+  private entryOf<P>(saga: ActiveSaga<P>) {
+    return { sagaId: saga.sagaId, kind: saga.definition.kind, payload: saga.payload, legacy: saga.legacy };
   }
 }
 

@@ -4,7 +4,8 @@
  * anything is written, and `isOpen` tells whether a saga is still in the log.
  */
 import { describe, expect, it } from 'vitest';
-import { sagaLogTable } from '../../src/saga/saga-log.js';
+import { sagaLogTables } from '../../src/saga/saga-log.js';
+import { newTimeuuid } from '../../src/store/timeuuid.js';
 import { SagaRegistry, SagaRunner, type SagaDefinition } from '../../src/saga/saga-runner.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { memorySqliteStore } from '../support/stores.js';
@@ -31,7 +32,7 @@ function aRecordingSaga(kind: string) {
 
 async function runnerWith(definitions: Array<SagaDefinition<any>>) {
   const base = memorySqliteStore();
-  await base.ensureTables([sagaLogTable]);
+  await base.ensureTables(sagaLogTables);
   const store = new FaultyStore(base);
   return { store, runner: new SagaRunner({ store, registry: new SagaRegistry(definitions), inFlight: new Set() }) };
 }
@@ -42,12 +43,13 @@ describe('the saga runner', () => {
     const { runner } = await runnerWith([saga.definition]);
     let release!: () => void;
     saga.holdUntil(new Promise<void>((resolve) => (release = resolve)));
-    const running = runner.run(saga.definition, { n: 7 }, '11111111-1111-1111-8111-111111111111');
-    while (!(await runner.isOpen('11111111-1111-1111-8111-111111111111'))) await new Promise((r) => setTimeout(r, 1));
+    const sagaId = newTimeuuid();
+    const running = runner.run(saga.definition, { n: 7 }, sagaId);
+    while (!(await runner.isOpen(sagaId))) await new Promise((r) => setTimeout(r, 1));
     release();
     await running;
     expect(saga.seen).toEqual([7]);
-    expect(await runner.isOpen('11111111-1111-1111-8111-111111111111')).toBe(false);
+    expect(await runner.isOpen(sagaId)).toBe(false);
     // Checked by `npm run typecheck` (part of `npm test`): a payload that does not match
     // the definition ({ n: number }) does not compile.
     // @ts-expect-error: n must be a number
@@ -62,6 +64,15 @@ describe('the saga runner', () => {
     await expect(runner.run(stray.definition, { n: 1 })).rejects.toThrow('saga kind "stray" is not in the registry');
     expect(store.calls).toEqual([]);
     expect(stray.seen).toEqual([]);
+  });
+
+  it('refuses a saga id made long before the run, before writing anything', async () => {
+    const saga = aRecordingSaga('late');
+    const { store, runner } = await runnerWith([saga.definition]);
+    const stale = newTimeuuid(Date.now() - 60_000);
+    await expect(runner.run(saga.definition, { n: 1 }, stale)).rejects.toThrow(`saga ${stale} was made over 30000 ms ago`);
+    expect(store.calls).toEqual([]);
+    expect(saga.seen).toEqual([]);
   });
 
   it('refuses two definitions of one kind', () => {

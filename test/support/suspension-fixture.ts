@@ -17,7 +17,7 @@ import {
 import type { BucketGranularity } from '../../src/features/suspensions/buckets.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { userTables } from '../../src/features/users/users-tables.js';
-import { SagaLog, sagaLogTable } from '../../src/saga/saga-log.js';
+import { SagaLog, sagaLogTables } from '../../src/saga/saga-log.js';
 import type { Store } from '../../src/store/port.js';
 
 const CURSOR_SECRET = 'suspension-test-secret';
@@ -43,7 +43,7 @@ export function suspensionsOver(store: Store, granularity: BucketGranularity = '
 
 /** Create the tables this feature needs. */
 export async function prepare(store: Store): Promise<void> {
-  await store.ensureTables([...userTables, ...suspensionTables, sagaLogTable]);
+  await store.ensureTables([...userTables, ...suspensionTables, ...sagaLogTables]);
 }
 
 /** Create n users; returns their ids. */

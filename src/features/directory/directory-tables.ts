@@ -34,7 +34,10 @@ export const userIndexEntriesTable = defineTable({
   clustering: ['index_name', 'ts'],
 });
 
-/** The last-name buckets that hold (or held) entries, in order. */
+/**
+ * The last-name buckets that hold entries, in order: written and pruned only by Paxos
+ * rounds (features/bucket-registry.ts), so a bucket a rename emptied is dropped.
+ */
 export const userIndexBucketsTable = defineTable({
   name: 'user_index_buckets',
   columns: { index_name: 'text', bucket: 'text' },

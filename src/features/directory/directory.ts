@@ -8,6 +8,7 @@
  * stale entries (false positives), which readers filter by checking each hit against
  * the user's current version, read through the request's user loader.
  */
+import type { Logger } from 'pino';
 import { badInput, checkCharacters, checkText } from '../../errors.js';
 import { requireMember, type Actor } from '../actor.js';
 import { bucketedSource } from '../../paging/bucketed-source.js';
@@ -15,11 +16,14 @@ import type { CursorCodec } from '../../paging/cursor.js';
 import { pageFromSource } from '../../paging/engine.js';
 import { filteredSource } from '../../paging/filtered-source.js';
 import { sliceSource } from '../../paging/slice-source.js';
-import type { Page, PageArgs } from '../../paging/types.js';
+import type { Direction, Page, PageArgs } from '../../paging/types.js';
 import type { ClusteringRange, Mutation, Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
 import type { KeyLoader } from '../key-loader.js';
+import type { SagaDefinition, SagaRunner } from '../../saga/saga-runner.js';
+import { ensureRegistered, listRegistered, pruneIfEmpty, type BucketRegistry } from '../bucket-registry.js';
+import { allRowsOf } from '../../paging/partition-chunks.js';
 import { userIndexBucketsTable, userIndexEntriesTable, userIndexTable } from './directory-tables.js';
 
 /** The indexes of the directory. */
@@ -41,6 +45,10 @@ export interface FieldChange {
 export interface IndexPlan {
   readonly fields: { readonly [F in IndexedField]?: FieldChange };
   readonly mutations: Mutation[];
+  /** Registered buckets the plan writes an entry into: registered before and after the batch. */
+  readonly bucketsWritten: string[];
+  /** Registered buckets the plan removes an entry from: pruned after the batch if they emptied. */
+  readonly bucketsLeft: string[];
 }
 
 /** The changed fields of a plan, as pairs. */
@@ -56,10 +64,16 @@ export interface IndexEntry {
   readonly bucket: string;
 }
 
-/** What Users need from the directory: planning, and the entries a plan replaces. */
+/**
+ * What Users need from the directory: planning, the entries a plan replaces, and the
+ * registry bookkeeping around the batch that writes a plan (`beforeWrite`, the batch,
+ * then `afterWrite`).
+ */
 export interface DirectoryIndex {
   plan(userId: string, values: IndexedValues, current: readonly IndexEntry[]): IndexPlan;
   currentEntries(userId: string): Promise<IndexEntry[]>;
+  beforeWrite(plan: IndexPlan): Promise<void>;
+  afterWrite(plan: IndexPlan): Promise<void>;
 }
 
 /** One index entry as read from the index. */
@@ -71,6 +85,19 @@ export interface IndexHit {
 }
 
 const LOCATION_SHARDS = ['0', '1', '2', '3'];
+/** Entries per slice when reading a user's entries. */
+const ENTRIES_SLICE = 100;
+
+/** The registry of last-name buckets: entries in user_index_buckets, rows in user_index. */
+export const lastNameBuckets: BucketRegistry = {
+  table: userIndexBucketsTable,
+  partition: { index_name: 'last_name' },
+  bucketTable: userIndexTable,
+  bucketPartition: (bucket) => ({ index_name: 'last_name', bucket }),
+};
+
+/** Up to `limit` buckets of a connection from `from` (inclusive), in `direction`. */
+type ListBuckets = (from: string | undefined, direction: Direction, limit: number) => Promise<string[]>;
 const MAX_VALUE_LENGTH = 100;
 /** The highest code point: `prefix + TOP` bounds every value starting with `prefix`. */
 const TOP = '\u{10FFFF}';
@@ -112,7 +139,27 @@ export interface DirectoryDeps {
   readonly actor: Actor | null;
   /** The request's user loader: hits are checked against their user's current versions. */
   readonly users: Pick<KeyLoader<string, VersionedProfile | null>, 'load'>;
+  /** Runs the prunes of emptied buckets (as sagas: recovery finishes a failed one). */
+  readonly sagas: Pick<SagaRunner, 'run'>;
+  /** Where a failed prune is reported. */
+  readonly logger?: Pick<Logger, 'warn'>;
 }
+
+/**
+ * The prune of a last-name bucket a rename emptied, as a saga: a prune that deleted the
+ * entry must check the bucket again even if its process dies or its store fails
+ * (bucket-registry.ts), so a failure leaves it in the log (a pivot before the first
+ * step: nothing to compensate) and recovery runs it again, whole.
+ */
+export const pruneLastNameBucketSaga: SagaDefinition<{ bucket: string }> = {
+  kind: 'pruneLastNameBucket',
+  recovery: 'forward',
+  pivot: -1,
+  steps: (store) => [{ name: 'prune the bucket if it emptied', run: (p) => pruneIfEmpty(store, lastNameBuckets, p.bucket) }],
+};
+
+/** The directory's sagas, for the saga registry. */
+export const directorySagas = [pruneLastNameBucketSaga];
 
 /** The user directory. */
 export class Directory implements DirectoryIndex {
@@ -125,6 +172,8 @@ export class Directory implements DirectoryIndex {
   plan(userId: string, values: IndexedValues, current: readonly IndexEntry[]): IndexPlan {
     const fields: { [F in IndexedField]?: FieldChange } = {};
     const mutations: Mutation[] = [];
+    const bucketsWritten: string[] = [];
+    const bucketsLeft: string[] = [];
     for (const f of FIELDS) {
       const raw = values[f.field];
       if (raw === undefined || raw === null) continue;
@@ -132,6 +181,7 @@ export class Directory implements DirectoryIndex {
       if (display?.includes(TOP)) throw badInput(f.field, `\`${f.field}\` must not contain U+10FFFF`);
       // seed 004: delete the old entries and their index rows…
       for (const old of current.filter((e) => e.index === f.index)) {
+        if (f.index === 'last_name') bucketsLeft.push(old.bucket);
         mutations.push(
           { kind: 'delete', table: userIndexEntriesTable, key: { user_id: userId, index_name: f.index, ts: old.ts } },
           {
@@ -154,17 +204,38 @@ export class Directory implements DirectoryIndex {
         { kind: 'upsert', table: userIndexEntriesTable, row: { user_id: userId, index_name: f.index, ts, value: key, bucket } },
         { kind: 'upsert', table: userIndexTable, row: { index_name: f.index, bucket, value: key, user_id: userId, ts } },
       );
-      if (f.index === 'last_name') {
-        mutations.push({ kind: 'upsert', table: userIndexBucketsTable, row: { index_name: f.index, bucket } });
-      }
+      // Registered around the batch, with Paxos (bucket-registry.ts), not inside it.
+      if (f.index === 'last_name') bucketsWritten.push(bucket);
     }
-    return { fields, mutations };
+    return { fields, mutations, bucketsWritten, bucketsLeft: [...new Set(bucketsLeft)].filter((b) => !bucketsWritten.includes(b)) };
   }
 
   /** A user's current index entries (seed 004: the old values come from here, not the user row). */
   async currentEntries(userId: string): Promise<IndexEntry[]> {
-    const rows = await this.deps.store.slice(userIndexEntriesTable, { partition: { user_id: userId }, limit: 10_000 });
+    // One entry per index, more only after concurrent updates: read in small slices.
+    const rows = await allRowsOf(this.deps.store, userIndexEntriesTable, { user_id: userId }, { chunk: ENTRIES_SLICE });
     return rows.map((r) => ({ index: r.index_name as IndexName, ts: r.ts as string, value: r.value as string, bucket: r.bucket as string }));
+  }
+
+  /** Register the buckets a plan writes into, before its batch (bucket-registry.ts, w1). */
+  async beforeWrite(plan: IndexPlan): Promise<void> {
+    await Promise.all(plan.bucketsWritten.map((b) => ensureRegistered(this.deps.store, lastNameBuckets, b)));
+  }
+
+  /**
+   * After a plan's batch: register its buckets again (w3: a prune may have dropped one
+   * meanwhile), then drop the buckets it left if they emptied. The prune does not fail
+   * the update: until recovery finishes it, a bucket keeps an extra entry, which costs
+   * paging one empty read.
+   */
+  async afterWrite(plan: IndexPlan): Promise<void> {
+    const { store, sagas, logger } = this.deps;
+    await Promise.all(plan.bucketsWritten.map((b) => ensureRegistered(store, lastNameBuckets, b)));
+    await Promise.all(
+      plan.bucketsLeft.map((bucket) =>
+        sagas.run(pruneLastNameBucketSaga, { bucket }).catch((err: unknown) => logger?.warn({ err, bucket }, 'pruning a last-name bucket failed')),
+      ),
+    );
   }
 
   /** Users whose location is `location` (case-insensitive), by user id. */
@@ -172,10 +243,12 @@ export class Directory implements DirectoryIndex {
     await requireMember(this.deps.actor);
     const key = indexKeyOf(checkText('location', location, 1, MAX_VALUE_LENGTH));
     const buckets = LOCATION_SHARDS.map((s) => `${key}#${s}`);
-    return this.page('location', `Query.usersByLocation:${key}`, 'usersByLocation', args, {
-      listBuckets: async () => buckets,
-      range: {},
-    });
+    const listBuckets: ListBuckets = async (from, direction, limit) => {
+      const ordered = direction === 'forward' ? buckets : [...buckets].reverse();
+      const start = from === undefined ? 0 : Math.max(0, ordered.indexOf(from));
+      return ordered.slice(start, start + limit);
+    };
+    return this.page('location', `Query.usersByLocation:${key}`, 'usersByLocation', args, { listBuckets, range: {} });
   }
 
   /** Users whose last name starts with `prefix` (case-insensitive), by last name then id. */
@@ -187,13 +260,15 @@ export class Directory implements DirectoryIndex {
     const key = indexKeyOf(checkCharacters('prefix', prefix));
     const range = key === '' ? {} : { lower: { values: [key], inclusive: true }, upper: { values: [key + TOP], inclusive: true } };
     const chars = [...key];
-    const listBuckets =
+    // A two-letter prefix names its bucket; a shorter one walks the registry, lazily.
+    const listBuckets: ListBuckets =
       chars.length >= 2
-        ? async () => [chars.slice(0, 2).join('')]
-        : async () => {
-            const rows = await this.deps.store.slice(userIndexBucketsTable, { partition: { index_name: 'last_name' }, limit: 100_000 });
-            return rows.map((r) => r.bucket as string).filter((b) => b.startsWith(key));
-          };
+        ? async (from, direction) => {
+            const bucket = chars.slice(0, 2).join('');
+            return from === undefined || (direction === 'forward' ? utf8Compare(bucket, from) >= 0 : utf8Compare(bucket, from) <= 0) ? [bucket] : [];
+          }
+        : (from, direction, limit) =>
+            listRegistered(this.deps.store, lastNameBuckets, from, direction, limit, key === '' ? {} : { lower: { values: [key], inclusive: true }, upper: { values: [key + TOP], inclusive: true } });
     return this.page('last_name', `Query.usersByLastName:${key}`, 'usersByLastName', args, { listBuckets, range });
   }
 
@@ -202,17 +277,13 @@ export class Directory implements DirectoryIndex {
     id: string,
     connectionName: string,
     args: PageArgs,
-    options: { listBuckets: () => Promise<string[]>; range: ClusteringRange },
+    options: { listBuckets: ListBuckets; range: ClusteringRange },
   ): Promise<Page<IndexHit>> {
     const { store, codec, users } = this.deps;
     const field = FIELDS.find((f) => f.index === index)!.field;
     const source = bucketedSource<IndexHit>({
       id,
-      async listBuckets(from, direction) {
-        const all = await options.listBuckets();
-        const kept = from === undefined ? all : all.filter((b) => (direction === 'forward' ? utf8Compare(b, from) >= 0 : utf8Compare(b, from) <= 0));
-        return direction === 'forward' ? kept : kept.reverse();
-      },
+      listBuckets: options.listBuckets,
       compareBuckets: utf8Compare,
       bucketSource: (bucket) =>
         sliceSource<IndexHit>({

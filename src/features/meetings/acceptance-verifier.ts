@@ -48,6 +48,7 @@ import { startPeriodicTask, type PeriodicTask } from '../../periodic-task.js';
 import type { Clock } from '../../store/clock.js';
 import { MAX_TIMESTAMP, type Mutation, type Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
+import { allRowsOf, partitionChunks } from '../../paging/partition-chunks.js';
 import {
   acceptanceVerifierProgressTable,
   acceptanceWindowMarksTable,
@@ -131,11 +132,7 @@ export async function readAcceptanceCounts(store: Store, ids: readonly string[])
     Promise.all(
       spans.map((span, i) =>
         wide(span)
-          ? store.slice(meetingAcceptanceWindowsTable, {
-              partition: { meeting_id: ids[i]! },
-              limit: 100_000,
-              lower: { values: [span.from], inclusive: true },
-            })
+          ? allRowsOf(store, meetingAcceptanceWindowsTable, { meeting_id: ids[i]! }, { lower: { values: [span.from], inclusive: true } })
           : Promise.resolve([]),
       ),
     ),
@@ -155,17 +152,8 @@ export async function readAcceptanceCounts(store: Store, ids: readonly string[])
  */
 export async function settleMeeting(store: Store, meetingId: string, throughMs: number): Promise<number> {
   let count = 0;
-  let after: Row | undefined;
-  // Walk the partition in chunks rather than one unbounded read.
-  for (;;) {
-    const rows = await store.slice(meetingUsersTable, {
-      partition: { meeting_id: meetingId },
-      limit: 1_000,
-      ...(after ? { lower: { values: [after.user_id!], inclusive: false } } : {}),
-    });
+  for await (const rows of partitionChunks(store, meetingUsersTable, { meeting_id: meetingId })) {
     for (const r of rows) if ((r.accepted_at as Date).getTime() < throughMs) count++;
-    if (rows.length < 1_000) break;
-    after = rows[rows.length - 1];
   }
   await store.upsert(
     meetingAcceptanceSettledTable,
@@ -202,9 +190,7 @@ export class AcceptanceVerifier {
     const meetings = new Set<string>();
     for (let w = from; w < through; w += ACCEPTANCE_WINDOW_MS) {
       const shards = await Promise.all(
-        Array.from({ length: MARK_SHARDS }, (_, shard) =>
-          this.store.slice(acceptanceWindowMarksTable, { partition: { window_start: BigInt(w), shard }, limit: 100_000 }),
-        ),
+        Array.from({ length: MARK_SHARDS }, (_, shard) => allRowsOf(this.store, acceptanceWindowMarksTable, { window_start: BigInt(w), shard })),
       );
       for (const rows of shards) for (const r of rows) meetings.add(r.meeting_id as string);
     }

@@ -9,11 +9,10 @@
  *
  * On many servers with skewed clocks, no step may rest on one server's clock beating
  * another's:
- * - The bucket registry is never pruned. Pruning an emptied bucket is a delete that
- *   races a registration of the same bucket by a server whose clock is behind: the
- *   older-stamped registration loses, and its suspension is never listed. An entry per
- *   bucket that ever held a suspension (a month each) costs paging one empty read per
- *   emptied bucket it passes.
+ * - The bucket registry shrinks, safely (features/bucket-registry.ts): registration and
+ *   pruning are Paxos rounds, a suspension ensures its bucket's entry before and again
+ *   after writing its sorted-set row, and an unsuspension prunes its bucket (last step,
+ *   after the pivot, so recovery finishes a prune that failed or crashed midway).
  * - A suspension's sorted-set row is written, and deleted, at one timestamp fixed by
  *   the suspension itself (its saga id's time), not by the clock of whichever server
  *   runs the step: the delete of an unsuspension, or of a compensation run by recovery
@@ -26,6 +25,7 @@ import type { SagaDefinition } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { amendIfOwned, deleteIfOwned } from '../../store/owned-rows.js';
+import { ensureRegistered, pruneIfEmpty, type BucketRegistry } from '../bucket-registry.js';
 import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
 /** What both sagas carry (JSON in the saga log). */
@@ -38,6 +38,14 @@ export interface SuspensionPayload {
   /** The saga that created the suspension (owner of the reverse lookup). */
   readonly ownerSagaId: string;
 }
+
+/** The registry of suspension buckets: entries in status_buckets, rows in users_by_status. */
+export const suspensionBuckets: BucketRegistry = {
+  table: statusBucketsTable,
+  partition: { status: SUSPENDED },
+  bucketTable: usersByStatusTable,
+  bucketPartition: (bucket) => ({ bucket, status: SUSPENDED }),
+};
 
 function sortedSetRow(p: SuspensionPayload) {
   return { bucket: p.bucket, status: SUSPENDED, occurred_on: new Date(p.occurredOn), user_id: p.userId, reason: p.reason };
@@ -92,8 +100,9 @@ export const suspendSaga: SagaDefinition<SuspensionPayload> = {
     },
     {
       name: 'register the bucket',
-      // Idempotent, never undone: registry entries are never deleted (see above).
-      run: (p) => store.upsert(statusBucketsTable, { status: SUSPENDED, bucket: p.bucket }),
+      // Never undone: an extra entry costs paging one empty read, and the unsuspension
+      // (or a later one in the same bucket) prunes it.
+      run: (p) => ensureRegistered(store, suspensionBuckets, p.bucket),
     },
     {
       name: 'write the sorted-set row',
@@ -104,7 +113,12 @@ export const suspendSaga: SagaDefinition<SuspensionPayload> = {
       name: 'confirm the lookup',
       // From here on reads show the suspension. Stamped like the claim, so releasing
       // the lookup removes the confirmation with it.
-      run: async (p) => void (await amendIfOwned(store, suspendedUsersTable, { user_id: p.userId }, 'saga_id', p.ownerSagaId, { confirmed: true })),
+      // First the bucket's entry again: a prune may have dropped it between the first
+      // registration and the row (bucket-registry.ts, step w3).
+      run: async (p) => {
+        await ensureRegistered(store, suspensionBuckets, p.bucket);
+        await amendIfOwned(store, suspendedUsersTable, { user_id: p.userId }, 'saga_id', p.ownerSagaId, { confirmed: true });
+      },
     },
   ],
 };
@@ -125,6 +139,10 @@ export const unsuspendSaga: SagaDefinition<SuspensionPayload> = {
     {
       name: 'delete the reverse lookup',
       run: (p) => releaseLookup(store, p),
+    },
+    {
+      name: 'prune the bucket if it emptied',
+      run: (p) => pruneIfEmpty(store, suspensionBuckets, p.bucket),
     },
   ],
 };

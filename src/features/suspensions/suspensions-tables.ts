@@ -29,8 +29,10 @@ export const suspendedUsersTable = defineTable({
 });
 
 /**
- * The buckets that hold (or held) rows of a status, newest first: paging walks these
- * instead of probing every month since the beginning of time.
+ * The buckets that hold rows of a status, newest first: paging reads these lazily
+ * instead of probing every month since the beginning of time. Written and pruned only
+ * by Paxos rounds (features/bucket-registry.ts): an unsuspension drops the bucket it
+ * emptied.
  */
 export const statusBucketsTable = defineTable({
   name: 'status_buckets',

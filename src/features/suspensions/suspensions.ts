@@ -11,7 +11,7 @@ import { filteredSource } from '../../paging/filtered-source.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
-import { sagaLogTable, shardOf } from '../../saga/saga-log.js';
+import { openSagaIds } from '../../saga/saga-log.js';
 import type { SagaRunner } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
@@ -20,8 +20,9 @@ import { requireAdmin, signedIn, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
 import type { User } from '../users/users.js';
 import { bucketOf, type BucketGranularity } from './buckets.js';
-import { suspendSaga, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
-import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
+import { listRegistered } from '../bucket-registry.js';
+import { suspendSaga, suspensionBuckets, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
+import { SUSPENDED, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
 /** A suspension as the API shows it. */
 export interface Suspension {
@@ -76,12 +77,10 @@ export async function readSuspensions(store: Store, userIds: readonly string[]):
     userIds.map((user_id) => ({ user_id })),
   );
   const unconfirmed = rows.filter((r): r is Row => r !== null && r.confirmed !== true);
-  const open = new Set<string>();
-  if (unconfirmed.length > 0) {
-    const sagaIds = unconfirmed.map((r) => r.saga_id as string);
-    const logged = await store.getMany(sagaLogTable, sagaIds.map((saga_id) => ({ shard: shardOf(saga_id), saga_id })));
-    sagaIds.forEach((id, i) => logged[i] && open.add(id));
-  }
+  const open = await openSagaIds(
+    store,
+    unconfirmed.map((r) => r.saga_id as string),
+  );
   return rows.map((r) => (r && (r.confirmed === true || !open.has(r.saga_id as string)) ? suspensionFromRow(r) : null));
 }
 
@@ -102,16 +101,14 @@ export class Suspensions {
     }
     const user = await this.deps.loaders.userById.load(input.userId);
     if (!user) throw new DomainError('NOT_FOUND', 'no such user', 'userId');
-    const sagaId = newTimeuuid();
-    const payload: SuspensionPayload = {
-      userId: input.userId,
-      reason,
-      occurredOn: at.getTime(),
-      bucket: bucketOf(at, this.deps.granularity),
-      ownerSagaId: sagaId,
-    };
-    await this.deps.lock.with(input.userId, () => this.deps.sagas.run(suspendSaga, payload, sagaId));
-    const suspension: Suspension = { userId: payload.userId, reason, suspendedAt: at, bucket: payload.bucket };
+    const bucket = bucketOf(at, this.deps.granularity);
+    await this.deps.lock.with(input.userId, () => {
+      // The id is made once the lock is ours: a saga starts within moments of its id (saga-log.ts).
+      const sagaId = newTimeuuid();
+      const payload: SuspensionPayload = { userId: input.userId, reason, occurredOn: at.getTime(), bucket, ownerSagaId: sagaId };
+      return this.deps.sagas.run(suspendSaga, payload, sagaId);
+    });
+    const suspension: Suspension = { userId: input.userId, reason, suspendedAt: at, bucket };
     this.deps.loaders.suspensionByUserId.clear(suspension.userId);
     this.deps.loaders.suspensionByUserId.prime(suspension.userId, suspension);
     return suspension;
@@ -175,16 +172,7 @@ export class Suspensions {
     const { store, codec, loaders } = this.deps;
     const rows = bucketedSource<Suspension>({
       id: 'Query.suspendedUsers',
-      async listBuckets(from, direction) {
-        const bound = from === undefined ? undefined : { values: [from], inclusive: true };
-        const rows = await store.slice(statusBucketsTable, {
-          partition: { status: SUSPENDED },
-          limit: 100_000,
-          reverse: direction === 'backward',
-          ...(direction === 'forward' ? { lower: bound } : { upper: bound }),
-        });
-        return rows.map((r) => r.bucket as string);
-      },
+      listBuckets: (from, direction, limit) => listRegistered(store, suspensionBuckets, from, direction, limit),
       // Newest bucket first: the registry's clustering order (bucket DESC).
       compareBuckets: (a, b) => (a === b ? 0 : a > b ? -1 : 1),
       bucketSource: (bucket) =>

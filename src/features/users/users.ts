@@ -164,7 +164,9 @@ export class Users {
     const fields = profileColumns(index);
     if (index.mutations.length > 0) {
       try {
+        await this.deps.directory.beforeWrite(index);
         await store.batch([{ kind: 'upsert', table: usersTable, row: { user_id: id, ...fields } }, ...index.mutations]);
+        await this.deps.directory.afterWrite(index);
       } catch (err) {
         // Not acknowledged: give the name back (the claim is ours) and drop the row.
         await deleteIfOwned(store, usersByUsernameTable, { username }, 'user_id', id).catch(() => undefined);
@@ -197,7 +199,9 @@ export class Users {
       row.display_name = displayName;
     }
     // One logged batch: re-running it is harmless (same keys, same values).
+    await directory.beforeWrite(plan);
     await store.batch([{ kind: 'upsert', table: usersTable, row }, ...plan.mutations]);
+    await directory.afterWrite(plan);
     const updated: User = { ...user, displayName, ...profileFields(user, plan) };
     loaders.userById.clear(userId);
     loaders.userById.prime(userId, updated);
