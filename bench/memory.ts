@@ -65,17 +65,21 @@ for (;;) {
 }
 const options = { url, connections: 32, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: workload.body };
 await autocannon({ ...options, duration: 3 });
-const cpuMs = () => {
-  const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+/** utime + stime in ms of the process, or of one of its threads (`task`). */
+const cpuMs = (task?: number) => {
+  const stat = readFileSync(task === undefined ? `/proc/${child.pid}/stat` : `/proc/${child.pid}/task/${task}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 };
 // taskset execs node in place, so the child's pid is the server's.
 const cpuBefore = cpuMs();
+const mainBefore = cpuMs(child.pid);
 gc.counting = true;
 const result = await autocannon({ ...options, duration: seconds });
 gc.counting = false;
 const cpu = cpuMs() - cpuBefore;
+// The main thread runs JavaScript; the others are V8's (GC, compilers) and libuv's.
+const mainCpu = cpuMs(child.pid) - mainBefore;
 const peakMb = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) / 1024;
 child.kill('SIGTERM');
 await exited;
@@ -83,7 +87,7 @@ rmSync(dir, { recursive: true, force: true });
 
 const n = result.requests.total;
 console.log(`${server}, ${workload.name}: ${Math.round(result.requests.average)} req/s, ${n} requests, ${result.errors + result.non2xx} errors, latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, max ${result.latency.max} ms`);
-console.log(`  CPU ${(cpu / n).toFixed(3)} ms/request; GC pause ${((gc.pauseMs * 1000) / n).toFixed(1)} µs/request (${gc.scavenges} scavenges, ${gc.marks} mark-compact events)`);
+console.log(`  CPU ${(cpu / n).toFixed(3)} ms/request (main thread ${(mainCpu / n).toFixed(3)}); GC pause ${((gc.pauseMs * 1000) / n).toFixed(1)} µs/request (${gc.scavenges} scavenges, ${gc.marks} mark-compact events)`);
 console.log(
   `  allocated ${(gc.allocated / n / 1024).toFixed(1)} KiB/request, promoted ${(gc.promoted / n / 1024).toFixed(2)} KiB/request (${((gc.promoted / gc.allocated) * 100).toFixed(2)}%)`,
 );
