@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../src/config.js';
 import { meetingGlobalId } from '../src/graphql/ids.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 
-export const BENCH_SECRETS = { AUTH_SECRET: 'bench-auth-secret-0123456789', CURSOR_SECRET: 'bench-cursor-secret-0123456789' };
+export const BENCH_SECRETS = { AUTH_SECRET: 'bench-auth-secret-0123456789-abcdefgh', CURSOR_SECRET: 'bench-cursor-secret-0123456789-abcdefgh' };
 
 /** The environment of every bench server over `file` (ours reads it; the peers load it the same way). */
 export function benchEnv(file: string): Record<string, string> {

@@ -1,8 +1,9 @@
 /**
  * `npx tsx bench/profile.ts [workload] [seconds]`: a CPU profile of the compiled
  * server (`node --cpu-prof dist/main.js`, built first) under the benchmark load, and
- * the shares of its busy time by area, inclusive (a sample counts once for every area
- * on its stack). The profile is kept in .bench-build/profiles/ for a closer look.
+ * the shares of its busy time during the load by area, inclusive (a sample counts once
+ * for every area on its stack), and its busy time per request. The profile is kept in
+ * .bench-build/profiles/ for a closer look.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { buildServers } from './overhead.js';
@@ -17,7 +18,8 @@ const { positionals } = parseCli(
   `usage: npx tsx bench/profile.ts [timeline|acceptances] [seconds] [ours|mercurius|graphql-js]
 
 Builds, starts the compiled server (ours by default, or a peer) under --cpu-prof on core 0, loads it from core 1
-with the benchmark workload, and prints the shares of its busy time by area.`,
+with the benchmark workload, and prints its busy time per request during the load (start-up
+left out) and the shares of that time by area.`,
   {},
   true,
 );
@@ -72,13 +74,16 @@ for (;;) {
   if (ok) break;
   await new Promise((r) => setTimeout(r, 100));
 }
+// The profile's timestamps and hrtime share the monotonic clock (µs): only the load's samples count.
+const loadStart = Number(process.hrtime.bigint() / 1000n);
 const result = await autocannon({ url, connections: 32, duration: seconds, method: 'POST', headers: { 'content-type': 'application/json' }, body: workload.body });
+const loadEnd = Number(process.hrtime.bigint() / 1000n);
 child.kill('SIGTERM');
 await exited;
 rmSync(dir, { recursive: true, force: true });
 
 const [name] = readdirSync(profiles);
-const profile = JSON.parse(readFileSync(join(profiles, name!), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
+const profile = JSON.parse(readFileSync(join(profiles, name!), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[]; startTime: number };
 const parent = new Map<number, number>();
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -95,11 +100,17 @@ function areasOf(id: number): Set<string> {
 }
 const totals = new Map<string, number>();
 let busy = 0;
+let at = profile.startTime;
 profile.samples.forEach((id, i) => {
   const dt = profile.timeDeltas[i] ?? 0;
+  at += dt;
+  // Start-up (module loading, compilation) and shutdown are not the load.
+  if (at < loadStart || at > loadEnd) return;
   if (byId.get(id)!.callFrame.functionName === '(idle)') return;
   busy += dt;
   for (const a of areasOf(id)) totals.set(a, (totals.get(a) ?? 0) + dt);
 });
-console.log(`${workload.name}: ${Math.round(result.requests.average)} req/s under the profiler; busy ${(busy / 1e6).toFixed(1)} s; profile in ${profiles}`);
+const perRequest = (us: number) => `${(us / result.requests.total).toFixed(0)} µs/request`;
+console.log(`${workload.name}: ${Math.round(result.requests.average)} req/s under the profiler; busy ${(busy / 1e6).toFixed(1)} s of the load; profile in ${profiles}`);
+console.log(`busy ${perRequest(busy)}, of which garbage collector ${perRequest(totals.get('garbage collector') ?? 0)}`);
 for (const [area] of AREAS) console.log(`${(((totals.get(area) ?? 0) / busy) * 100).toFixed(1).padStart(5)}%  ${area}`);

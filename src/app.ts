@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { ApolloServer, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { makeExecutableSchema } from '@graphql-tools/schema';
+import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import {
   ALL_TABLES,
@@ -23,7 +24,7 @@ import type { Config } from './config.js';
 import { authKey, viewerFromAuthorization } from './graphql/auth.js';
 import type { RequestContext } from './graphql/context.js';
 import { createFormatError } from './graphql/errors.js';
-import { jitGateway, stringifyResult } from './graphql/jit-executor.js';
+import { jitResponder, stringifyResult } from './graphql/jit-executor.js';
 import { limitProtections, tokenLimitViolation, type LimitProtections } from './graphql/limits.js';
 import { resolvers } from './graphql/resolvers/index.js';
 import type { CursorCodec } from './paging/cursor.js';
@@ -54,16 +55,22 @@ export interface App {
 }
 
 /**
- * The server's one request plugin: the limits' hooks, and the store round trips of each
- * request in `extensions.storeRoundTrips` (with the statements the adapter sent for them
- * in `extensions.storeStatements`). One listener object serves every request
- * (its hooks read the request from their argument), so a request costs Apollo one
- * plugin and no allocation here.
+ * The server's one request plugin: the limits' hooks, execution through graphql-jit
+ * (`responseForOperation`), and the store round trips of each request in
+ * `extensions.storeRoundTrips` (with the statements the adapter sent for them in
+ * `extensions.storeStatements`). One listener object serves every request (its hooks
+ * read the request from their argument), so a request costs Apollo one plugin and no
+ * allocation here.
  */
-function requestPlugin(limits: LimitProtections): ApolloServerPlugin<RequestContext> {
+function requestPlugin(
+  limits: LimitProtections,
+  schema: GraphQLSchema,
+  formatError: ReturnType<typeof createFormatError>,
+): ApolloServerPlugin<RequestContext> {
   const listener: GraphQLRequestListener<RequestContext> = {
     didResolveOperation: limits.didResolveOperation,
     didEncounterErrors: limits.didEncounterErrors,
+    responseForOperation: jitResponder<RequestContext>(schema, { formatError, didEncounterErrors: limits.didEncounterErrors }),
     async willSendResponse({ response, contextValue }) {
       if (response.body.kind === 'single') {
         const result = response.body.singleResult;
@@ -117,9 +124,11 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
 
   const limits = limitProtections(config.limits, { hideSuggestions: !config.introspection });
   const schema = makeExecutableSchema({ typeDefs, resolvers: resolvers as never });
+  const formatError = createFormatError(logger);
   const apollo = new ApolloServer<RequestContext>({
-    gateway: jitGateway(schema, typeDefs),
-    formatError: createFormatError(logger),
+    // Apollo's plain schema mode; the request plugin executes with graphql-jit.
+    schema,
+    formatError,
     includeStacktraceInErrorResponses: false,
     introspection: config.introspection,
     // Apollo pretty-prints results by default; clients do not need the whitespace.
@@ -132,7 +141,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       ApolloServerPluginLandingPageDisabled(),
       // We set no cache hints; Apollo's cache-control plugin would still visit every field.
       ApolloServerPluginCacheControlDisabled(),
-      requestPlugin(limits),
+      requestPlugin(limits, schema, formatError),
     ],
   });
   await apollo.start();

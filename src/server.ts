@@ -146,12 +146,16 @@ async function collect(chunks: AsyncIterable<string>): Promise<string> {
   return text;
 }
 
+/** The URL of `POST /graphql`, shared by every such request (only read). */
+const GRAPHQL_URL = new URL('/graphql', 'http://localhost');
+
 /** The request handler of the whole server. */
 export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOptions<C>) {
   const { apollo, logger } = options;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const deadline = Date.now() + options.requestTimeoutMs;
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    // Nearly every request is `POST /graphql`: its URL is a constant, not parsed again.
+    const url = req.url === '/graphql' ? GRAPHQL_URL : new URL(req.url ?? '/', 'http://localhost');
     try {
       if (url.pathname === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (url.pathname === '/readyz') {
@@ -185,7 +189,9 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
       }
 
       const headers = new HeaderMap();
-      for (const [key, value] of Object.entries(req.headers)) {
+      const incoming = req.headers;
+      for (const key in incoming) {
+        const value = incoming[key];
         if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
       }
       let body: unknown = undefined;
@@ -218,17 +224,20 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         httpGraphQLRequest: { method: req.method, headers, search: url.search, body },
         context: () => options.contextFor(req, deadline),
       });
-      for (const [key, value] of response.headers) res.setHeader(key, value);
-      res.statusCode = response.status ?? 200;
       // Nothing here asks for incremental delivery (@defer): one complete body.
       const text = response.body.kind === 'complete' ? response.body.string : await collect(response.body.asyncIterator);
       const bytes = Buffer.byteLength(text);
+      // Apollo's headers and the length, written at once (a flat list: no header object to build).
+      const head: string[] = [];
+      for (const [key, value] of response.headers) head.push(key, value);
       if (bytes > options.maxResponseBytes) {
         const refusal = responseTooLarge(bytes, options.maxResponseBytes);
+        for (let i = 0; i < head.length; i += 2) res.setHeader(head[i]!, head[i + 1]!);
         res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(refusal) });
         return endWithin(res, refusal, options.writeTimeoutMs);
       }
-      res.setHeader('content-length', bytes);
+      head.push('content-length', String(bytes));
+      res.writeHead(response.status ?? 200, head);
       endWithin(res, text, options.writeTimeoutMs);
     } catch (err) {
       if (err instanceof BodyTooLarge) {

@@ -1,21 +1,34 @@
 /**
- * Execution through graphql-jit inside Apollo Server. Apollo Server keeps its request
- * pipeline (parse cache, validation with our limits, plugins, error formatting); only
- * execution changes, through the gateway interface's `executor`: each operation is
- * compiled once to a specialised function, then run per request. Measured in
- * BENCHMARKS.md: graphql-js's generic `execute` was most of our per-request cost.
+ * Execution through graphql-jit inside Apollo Server. Apollo Server runs in its plain
+ * `schema` mode and keeps its whole request pipeline (parse cache, validation with our
+ * limits, plugins, error formatting); only execution changes, through the documented
+ * `responseForOperation` plugin hook: each operation is compiled once to a specialised
+ * function, then run per request, and Apollo skips its own execution.
+ *
+ * Why not Apollo's gateway interface (`gateway.load()` returning an `executor`), which
+ * this used before: Apollo builds the executor's request context with a `status`
+ * getter and setter in an object literal, and V8 keeps such accessor pairs in the old
+ * generation. Every request's whole state (context, loaders, rows, result) was then
+ * reachable from old-generation garbage until the next full collection, so scavenges
+ * promoted it: 9% of all allocation, against 0.2% here (BENCHMARKS.md).
  */
-import type { GatewayInterface } from '@apollo/server-gateway-interface';
-import { BREAK, GraphQLError, Kind, getOperationAST, visit, type DocumentNode, type FormattedExecutionResult, type GraphQLSchema } from 'graphql';
+import {
+  HeaderMap,
+  type BaseContext,
+  type GraphQLRequestContextDidEncounterErrors,
+  type GraphQLRequestContextResponseForOperation,
+  type GraphQLResponse,
+  type HTTPGraphQLHead,
+} from '@apollo/server';
+import { BREAK, GraphQLError, Kind, visit, type DocumentNode, type ExecutionResult, type FormattedExecutionResult, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import { operationResolutionMessage } from './operation-guard.js';
 
 /** How many compiled operations to keep (oldest dropped first). */
 const CACHE_SIZE = 1_000;
 
 /**
  * The compiled serialiser of each error-free result's `data`, for `stringifyResult`.
- * Apollo hands `stringifyResult` the executor's `data` object itself, so the result
+ * Apollo hands `stringifyResult` the executed result's `data` object itself, so the result
  * finds its serialiser by identity; a weak map forgets it with the response.
  */
 const serialisers = new WeakMap<object, CompiledQuery['stringify']>();
@@ -79,45 +92,91 @@ function asGraphQLError(e: GraphQLError, coercion: boolean): GraphQLError {
   return error;
 }
 
-/** A gateway that serves `schema` and executes with graphql-jit. */
-export function jitGateway(schema: GraphQLSchema, sdl: string): GatewayInterface {
+/** What the responder needs from the server's configuration, for results with errors. */
+export interface JitResponderOptions<C extends BaseContext> {
+  /** The `formatError` Apollo Server was given: errors leave formatted by it, as Apollo's own do. */
+  readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
+  /** The `didEncounterErrors` hook of the plugin this responder belongs to (Apollo calls it for its own errors). */
+  readonly didEncounterErrors?: (requestContext: GraphQLRequestContextDidEncounterErrors<C>) => Promise<void>;
+}
+
+/** True for an `extensions.http` Apollo would merge into the response's head. */
+function isHttpHead(value: unknown): value is Partial<HTTPGraphQLHead> {
+  if (typeof value !== 'object' || value === null) return false;
+  const head = value as Partial<HTTPGraphQLHead>;
+  return (head.status === undefined || typeof head.status === 'number') && (head.headers === undefined || head.headers instanceof Map);
+}
+
+/**
+ * Format execution errors as Apollo Server formats the errors of its own execution
+ * (its `normalizeAndFormatErrors`): `extensions.code` defaults to
+ * INTERNAL_SERVER_ERROR, an `extensions.http` status or header moves to the response's
+ * head, then `formatError` runs, and a formatter that throws yields "Internal server
+ * error". Apollo leaves a `responseForOperation` response as it is, so this is ours to do.
+ */
+function formatErrors(errors: readonly GraphQLError[], formatError: JitResponderOptions<BaseContext>['formatError']) {
+  const http: HTTPGraphQLHead = { headers: new HeaderMap() };
+  const formatted = errors.map((error) => {
+    try {
+      const extensions: Record<string, unknown> = { ...error.extensions, code: error.extensions.code ?? 'INTERNAL_SERVER_ERROR' };
+      if (isHttpHead(extensions.http)) {
+        if (extensions.http.status) http.status = extensions.http.status;
+        for (const [name, value] of extensions.http.headers ?? []) http.headers.set(name, value);
+        delete extensions.http;
+      }
+      return formatError({ ...error.toJSON(), extensions }, error);
+    } catch {
+      return { message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+    }
+  });
+  return { formatted, http };
+}
+
+/**
+ * The `responseForOperation` hook that executes the resolved operation with
+ * graphql-jit (compiled once per query and operation) and answers for Apollo Server,
+ * which then skips its own execution. Results with errors get what Apollo's pipeline
+ * gives its own: the plugin's `didEncounterErrors`, formatting, and status 400 when the
+ * variables did not coerce (no `data` at all).
+ */
+export function jitResponder<C extends BaseContext>(schema: GraphQLSchema, options: JitResponderOptions<C>) {
   const compiled = new Map<string, { query: CompiledQuery; serialises: boolean }>();
-  return {
-    async load() {
-      return {
-        async executor(request) {
-          const key = `${request.queryHash}:${request.operationName ?? ''}`;
-          let query = compiled.get(key);
-          if (!query) {
-            // Apollo resolves the operation from what the executor reports: name the
-            // problem here (graphql-jit compiles an unknown name without an error, and
-            // Apollo would then answer 500).
-            // (`request.operationName` is the resolved name: null here; the client's is in `request.request`.)
-            const asked = request.request.operationName ?? undefined;
-            // (The operation guard refuses these first; this keeps the executor safe alone.)
-            if (!getOperationAST(request.document, asked)) return { errors: [new GraphQLError(operationResolutionMessage(asked))] };
-            const result = compile(schema, request.document, request.operationName ?? undefined);
-            if (!isCompiledQuery(result.compiled)) return result.compiled;
-            if (compiled.size >= CACHE_SIZE) compiled.delete(compiled.keys().next().value!);
-            query = { query: result.compiled, serialises: result.serialises };
-            compiled.set(key, query);
-          }
-          const result = await query.query.query(undefined, request.context, request.request.variables ?? {});
-          if (!result.errors) {
-            if (query.serialises && result.data) serialisers.set(result.data, query.query.stringify);
-            return result;
-          }
-          // No data at all: the variables did not coerce (graphql-js reports these as
-          // request errors with BAD_USER_INPUT; do the same).
-          const coercion = result.data === undefined;
-          return { ...result, errors: result.errors.map((e) => asGraphQLError(e, coercion)) };
-        },
-      };
-    },
-    onSchemaLoadOrUpdate(callback) {
-      callback({ apiSchema: schema, coreSupergraphSdl: sdl });
-      return () => undefined;
-    },
-    async stop() {},
+  return async (requestContext: GraphQLRequestContextResponseForOperation<C>): Promise<GraphQLResponse | null> => {
+    const { document, operationName, request } = requestContext;
+    // No operation resolved: Apollo's own path answers (the operation guard refuses these first).
+    if (!requestContext.operation) return null;
+    const key = `${requestContext.queryHash}:${operationName ?? ''}`;
+    let query = compiled.get(key);
+    let result: ExecutionResult;
+    if (!query) {
+      const built = compile(schema, document, operationName ?? undefined);
+      if (isCompiledQuery(built.compiled)) {
+        if (compiled.size >= CACHE_SIZE) compiled.delete(compiled.keys().next().value!);
+        query = { query: built.compiled, serialises: built.serialises };
+        compiled.set(key, query);
+      } else {
+        result = built.compiled;
+      }
+    }
+    let errors: GraphQLError[];
+    if (query) {
+      result = await query.query.query(undefined, requestContext.contextValue, request.variables ?? {});
+      if (!result.errors) {
+        if (query.serialises && result.data) serialisers.set(result.data, query.query.stringify);
+        // The head stays as Apollo has it (it merges this one into itself).
+        return { http: requestContext.response.http, body: { kind: 'single', singleResult: result } };
+      }
+      // No data at all: the variables did not coerce (graphql-js reports these as
+      // request errors with BAD_USER_INPUT; do the same).
+      const coercion = result.data === undefined;
+      errors = result.errors.map((e) => asGraphQLError(e, coercion));
+    } else {
+      // graphql-jit could not compile a validated operation: an internal error (masked and logged).
+      errors = result!.errors!.map((e) => new GraphQLError(e.message, { originalError: e }));
+    }
+    await options.didEncounterErrors?.(Object.assign(requestContext, { errors }));
+    const { formatted, http } = formatErrors(errors, options.formatError);
+    if (result!.data === undefined && !http.status) http.status = 400;
+    return { http, body: { kind: 'single', singleResult: { ...result!, errors: formatted } } };
   };
 }
