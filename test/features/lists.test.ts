@@ -6,18 +6,19 @@
 import fc from 'fast-check';
 import { afterEach, expect, it } from 'vitest';
 import { ListApplier } from '../../src/features/lists/applier.js';
-import { compareItems } from '../../src/features/lists/ledger.js';
+import { compareItems, readPendingTransactions, readTransactionMark } from '../../src/features/lists/ledger.js';
 import {
   listApplierLeasesTable,
   listItemIndexTable,
   listItemsTable,
   listTables,
   listTransactionsTable,
-  pendingListsTable,
+  pendingListMarksTable,
+  pendingListTxsTable,
   pendingShardOf,
 } from '../../src/features/lists/lists-tables.js';
 import { readListItems, type Lists } from '../../src/features/lists/lists.js';
-import type { Mutation } from '../../src/store/port.js';
+import type { Mutation, Store } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { modelPage } from '../support/paging-model.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
@@ -73,6 +74,11 @@ async function setup(pool: StorePool) {
   return { base, store, lists, applier, steps, listId: list.listId };
 }
 
+/** An applier's lease is not deleted when it is done but expires within a second: wait for that. */
+async function leaseReleased(store: Store, listId: string): Promise<void> {
+  while (await store.get(listApplierLeasesTable, { list_id: listId })) await new Promise((r) => setTimeout(r, 20));
+}
+
 async function allLabels(lists: Lists, listId: string, size = 7): Promise<string[]> {
   const out: string[] = [];
   let page = await lists.items(listId, { first: size });
@@ -110,12 +116,21 @@ describeEachStore('ordered lists (ledger)', (target) => {
     // Stopped after step 2: only the new row, the transaction still pending.
     await steps.applyNext(applier, listId, 2);
     expect((await stored()).filter((l) => l.startsWith('Greece'))).toEqual(['Greece']);
-    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toHaveLength(2);
+    expect((await readPendingTransactions(base, listId)).map((t) => t.kind)).toEqual(['move', 'move']);
     expect(await allLabels(lists, listId, 2)).toEqual(expected);
-    // Finished: no transaction left.
+    // Finished: no transaction pending.
     await applier.drain(listId);
-    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toEqual([]);
+    expect(await readPendingTransactions(base, listId)).toEqual([]);
     expect(await stored()).toEqual(expected);
+    expect(await allLabels(lists, listId, 2)).toEqual(expected);
+    // The timer pass cuts the applied transactions with one range tombstone (no skew
+    // to wait out on one clock): the log is empty and its mark is the last id.
+    const txIds = (await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 100 })).map((r) => r.tx_id);
+    expect(txIds).toHaveLength(9);
+    await leaseReleased(base, listId);
+    await new ListApplier(base, { cluster: { clockSkewMs: 0, writeTimeoutMs: 0 } }).runOnce();
+    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 100 })).toEqual([]);
+    expect(await readTransactionMark(base, listId)).toBe(txIds[8]);
     expect(await allLabels(lists, listId, 2)).toEqual(expected);
   });
 
@@ -217,6 +232,7 @@ describeEachStore('ordered lists (ledger)', (target) => {
     const x = await lists.add(listId, 'x');
     const others = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
     await new ListApplier(store).drain(listId);
+    await leaseReleased(base, listId);
     // Three moves of the same item in a row.
     await lists.move(listId, x.itemId, { afterItemId: others[0]!.itemId });
     await lists.move(listId, x.itemId, { afterItemId: others[1]!.itemId });
@@ -249,38 +265,55 @@ describeEachStore('ordered lists (ledger)', (target) => {
     expect(await allLabels(lists, listId)).toEqual(['a', 'b', 'c', 'x']);
   });
 
-  it('settles a woken list once however often it was woken, and then unmarks it', async () => {
+  it('drains a woken list once however often it was woken; the timer pass then cuts its log and its queue entries', async () => {
     const { base, lists, listId } = await setup(pool);
     for (const label of ['a', 'b', 'c']) await lists.add(listId, label);
     const recorded = new FaultyStore(base);
-    // One process, one clock: no skew to wait out before unmarking.
+    // One process, one clock: no skew to wait out before cutting.
     const applier = new ListApplier(recorded, { cluster: { clockSkewMs: 0, writeTimeoutMs: 0 } });
     for (let i = 0; i < 5; i++) applier.wake(listId);
-    const mark = () => base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
-    expect(await mark()).not.toBeNull();
-    for (let i = 0; i < 200 && (await mark()) !== null; i++) await new Promise((r) => setTimeout(r, 5));
-    expect(await mark()).toBeNull();
-    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toEqual([]);
+    expect(await readPendingTransactions(base, listId)).toHaveLength(3);
+    for (let i = 0; i < 200 && (await readPendingTransactions(base, listId)).length > 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(await readPendingTransactions(base, listId)).toEqual([]);
     expect(await allLabels(lists, listId)).toEqual(['a', 'b', 'c']);
     // Five wakes before the first pass started: one pass, one lease.
     expect(recorded.calls.filter((c) => c.operation === 'insertIfNotExists' && c.table === listApplierLeasesTable.name)).toHaveLength(1);
+    const shard = pendingShardOf(listId);
+    const queue = () => base.slice(pendingListTxsTable, { partition: { shard }, limit: 100 });
+    expect((await queue()).map((e) => e.list_id)).toEqual([listId, listId, listId]);
+    await applier.runOnce();
+    expect(await queue()).toEqual([]);
+    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toEqual([]);
+    expect(await base.get(pendingListMarksTable, { shard })).not.toBeNull();
+    // Each cut is one range delete, and the lease was reused, never deleted.
+    const deletes = recorded.calls.filter((c) => ['delete', 'deleteRange', 'deleteIf'].includes(c.operation));
+    expect(deletes.map((c) => `${c.operation} ${c.table}`).sort()).toEqual([
+      `deleteRange ${listTransactionsTable.name}`,
+      `deleteRange ${pendingListTxsTable.name}`,
+    ]);
+    expect(await allLabels(lists, listId)).toEqual(['a', 'b', 'c']);
     applier.stop();
   });
 
-  it('keeps a drained list marked until an append from a server whose clock is behind would have landed', async () => {
+  it('cuts no transaction or queue entry an append from a server whose clock is behind could still join', async () => {
     const { base, lists, listId } = await setup(pool);
     await lists.add(listId, 'a');
     let nowMs = Date.now();
     const clock = { nowMicros: () => BigInt(nowMs) * 1000n };
     const applier = new ListApplier(base, { clock, cluster: { clockSkewMs: 1_000, writeTimeoutMs: 2_000 } });
-    const mark = () => base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
-    expect(await applier.settle(listId)).toBe(1);
-    // Applied, but a mark stamped up to 1 s ahead of this clock may belong to an append
-    // still landing: the unmark, stamped 3 s back, does not hide it.
-    expect(await mark()).not.toBeNull();
+    const queue = () => base.slice(pendingListTxsTable, { partition: { shard: pendingShardOf(listId) }, limit: 10 });
+    const log = () => base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 });
+    expect(await applier.runOnce()).toBe(1);
+    // Applied, but a transaction stamped up to 1 s behind this one may still be
+    // landing: nothing is cut until 3 s have passed on this clock.
+    expect(await readPendingTransactions(base, listId)).toEqual([]);
+    expect(await log()).toHaveLength(1);
+    expect(await queue()).toHaveLength(1);
     nowMs += 3_001;
-    expect(await applier.settle(listId)).toBe(0);
-    expect(await mark()).toBeNull();
+    expect(await applier.runOnce()).toBe(0);
+    expect(await log()).toEqual([]);
+    expect(await queue()).toEqual([]);
+    expect(await allLabels(lists, listId)).toEqual(['a']);
   });
 
   it('finds an item whose earlier moves the applier finished while the reader read, with the index re-pointed before the old rows are gone', async () => {
