@@ -6,9 +6,9 @@
  *   3. mark the transaction applied (a cell, not a delete).
  * Re-running a transaction from any point is harmless. One applier per list at a time:
  * within a process a per-list lock serialises it, and across processes a lease
- * (insert-if-not-exists with a short TTL, renewed while the applier works, reused by
- * its owner and released by shortening its TTL, so it never leaves a tombstone), so a
- * crashed applier holds its list for seconds only.
+ * (insert-if-not-exists with a short TTL, renewed while the applier works, kept and
+ * reused by its owner and left to expire, so it never leaves a tombstone), so a crashed
+ * applier holds its list for seconds only.
  *
  * `wake(listId)` drains one list soon after a change to it. The timer pass (`runOnce`)
  * works the queue tables the Cassandra way: it reads each `pending_list_txs` shard from
@@ -33,6 +33,7 @@ import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { renewIfOwned } from '../../store/owned-rows.js';
 import {
   appendTransactions,
+  appliedMark,
   markApplied,
   readPendingTransactions,
   readTransactionMark,
@@ -81,6 +82,8 @@ export class ListApplier {
   private readonly clock: Clock;
   /** This applier's identity in leases. */
   private readonly owner = randomUUID();
+  /** Lists whose lease this applier holds, with when it claimed or renewed it (ms, its clock). */
+  private readonly held = new Map<string, number>();
   /** Set once the old `pending_lists` table was found empty: it is never written again. */
   private legacyDrained = false;
 
@@ -100,6 +103,11 @@ export class ListApplier {
 
   private get leaseSeconds(): number {
     return this.options.leaseSeconds ?? LEASE_SECONDS;
+  }
+
+  /** How often a lease is renewed: LEASE_RENEW_MS, or a third of a shorter lease. */
+  private get renewMs(): number {
+    return Math.min(LEASE_RENEW_MS, (this.leaseSeconds * 1000) / 3);
   }
 
   /** Apply the oldest pending transaction of a list; false when there is none. */
@@ -170,26 +178,29 @@ export class ListApplier {
 
   /**
    * Run `work` holding the list's lease (null when another applier holds it). `keep()`
-   * renews the lease every LEASE_RENEW_MS and says whether it is still held.
+   * renews the lease every `renewMs` and says whether it is still held. The lease is
+   * kept when the work is done, not deleted (a delete is a tombstone): while this
+   * applier renewed it less than `renewMs` ago it holds it without asking, and
+   * another server's applier gets the list once it has expired.
    */
   private async leased<T>(listId: string, work: (keep: () => Promise<boolean>) => Promise<T>): Promise<T | null> {
     const key = { list_id: listId };
-    if (!(await this.claim(listId))) return null;
-    let renewedAt = this.nowMs();
-    let held = true;
-    const keep = async () => {
-      if (held && this.nowMs() - renewedAt >= LEASE_RENEW_MS) {
-        held = await renewIfOwned(this.store, listApplierLeasesTable, key, 'owner', this.owner, this.leaseSeconds);
-        renewedAt = this.nowMs();
-      }
-      return held;
-    };
-    try {
-      return await work(keep);
-    } finally {
-      // Release by letting the row expire in a second: no delete, so no tombstone.
-      if (held) await renewIfOwned(this.store, listApplierLeasesTable, key, 'owner', this.owner, 1);
+    const since = this.held.get(listId);
+    if (since === undefined || this.nowMs() - since >= this.renewMs) {
+      this.held.delete(listId);
+      if (!(await this.claim(listId))) return null;
+      this.held.set(listId, this.nowMs());
     }
+    const keep = async () => {
+      const at = this.held.get(listId);
+      if (at !== undefined && this.nowMs() - at >= this.renewMs) {
+        const renewedAt = this.nowMs();
+        if (await renewIfOwned(this.store, listApplierLeasesTable, key, 'owner', this.owner, this.leaseSeconds)) this.held.set(listId, renewedAt);
+        else this.held.delete(listId);
+      }
+      return this.held.has(listId);
+    };
+    return work(keep);
   }
 
   private nowMs(): number {
@@ -342,8 +353,8 @@ export class ListApplier {
    * rebalance around its item (a transaction of its own, applied after it).
    */
   private async applyAndMark(listId: string, tx: ListTx): Promise<void> {
-    await this.apply(listId, tx);
-    await markApplied(this.store, listId, tx.txId);
+    // A change in one batch carries its own mark; a move's mark is its step 3.
+    if (!(await this.apply(listId, tx))) await markApplied(this.store, listId, tx.txId);
     if ((tx.kind === 'add' || tx.kind === 'move') && tx.crowded) {
       const [item] = await readListItems(this.store, listId, [tx.itemId]);
       const moves = item ? await planRebalance(this.store, listId, item, this.clock.nowMicros()) : [];
@@ -357,10 +368,16 @@ export class ListApplier {
    * transaction of the item wrote (with its own T) next to the item's rows. So T beats
    * every row this transaction deletes, whichever server wrote it with whatever clock:
    * a move applied on a server whose clock is behind still removes the old position.
+   * A change applied in one batch is marked applied in that batch (true returned).
    */
-  private async apply(listId: string, tx: ListTx): Promise<void> {
+  private async apply(listId: string, tx: ListTx): Promise<boolean> {
     const { store } = this;
-    const cells = await store.readCells(listItemIndexTable, { item_id: tx.itemId }, ['label']);
+    // An add is applied exactly once (its mark is in its batch): its item has no index
+    // row yet, so no write time to stay above.
+    const cells =
+      tx.kind === 'add'
+        ? { row: null, writetime: {} as Record<string, bigint | null> }
+        : await store.readCells(listItemIndexTable, { item_id: tx.itemId }, ['label']);
     const index = cells.row;
     const now = this.clock.nowMicros();
     const last = cells.writetime.label ?? null;
@@ -382,13 +399,16 @@ export class ListApplier {
       label: l,
     });
     const batch = (mutations: Mutation[]) => store.batch(mutations.map((m) => ({ ...m, options: stamp })));
+    const finalBatch = async (mutations: Mutation[]) => {
+      await store.batch([...mutations.map((m) => ({ ...m, options: stamp })), appliedMark(listId, tx.txId)]);
+      return true;
+    };
     switch (tx.kind) {
       case 'add':
-        await batch([
+        return finalBatch([
           { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label: tx.label } },
           { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, tx.label) },
         ]);
-        break;
       case 'move': {
         // A move of an item that no longer exists, or one already through step 2: nothing to do.
         if (!at || (at.weight === tx.to.weight && at.seq === tx.to.seq)) break;
@@ -407,19 +427,18 @@ export class ListApplier {
       }
       case 'rename':
         if (!at) break;
-        await batch([
+        return finalBatch([
           { kind: 'upsert', table: listItemsTable, row: { ...row(at, false), label: tx.label } },
           { kind: 'upsert', table: listItemIndexTable, row: indexRow(at, tx.label) },
         ]);
-        break;
       case 'remove':
         if (!at) break;
-        await batch([
+        return finalBatch([
           { kind: 'delete', table: listItemsTable, key: row(at, false) },
           { kind: 'delete', table: listItemsTable, key: row(at, true) },
           { kind: 'delete', table: listItemIndexTable, key: { item_id: tx.itemId } },
         ]);
-        break;
     }
+    return false;
   }
 }

@@ -99,7 +99,7 @@ function txFromRow(row: Row): ListTx {
 export async function readPendingTransactions(store: Store, listId: string): Promise<ListTx[]> {
   const pending: Row[] = [];
   let upper: ClusteringBound | undefined;
-  for (let limit = 16; ; limit = Math.min(limit * 4, 1_024)) {
+  for (let limit = 8; ; limit = Math.min(limit * 2, 1_024)) {
     const rows = await store.slice(listTransactionsTable, { partition: { list_id: listId }, reverse: true, limit, ...(upper && { upper }) });
     const firstApplied = rows.findIndex((r) => r.applied === true);
     pending.push(...(firstApplied < 0 ? rows : rows.slice(0, firstApplied)));
@@ -178,7 +178,18 @@ export function appendTransactions(store: Store, listId: string, txs: readonly L
  * timestamp, so the range delete that later cuts it hides the cell too.
  */
 export function markApplied(store: Store, listId: string, txId: string): Promise<void> {
-  return store.upsert(listTransactionsTable, { list_id: listId, tx_id: txId, applied: true }, { timestamp: microsOfTimeuuid(txId) });
+  const { row, options } = appliedMark(listId, txId);
+  return store.upsert(listTransactionsTable, row, options);
+}
+
+/** `markApplied` as a mutation, to go in the batch that applies the transaction. */
+export function appliedMark(listId: string, txId: string): Mutation & { kind: 'upsert' } {
+  return {
+    kind: 'upsert',
+    table: listTransactionsTable,
+    row: { list_id: listId, tx_id: txId, applied: true },
+    options: { timestamp: microsOfTimeuuid(txId) },
+  };
 }
 
 /** Order of live items: position, then item id (uuid order, as the clustering key). */

@@ -92,7 +92,7 @@ export const pendingListsTable = defineTable({
  * Who applies a list's transactions right now: claimed with insert-if-not-exists and a
  * TTL, so two appliers (two server processes) never interleave one list's steps, and a
  * crashed applier's claim expires by itself. The row is reused, never deleted: its
- * owner claims it again while it lives, and releases it by shortening its TTL.
+ * owner renews it while it lives, and otherwise lets it expire.
  */
 export const listApplierLeasesTable = defineTable({
   name: 'list_applier_leases',

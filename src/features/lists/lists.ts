@@ -16,10 +16,10 @@ import { newTimeuuid } from '../../store/timeuuid.js';
 import { isUuid, validateValue } from '../../store/values.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
-import { appendTransactions, compareItems, readLedger, type ListItem, type ListTx } from './ledger.js';
+import { appendTransactions, compareItems, readLedger, readPendingTransactions, type ListItem, type ListTx } from './ledger.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
-import { listsByOwnerTable, listsTable } from './lists-tables.js';
-import { isCrowded, positionBetween, type Position } from './positions.js';
+import { listItemsTable, listsByOwnerTable, listsTable } from './lists-tables.js';
+import { comparePositions, isCrowded, positionBetween, type Position } from './positions.js';
 import { planRebalance } from './rebalance.js';
 
 export type { ListItem } from './ledger.js';
@@ -183,16 +183,13 @@ export class Lists {
     const text = checkText('label', label, 1, 200);
     const { to, crowded } = beforeItemId
       ? await this.slotNextTo(listId, await this.requireItem(listId, beforeItemId, 'beforeItemId'), 'backward', undefined)
-      : await this.slotAtEnd(listId, 'BOTTOM', undefined);
+      : await this.slotAtEnd(listId, 'BOTTOM');
     const itemId = randomUUID();
     await this.append(listId, [{ txId: newTimeuuid(), kind: 'add', itemId, to, label: text, ...(crowded && { crowded }) }]);
     return { listId, itemId, label: text, ...to };
   }
 
-  /**
-   * Move an item before one item, after another, or to the top or the bottom of the
-   * list (exactly one of the three). Already there: nothing is appended.
-   */
+  /** Move an item before one item, after another, or to the top or the bottom of the list (exactly one of the three). */
   async move(listId: string, itemId: string, target: MoveTarget): Promise<ListItem> {
     await this.requireWritable(listId, 'itemId');
     const before = target.beforeItemId ?? null;
@@ -208,14 +205,10 @@ export class Lists {
     const argument = before !== null ? 'beforeItemId' : 'afterItemId';
     if (anchorId === itemId) throw badInput(argument, 'an item cannot be moved relative to itself');
     const item = await this.requireItem(listId, itemId, 'itemId');
-    let slot: Slot | null;
-    if (anchorId === null) {
-      slot = await this.slotAtEnd(listId, toEnd!, item);
-    } else {
-      const anchor = await this.requireItem(listId, anchorId, argument);
-      slot = await this.slotNextTo(listId, anchor, before !== null ? 'backward' : 'forward', itemId);
-    }
-    if (!slot) return item;
+    const slot =
+      anchorId === null
+        ? await this.slotAtEnd(listId, toEnd!)
+        : await this.slotNextTo(listId, await this.requireItem(listId, anchorId, argument), before !== null ? 'backward' : 'forward', itemId);
     await this.append(listId, [{ txId: newTimeuuid(), kind: 'move', itemId, to: slot.to, ...(slot.crowded && { crowded: true }) }]);
     return { ...item, ...slot.to };
   }
@@ -280,16 +273,25 @@ export class Lists {
     }
   }
 
-  /** A position at the top or the bottom of the list, or null when `moving` is there already. */
-  private async slotAtEnd(listId: string, end: ListEnd, moving: ListItem): Promise<Slot | null>;
-  private async slotAtEnd(listId: string, end: ListEnd, moving: undefined): Promise<Slot>;
-  private async slotAtEnd(listId: string, end: ListEnd, moving: ListItem | undefined): Promise<Slot | null> {
-    const direction = end === 'TOP' ? 'forward' : 'backward';
-    const view = await readLedger(this.deps.store, listId, { slice: { direction, limit: 2 } });
-    if (moving && view.items[0]?.itemId === moving.itemId) return null;
-    const other = view.items.find((i) => i.itemId !== moving?.itemId);
-    const to = end === 'TOP' ? positionBetween(undefined, other, this.deps.clock.nowMicros()) : positionBetween(other, undefined, this.deps.clock.nowMicros());
-    return { to, crowded: false };
+  /**
+   * A position at the top or the bottom of the list: beyond every stored row (the last
+   * or first, markers included) and every pending transaction's target. The item there
+   * may have moved or gone since, which only leaves a wider gap, so this needs neither
+   * the item index nor probes: two reads.
+   */
+  private async slotAtEnd(listId: string, end: ListEnd): Promise<Slot> {
+    const { store, clock } = this.deps;
+    const [txs, [row]] = await Promise.all([
+      readPendingTransactions(store, listId),
+      store.slice(listItemsTable, { partition: { list_id: listId }, limit: 1, reverse: end === 'BOTTOM' }),
+    ]);
+    const sign = end === 'TOP' ? -1 : 1;
+    let extreme: Position | undefined = row && { weight: row.weight as bigint, seq: row.seq as bigint };
+    for (const tx of txs) {
+      if ((tx.kind === 'add' || tx.kind === 'move') && (!extreme || sign * comparePositions(tx.to, extreme) > 0)) extreme = tx.to;
+    }
+    const now = clock.nowMicros();
+    return { to: end === 'TOP' ? positionBetween(undefined, extreme, now) : positionBetween(extreme, undefined, now), crowded: false };
   }
 
   /**
