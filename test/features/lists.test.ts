@@ -90,6 +90,27 @@ async function allLabels(lists: Lists, listId: string, size = 7): Promise<string
   return out;
 }
 
+/** Every label, paged forward and backward, each page's flags checked on the way. */
+async function pagesBothWays(lists: Lists, listId: string, size: number): Promise<{ forward: string[]; backward: string[] }> {
+  const forward: string[] = [];
+  let page = await lists.items(listId, { first: size });
+  for (let n = 0; ; n++) {
+    expect(page.pageInfo.hasPreviousPage).toBe(n > 0);
+    forward.push(...page.edges.map((e) => e.node.label));
+    if (!page.pageInfo.hasNextPage) break;
+    page = await lists.items(listId, { first: size, after: page.pageInfo.endCursor });
+  }
+  const backward: string[] = [];
+  page = await lists.items(listId, { last: size });
+  for (let n = 0; ; n++) {
+    expect(page.pageInfo.hasNextPage).toBe(n > 0);
+    backward.unshift(...page.edges.map((e) => e.node.label));
+    if (!page.pageInfo.hasPreviousPage) break;
+    page = await lists.items(listId, { last: size, before: page.pageInfo.startCursor });
+  }
+  return { forward, backward };
+}
+
 describeEachStore('ordered lists (ledger)', (target) => {
   const pool = new StorePool(target);
   afterEach(() => pool.disposeAll());
@@ -344,6 +365,101 @@ describeEachStore('ordered lists (ledger)', (target) => {
     const [found] = await readListItems(new ApplierBetweenReads(base), listId, [a.itemId]);
     expect(raced).toBe(true);
     expect(found).toMatchObject({ itemId: a.itemId, weight: tx2Target.weight, seq: tx2Target.seq });
+  });
+
+  it('moves an item to the top or the bottom without naming a neighbour; a malformed combination changes nothing', async () => {
+    const { lists, applier, listId } = await setup(pool);
+    const [a, b, c] = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
+    await lists.move(listId, c.itemId, { toEnd: 'TOP' });
+    expect(await allLabels(lists, listId)).toEqual(['c', 'a', 'b']);
+    await lists.move(listId, c.itemId, { toEnd: 'BOTTOM' });
+    await lists.move(listId, b.itemId, { toEnd: 'BOTTOM' });
+    expect(await allLabels(lists, listId)).toEqual(['a', 'c', 'b']);
+    await applier.drain(listId);
+    await lists.move(listId, b.itemId, { toEnd: 'TOP' });
+    await lists.move(listId, b.itemId, { toEnd: 'TOP' }); // already there: still first
+    expect(await allLabels(lists, listId)).toEqual(['b', 'a', 'c']);
+    for (const target of [
+      { toEnd: 'TOP' as const, beforeItemId: a.itemId },
+      { toEnd: 'BOTTOM' as const, afterItemId: a.itemId },
+      { toEnd: 'MIDDLE' as 'TOP' },
+    ]) {
+      await expect(lists.move(listId, c.itemId, target), JSON.stringify(target)).rejects.toMatchObject({ code: 'BAD_USER_INPUT' });
+    }
+    await applier.drain(listId);
+    expect(await allLabels(lists, listId)).toEqual(['b', 'a', 'c']);
+  });
+
+  it('never runs out of room: 1,000 consecutive moves to second place succeed, the applier rebalancing, with exact pages both ways', async () => {
+    const { store, lists, applier, listId } = await setup(pool);
+    const expected: string[] = [];
+    const ids = new Map<string, string>();
+    for (let i = 0; i < 12; i++) {
+      const label = `i${i}`;
+      ids.set(label, (await lists.add(listId, label)).itemId);
+      expected.push(label);
+    }
+    await applier.drain(listId);
+    for (let n = 0; n < 1_000; n++) {
+      const last = expected.pop()!;
+      await lists.move(listId, ids.get(last)!, { afterItemId: ids.get(expected[0]!)! });
+      expected.splice(1, 0, last);
+      await applier.drain(listId);
+    }
+    expect(await pagesBothWays(lists, listId, 5)).toEqual({ forward: expected, backward: expected });
+    // The room came from rebalances, each a transaction of its own in the log.
+    const rebalances = store.appended.filter((t) => JSON.parse(t.payload).rebalance);
+    expect(rebalances.length).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('makes room itself when moves use up a gap before the applier runs, readers exact all along', async () => {
+    const { store, lists, applier, listId } = await setup(pool);
+    const expected: string[] = [];
+    const ids = new Map<string, string>();
+    for (let i = 0; i < 6; i++) {
+      ids.set(`i${i}`, (await lists.add(listId, `i${i}`)).itemId);
+      expected.push(`i${i}`);
+    }
+    await applier.drain(listId);
+    for (let n = 0; n < 120; n++) {
+      const last = expected.pop()!;
+      await lists.move(listId, ids.get(last)!, { afterItemId: ids.get(expected[0]!)! });
+      expected.splice(1, 0, last);
+    }
+    expect(store.appended.some((t) => JSON.parse(t.payload).rebalance)).toBe(true);
+    expect(await pagesBothWays(lists, listId, 4)).toEqual({ forward: expected, backward: expected });
+    await applier.drain(listId);
+    expect(await pagesBothWays(lists, listId, 4)).toEqual({ forward: expected, backward: expected });
+    expect(reference(store.appended).map((i) => i.label)).toEqual(expected);
+  }, 120_000);
+
+  it('pages exactly from a cursor issued before a rebalance: from where its position falls in the list as it is now', async () => {
+    const { store, lists, applier, listId } = await setup(pool);
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) ids.push((await lists.add(listId, `i${i}`)).itemId);
+    await applier.drain(listId);
+    const first = await lists.items(listId, { first: 3 });
+    const cursor = first.pageInfo.endCursor!;
+    const cursorNode = first.edges[2]!.node;
+    // Move items to second place until a rebalance has been applied.
+    for (let n = 0; !store.appended.some((t) => JSON.parse(t.payload).rebalance); n++) {
+      const order = reference(store.appended);
+      await lists.move(listId, order[order.length - 1]!.itemId, { afterItemId: order[0]!.itemId });
+      await applier.drain(listId);
+    }
+    const now = reference(store.appended);
+    for (const [args, direction] of [
+      [{ first: 4, after: cursor }, 'forward'],
+      [{ last: 4, before: cursor }, 'backward'],
+    ] as const) {
+      const page = await lists.items(listId, args);
+      const want = modelPage(now, compareItems, direction, 4, { ...cursorNode });
+      expect({
+        nodes: page.edges.map((e) => ({ itemId: e.node.itemId, label: e.node.label, weight: e.node.weight, seq: e.node.seq })),
+        hasPreviousPage: page.pageInfo.hasPreviousPage,
+        hasNextPage: page.pageInfo.hasNextPage,
+      }).toEqual({ ...want, nodes: want.nodes.map((i) => ({ itemId: i.itemId, label: i.label, weight: i.weight, seq: i.seq })) });
+    }
   });
 
   it('pages a list of 10,000 items end to end in both directions, exactly', async () => {
