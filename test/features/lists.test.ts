@@ -6,7 +6,15 @@
 import fc from 'fast-check';
 import { afterEach, expect, it } from 'vitest';
 import { ListApplier } from '../../src/features/lists/applier.js';
-import { compareItems, readPendingTransactions, readTransactionMark } from '../../src/features/lists/ledger.js';
+import {
+  appendTransactions,
+  compareItems,
+  readPendingTransactions,
+  readTransactionMark,
+  readTransactions,
+  txToRow,
+} from '../../src/features/lists/ledger.js';
+import { microsOfTimeuuid, newTimeuuid } from '../../src/store/timeuuid.js';
 import {
   listApplierLeasesTable,
   listItemIndexTable,
@@ -15,6 +23,7 @@ import {
   listTransactionsTable,
   pendingListMarksTable,
   pendingListTxsTable,
+  pendingListsTable,
   pendingShardOf,
 } from '../../src/features/lists/lists-tables.js';
 import { readListItems, type Lists } from '../../src/features/lists/lists.js';
@@ -339,6 +348,43 @@ describeEachStore('ordered lists (ledger)', (target) => {
     expect(await log()).toEqual([]);
     expect(await queue()).toEqual([]);
     expect(await allLabels(lists, listId)).toEqual(['a']);
+  });
+
+  it('applies a transaction that landed late, below one already applied, when it settles the list (the timer pass)', async () => {
+    const { base, lists, applier, listId } = await setup(pool);
+    const [a, , c] = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
+    await applier.drain(listId);
+    // A server whose clock is behind chose an id, then its append landed after a later
+    // move had been applied.
+    const lateId = newTimeuuid(Date.now() - 500);
+    await lists.move(listId, c.itemId, { toEnd: 'TOP' });
+    await applier.drain(listId);
+    const late = { txId: lateId, kind: 'move' as const, itemId: a.itemId, to: { weight: c.weight + 1n, seq: 0n } };
+    await appendTransactions(base, listId, [late]);
+    expect(await readPendingTransactions(base, listId)).toEqual([]);
+    expect(await readTransactions(base, listId)).toEqual([late]);
+    expect((await applier.settle(listId)).applied).toBe(1);
+    expect(await readTransactions(base, listId)).toEqual([]);
+    // Applied on top of the later move, as the applier finds it (it was not there before).
+    expect(await allLabels(lists, listId)).toEqual(['c', 'b', 'a']);
+  });
+
+  it('reads and applies transactions written before the applied flag, and drains lists the old pending table still marks', async () => {
+    const { base, lists, listId } = await setup(pool);
+    const a = await lists.add(listId, 'a');
+    const b = await lists.add(listId, 'b');
+    // As the old layout left them: transactions without the flag, and a mark per list.
+    const old = { txId: newTimeuuid(), kind: 'move' as const, itemId: b.itemId, to: { weight: a.weight - 1n, seq: 0n } };
+    await base.upsert(listTransactionsTable, txToRow(listId, old), { timestamp: microsOfTimeuuid(old.txId) });
+    await base.upsert(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
+    expect(await allLabels(lists, listId)).toEqual(['b', 'a']);
+    const applier = new ListApplier(base, { cluster: { clockSkewMs: 0, writeTimeoutMs: 0 } });
+    await applier.runOnce();
+    expect(await readTransactions(base, listId)).toEqual([]);
+    expect(await base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId })).toBeNull();
+    expect(await allLabels(lists, listId)).toEqual(['b', 'a']);
+    const stored = await base.slice(listItemsTable, { partition: { list_id: listId }, limit: 10 });
+    expect(stored.map((r) => r.label)).toEqual(['b', 'a']);
   });
 
   it('finds an item whose earlier moves the applier finished while the reader read, with the index re-pointed before the old rows are gone', async () => {
