@@ -95,7 +95,6 @@ export class ListApplier {
       cluster?: ClusterSettings;
       /** TTL of a lease: how long a crashed applier can hold a list. */
       leaseSeconds?: number;
-      batchSize?: number;
     } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
@@ -122,7 +121,7 @@ export class ListApplier {
 
   /**
    * Apply the pending transactions of a list; returns how many, or 0 when another
-   * applier holds the list. The lease is renewed as it goes (every LEASE_RENEW_MS),
+   * applier holds the list. The lease is renewed as it goes (every `renewMs`),
    * and the work stops if it was lost.
    */
   async drain(listId: string): Promise<number> {
