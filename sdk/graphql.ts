@@ -71,16 +71,25 @@ export type DeletePostInput = {
   id: string | number;
 };
 
-/** The arguments of `moveListItem`. */
+/** An end of an ordered list. */
+export type ListEnd =
+  /** The last place. */
+  | 'BOTTOM'
+  /** The first place. */
+  | 'TOP';
+
+/** The arguments of `moveListItem`: the item, and exactly one of `beforeItemId`, `afterItemId` and `toEnd`. */
 export type MoveListItemInput = {
-  /** Move right after this item. Exactly one of the two. */
+  /** Move right after this item. Exactly one of the three. */
   afterItemId?: string | number | null | undefined;
-  /** Move right before this item (before the first item: to the top). Exactly one of the two. */
+  /** Move right before this item (before the first item: to the top). Exactly one of the three. */
   beforeItemId?: string | number | null | undefined;
   /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: string | null | undefined;
   /** The global ID of the item to move. */
   itemId: string | number;
+  /** Move to the top or the bottom of the list, naming no neighbour. Exactly one of the three. */
+  toEnd?: ListEnd | null | undefined;
 };
 
 /** The arguments of `reconcileMeeting`. */

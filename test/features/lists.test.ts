@@ -6,18 +6,28 @@
 import fc from 'fast-check';
 import { afterEach, expect, it } from 'vitest';
 import { ListApplier } from '../../src/features/lists/applier.js';
-import { compareItems } from '../../src/features/lists/ledger.js';
+import {
+  appendTransactions,
+  compareItems,
+  readPendingTransactions,
+  readTransactionMark,
+  readTransactions,
+  txToRow,
+} from '../../src/features/lists/ledger.js';
+import { microsOfTimeuuid, newTimeuuid } from '../../src/store/timeuuid.js';
 import {
   listApplierLeasesTable,
   listItemIndexTable,
   listItemsTable,
   listTables,
   listTransactionsTable,
+  pendingListMarksTable,
+  pendingListTxsTable,
   pendingListsTable,
   pendingShardOf,
 } from '../../src/features/lists/lists-tables.js';
 import { readListItems, type Lists } from '../../src/features/lists/lists.js';
-import type { Mutation } from '../../src/store/port.js';
+import type { Mutation, Store } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { modelPage } from '../support/paging-model.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
@@ -33,7 +43,7 @@ class TxRecorder extends StoreDecorator {
   }
   override batch(mutations: readonly Mutation[]): Promise<void> {
     for (const m of mutations) {
-      if (m.kind === 'upsert' && m.table === listTransactionsTable) {
+      if (m.kind === 'upsert' && m.table === listTransactionsTable && m.row.kind !== undefined) {
         this.appended.push({ txId: m.row.tx_id as string, kind: m.row.kind as string, itemId: m.row.item_id as string, payload: m.row.payload as string });
       }
     }
@@ -62,15 +72,20 @@ function timeOf(id: string): number {
   return Number((BigInt(`0x${h.slice(13, 16)}`) << 48n) | (BigInt(`0x${h.slice(8, 12)}`) << 32n) | BigInt(`0x${h.slice(0, 8)}`));
 }
 
-async function setup(pool: StorePool) {
+async function setup(pool: StorePool, applierOptions: ConstructorParameters<typeof ListApplier>[1] = {}) {
   const base = (await pool.create()).store;
   await base.ensureTables(listTables);
   const store = new TxRecorder(base);
   const { lists } = featuresOver(store);
   const steps = new MoveSteps(store);
-  const applier = new ListApplier(steps);
+  const applier = new ListApplier(steps, applierOptions);
   const list = await lists.create('Countries', '00000000-0000-4000-8000-000000000001');
   return { base, store, lists, applier, steps, listId: list.listId };
+}
+
+/** An applier's lease is not deleted when it is done but expires: wait for that. */
+async function leaseReleased(store: Store, listId: string): Promise<void> {
+  while (await store.get(listApplierLeasesTable, { list_id: listId })) await new Promise((r) => setTimeout(r, 20));
 }
 
 async function allLabels(lists: Lists, listId: string, size = 7): Promise<string[]> {
@@ -84,12 +99,34 @@ async function allLabels(lists: Lists, listId: string, size = 7): Promise<string
   return out;
 }
 
+/** Every label, paged forward and backward, each page's flags checked on the way. */
+async function pagesBothWays(lists: Lists, listId: string, size: number): Promise<{ forward: string[]; backward: string[] }> {
+  const forward: string[] = [];
+  let page = await lists.items(listId, { first: size });
+  for (let n = 0; ; n++) {
+    expect(page.pageInfo.hasPreviousPage).toBe(n > 0);
+    forward.push(...page.edges.map((e) => e.node.label));
+    if (!page.pageInfo.hasNextPage) break;
+    page = await lists.items(listId, { first: size, after: page.pageInfo.endCursor });
+  }
+  const backward: string[] = [];
+  page = await lists.items(listId, { last: size });
+  for (let n = 0; ; n++) {
+    expect(page.pageInfo.hasNextPage).toBe(n > 0);
+    backward.unshift(...page.edges.map((e) => e.node.label));
+    if (!page.pageInfo.hasPreviousPage) break;
+    page = await lists.items(listId, { last: size, before: page.pageInfo.startCursor });
+  }
+  return { forward, backward };
+}
+
 describeEachStore('ordered lists (ledger)', (target) => {
   const pool = new StorePool(target);
   afterEach(() => pool.disposeAll());
 
   it("gives identical reads in the seed's three walkthrough states", async () => {
-    const { base, lists, applier, steps, listId } = await setup(pool);
+    // Leases of a second: the timer pass of another applier takes the list at the end.
+    const { base, lists, applier, steps, listId } = await setup(pool, { leaseSeconds: 1 });
     const countries = ['Andorra', 'Belgium', 'Chile', 'Denmark', 'Egypt', 'France', 'Greece'];
     const ids: string[] = [];
     for (const c of countries) ids.push((await lists.add(listId, c)).itemId);
@@ -110,12 +147,21 @@ describeEachStore('ordered lists (ledger)', (target) => {
     // Stopped after step 2: only the new row, the transaction still pending.
     await steps.applyNext(applier, listId, 2);
     expect((await stored()).filter((l) => l.startsWith('Greece'))).toEqual(['Greece']);
-    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toHaveLength(2);
+    expect((await readPendingTransactions(base, listId)).map((t) => t.kind)).toEqual(['move', 'move']);
     expect(await allLabels(lists, listId, 2)).toEqual(expected);
-    // Finished: no transaction left.
+    // Finished: no transaction pending.
     await applier.drain(listId);
-    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toEqual([]);
+    expect(await readPendingTransactions(base, listId)).toEqual([]);
     expect(await stored()).toEqual(expected);
+    expect(await allLabels(lists, listId, 2)).toEqual(expected);
+    // The timer pass cuts the applied transactions with one range tombstone (no skew
+    // to wait out on one clock): the log is empty and its mark is the last id.
+    const txIds = (await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 100 })).map((r) => r.tx_id);
+    expect(txIds).toHaveLength(9);
+    await leaseReleased(base, listId);
+    await new ListApplier(base, { cluster: { clockSkewMs: 0, writeTimeoutMs: 0 } }).runOnce();
+    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 100 })).toEqual([]);
+    expect(await readTransactionMark(base, listId)).toBe(txIds[8]);
     expect(await allLabels(lists, listId, 2)).toEqual(expected);
   });
 
@@ -196,8 +242,10 @@ describeEachStore('ordered lists (ledger)', (target) => {
               });
               await Promise.all([...checks, steps.applyNext(applier, listId, 1)]);
             }
-            // Once the applier has finished, the stored list itself is the reference.
-            await applier.drain(listId);
+            // Once the applier has settled the list (its timer pass's work: a transaction
+            // that landed late, below one already applied, included), the stored list
+            // itself is the reference.
+            await applier.settle(listId);
             const final = reference(store.appended);
             expect(await allLabels(lists, listId, 5)).toEqual(final.map((i) => i.label));
           } finally {
@@ -216,7 +264,9 @@ describeEachStore('ordered lists (ledger)', (target) => {
     const { base, store, lists, listId } = await setup(pool);
     const x = await lists.add(listId, 'x');
     const others = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
-    await new ListApplier(store).drain(listId);
+    // The first applier's lease is not deleted when it is done: it expires (in 1 s).
+    await new ListApplier(store, { leaseSeconds: 1 }).drain(listId);
+    await leaseReleased(base, listId);
     // Three moves of the same item in a row.
     await lists.move(listId, x.itemId, { afterItemId: others[0]!.itemId });
     await lists.move(listId, x.itemId, { afterItemId: others[1]!.itemId });
@@ -249,38 +299,92 @@ describeEachStore('ordered lists (ledger)', (target) => {
     expect(await allLabels(lists, listId)).toEqual(['a', 'b', 'c', 'x']);
   });
 
-  it('settles a woken list once however often it was woken, and then unmarks it', async () => {
+  it('drains a woken list once however often it was woken; the timer pass then cuts its log and its queue entries', async () => {
     const { base, lists, listId } = await setup(pool);
     for (const label of ['a', 'b', 'c']) await lists.add(listId, label);
     const recorded = new FaultyStore(base);
-    // One process, one clock: no skew to wait out before unmarking.
+    // One process, one clock: no skew to wait out before cutting.
     const applier = new ListApplier(recorded, { cluster: { clockSkewMs: 0, writeTimeoutMs: 0 } });
     for (let i = 0; i < 5; i++) applier.wake(listId);
-    const mark = () => base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
-    expect(await mark()).not.toBeNull();
-    for (let i = 0; i < 200 && (await mark()) !== null; i++) await new Promise((r) => setTimeout(r, 5));
-    expect(await mark()).toBeNull();
-    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toEqual([]);
+    expect(await readPendingTransactions(base, listId)).toHaveLength(3);
+    for (let i = 0; i < 200 && (await readPendingTransactions(base, listId)).length > 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(await readPendingTransactions(base, listId)).toEqual([]);
     expect(await allLabels(lists, listId)).toEqual(['a', 'b', 'c']);
     // Five wakes before the first pass started: one pass, one lease.
     expect(recorded.calls.filter((c) => c.operation === 'insertIfNotExists' && c.table === listApplierLeasesTable.name)).toHaveLength(1);
+    const shard = pendingShardOf(listId);
+    const queue = () => base.slice(pendingListTxsTable, { partition: { shard }, limit: 100 });
+    expect((await queue()).map((e) => e.list_id)).toEqual([listId, listId, listId]);
+    await applier.runOnce();
+    expect(await queue()).toEqual([]);
+    expect(await base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 })).toEqual([]);
+    expect(await base.get(pendingListMarksTable, { shard })).not.toBeNull();
+    // Each cut is one range delete, and the lease was reused, never deleted.
+    const deletes = recorded.calls.filter((c) => ['delete', 'deleteRange', 'deleteIf'].includes(c.operation));
+    expect(deletes.map((c) => `${c.operation} ${c.table}`).sort()).toEqual([
+      `deleteRange ${listTransactionsTable.name}`,
+      `deleteRange ${pendingListTxsTable.name}`,
+    ]);
+    expect(await allLabels(lists, listId)).toEqual(['a', 'b', 'c']);
     applier.stop();
   });
 
-  it('keeps a drained list marked until an append from a server whose clock is behind would have landed', async () => {
+  it('cuts no transaction or queue entry an append from a server whose clock is behind could still join', async () => {
     const { base, lists, listId } = await setup(pool);
     await lists.add(listId, 'a');
     let nowMs = Date.now();
     const clock = { nowMicros: () => BigInt(nowMs) * 1000n };
     const applier = new ListApplier(base, { clock, cluster: { clockSkewMs: 1_000, writeTimeoutMs: 2_000 } });
-    const mark = () => base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
-    expect(await applier.settle(listId)).toBe(1);
-    // Applied, but a mark stamped up to 1 s ahead of this clock may belong to an append
-    // still landing: the unmark, stamped 3 s back, does not hide it.
-    expect(await mark()).not.toBeNull();
+    const queue = () => base.slice(pendingListTxsTable, { partition: { shard: pendingShardOf(listId) }, limit: 10 });
+    const log = () => base.slice(listTransactionsTable, { partition: { list_id: listId }, limit: 10 });
+    expect(await applier.runOnce()).toBe(1);
+    // Applied, but a transaction stamped up to 1 s behind this one may still be
+    // landing: nothing is cut until 3 s have passed on this clock.
+    expect(await readPendingTransactions(base, listId)).toEqual([]);
+    expect(await log()).toHaveLength(1);
+    expect(await queue()).toHaveLength(1);
     nowMs += 3_001;
-    expect(await applier.settle(listId)).toBe(0);
-    expect(await mark()).toBeNull();
+    expect(await applier.runOnce()).toBe(0);
+    expect(await log()).toEqual([]);
+    expect(await queue()).toEqual([]);
+    expect(await allLabels(lists, listId)).toEqual(['a']);
+  });
+
+  it('applies a transaction that landed late, below one already applied, when it settles the list (the timer pass)', async () => {
+    const { base, lists, applier, listId } = await setup(pool);
+    const [a, , c] = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
+    await applier.drain(listId);
+    // A server whose clock is behind chose an id, then its append landed after a later
+    // move had been applied.
+    const lateId = newTimeuuid(Date.now() - 500);
+    await lists.move(listId, c.itemId, { toEnd: 'TOP' });
+    await applier.drain(listId);
+    const late = { txId: lateId, kind: 'move' as const, itemId: a.itemId, to: { weight: c.weight + 1n, seq: 0n } };
+    await appendTransactions(base, listId, [late]);
+    expect(await readPendingTransactions(base, listId)).toEqual([]);
+    expect(await readTransactions(base, listId)).toEqual([late]);
+    expect((await applier.settle(listId)).applied).toBe(1);
+    expect(await readTransactions(base, listId)).toEqual([]);
+    // Applied on top of the later move, as the applier finds it (it was not there before).
+    expect(await allLabels(lists, listId)).toEqual(['c', 'b', 'a']);
+  });
+
+  it('reads and applies transactions written before the applied flag, and drains lists the old pending table still marks', async () => {
+    const { base, lists, listId } = await setup(pool);
+    const a = await lists.add(listId, 'a');
+    const b = await lists.add(listId, 'b');
+    // As the old layout left them: transactions without the flag, and a mark per list.
+    const old = { txId: newTimeuuid(), kind: 'move' as const, itemId: b.itemId, to: { weight: a.weight - 1n, seq: 0n } };
+    await base.upsert(listTransactionsTable, txToRow(listId, old), { timestamp: microsOfTimeuuid(old.txId) });
+    await base.upsert(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
+    expect(await allLabels(lists, listId)).toEqual(['b', 'a']);
+    const applier = new ListApplier(base, { cluster: { clockSkewMs: 0, writeTimeoutMs: 0 } });
+    await applier.runOnce();
+    expect(await readTransactions(base, listId)).toEqual([]);
+    expect(await base.get(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId })).toBeNull();
+    expect(await allLabels(lists, listId)).toEqual(['b', 'a']);
+    const stored = await base.slice(listItemsTable, { partition: { list_id: listId }, limit: 10 });
+    expect(stored.map((r) => r.label)).toEqual(['b', 'a']);
   });
 
   it('finds an item whose earlier moves the applier finished while the reader read, with the index re-pointed before the old rows are gone', async () => {
@@ -309,6 +413,102 @@ describeEachStore('ordered lists (ledger)', (target) => {
     const [found] = await readListItems(new ApplierBetweenReads(base), listId, [a.itemId]);
     expect(raced).toBe(true);
     expect(found).toMatchObject({ itemId: a.itemId, weight: tx2Target.weight, seq: tx2Target.seq });
+  });
+
+  it('moves an item to the top or the bottom without naming a neighbour; a malformed combination changes nothing', async () => {
+    const { lists, applier, listId } = await setup(pool);
+    const [a, b, c] = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
+    await lists.move(listId, c.itemId, { toEnd: 'TOP' });
+    expect(await allLabels(lists, listId)).toEqual(['c', 'a', 'b']);
+    await lists.move(listId, c.itemId, { toEnd: 'BOTTOM' });
+    await lists.move(listId, b.itemId, { toEnd: 'BOTTOM' });
+    expect(await allLabels(lists, listId)).toEqual(['a', 'c', 'b']);
+    await applier.drain(listId);
+    await lists.move(listId, b.itemId, { toEnd: 'TOP' });
+    await lists.move(listId, b.itemId, { toEnd: 'TOP' }); // already there: still first
+    expect(await allLabels(lists, listId)).toEqual(['b', 'a', 'c']);
+    for (const target of [
+      { toEnd: 'TOP' as const, beforeItemId: a.itemId },
+      { toEnd: 'BOTTOM' as const, afterItemId: a.itemId },
+      { toEnd: 'MIDDLE' as 'TOP' },
+    ]) {
+      await expect(lists.move(listId, c.itemId, target), JSON.stringify(target)).rejects.toMatchObject({ code: 'BAD_USER_INPUT' });
+    }
+    await applier.drain(listId);
+    expect(await allLabels(lists, listId)).toEqual(['b', 'a', 'c']);
+  });
+
+  it('never runs out of room: 1,000 consecutive moves to second place succeed, the applier rebalancing, with exact pages both ways', async () => {
+    const { store, lists, applier, listId } = await setup(pool);
+    const expected: string[] = [];
+    const ids = new Map<string, string>();
+    for (let i = 0; i < 12; i++) {
+      const label = `i${i}`;
+      ids.set(label, (await lists.add(listId, label)).itemId);
+      expected.push(label);
+    }
+    await applier.drain(listId);
+    for (let n = 0; n < 1_000; n++) {
+      const last = expected.pop()!;
+      await lists.move(listId, ids.get(last)!, { afterItemId: ids.get(expected[0]!)! });
+      expected.splice(1, 0, last);
+      await applier.drain(listId);
+    }
+    expect(await pagesBothWays(lists, listId, 5)).toEqual({ forward: expected, backward: expected });
+    // The room came from rebalances, each a transaction of its own in the log.
+    const rebalances = store.appended.filter((t) => JSON.parse(t.payload).rebalance);
+    expect(rebalances.length).toBeGreaterThan(0);
+    // About 3 s on SQLite; on Cassandra every step is a round trip: minutes.
+  }, 900_000);
+
+  it('makes room itself when moves use up a gap before the applier runs, readers exact all along', async () => {
+    const { store, lists, applier, listId } = await setup(pool);
+    const expected: string[] = [];
+    const ids = new Map<string, string>();
+    for (let i = 0; i < 6; i++) {
+      ids.set(`i${i}`, (await lists.add(listId, `i${i}`)).itemId);
+      expected.push(`i${i}`);
+    }
+    await applier.drain(listId);
+    for (let n = 0; n < 120; n++) {
+      const last = expected.pop()!;
+      await lists.move(listId, ids.get(last)!, { afterItemId: ids.get(expected[0]!)! });
+      expected.splice(1, 0, last);
+    }
+    expect(store.appended.some((t) => JSON.parse(t.payload).rebalance)).toBe(true);
+    expect(await pagesBothWays(lists, listId, 4)).toEqual({ forward: expected, backward: expected });
+    await applier.drain(listId);
+    expect(await pagesBothWays(lists, listId, 4)).toEqual({ forward: expected, backward: expected });
+    expect(reference(store.appended).map((i) => i.label)).toEqual(expected);
+  }, 900_000);
+
+  it('pages exactly from a cursor issued before a rebalance: from where its position falls in the list as it is now', async () => {
+    const { store, lists, applier, listId } = await setup(pool);
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) ids.push((await lists.add(listId, `i${i}`)).itemId);
+    await applier.drain(listId);
+    const first = await lists.items(listId, { first: 3 });
+    const cursor = first.pageInfo.endCursor!;
+    const cursorNode = first.edges[2]!.node;
+    // Move items to second place until a rebalance has been applied.
+    for (let n = 0; !store.appended.some((t) => JSON.parse(t.payload).rebalance); n++) {
+      const order = reference(store.appended);
+      await lists.move(listId, order[order.length - 1]!.itemId, { afterItemId: order[0]!.itemId });
+      await applier.drain(listId);
+    }
+    const now = reference(store.appended);
+    for (const [args, direction] of [
+      [{ first: 4, after: cursor }, 'forward'],
+      [{ last: 4, before: cursor }, 'backward'],
+    ] as const) {
+      const page = await lists.items(listId, args);
+      const want = modelPage(now, compareItems, direction, 4, { ...cursorNode });
+      expect({
+        nodes: page.edges.map((e) => ({ itemId: e.node.itemId, label: e.node.label, weight: e.node.weight, seq: e.node.seq })),
+        hasPreviousPage: page.pageInfo.hasPreviousPage,
+        hasNextPage: page.pageInfo.hasNextPage,
+      }).toEqual({ ...want, nodes: want.nodes.map((i) => ({ itemId: i.itemId, label: i.label, weight: i.weight, seq: i.seq })) });
+    }
   });
 
   it('pages a list of 10,000 items end to end in both directions, exactly', async () => {

@@ -6,7 +6,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
-import { listTransactionsTable } from '../../src/features/lists/lists-tables.js';
+import { readTransactions } from '../../src/features/lists/ledger.js';
+import { localIdOf } from '../../src/graphql/ids.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 import { describeEachStore } from '../support/stores.js';
 
@@ -65,12 +66,22 @@ describeEachStore('ordered lists over HTTP', (target) => {
     expect(p2.data!.node.items).toMatchObject({ pageInfo: { hasNextPage: false, hasPreviousPage: true } });
     const back = await server.gql(ITEMS, { id: listId, last: 3, before: p2.data!.node.items.pageInfo.endCursor });
     expect(back.data!.node.items.edges.map((e: any) => e.node.label)).toEqual(expected.slice(0, 3));
-    // The server's applier empties the ledger; the order stays.
-    for (let i = 0; i < 100 && (await server.countRows(listTransactionsTable.name)) > 0; i++) await sleep(20);
-    expect(await server.countRows(listTransactionsTable.name)).toBe(0);
+    // The server's applier applies every transaction; the order stays.
+    const pending = () => readTransactions(server.app.store, localIdOf(listId, 'listId', 'OrderedList'));
+    for (let i = 0; i < 100 && (await pending()).length > 0; i++) await sleep(20);
+    expect(await pending()).toEqual([]);
     expect(await labels(listId)).toEqual(expected);
     const node = await server.gql(`query ($id: ID!) { node(id: $id) { ... on ListItem { label list { title } } } }`, { id: ids[3] });
     expect(node.data).toEqual({ node: { label: 'tea', list: { title: 'Groceries' } } });
+  });
+
+  it('moves an item to the top or the bottom without naming a neighbour', async () => {
+    const { listId, ids } = await newList(['milk', 'eggs', 'bread']);
+    const top = await server.gql(MOVE, { input: { itemId: ids[2], toEnd: 'TOP', clientMutationId: 'm1' } }, owner);
+    expect(top.data).toEqual({ moveListItem: { item: { id: ids[2], label: 'bread' } } });
+    expect(await labels(listId)).toEqual(['bread', 'milk', 'eggs']);
+    await server.gql(MOVE, { input: { itemId: ids[0], toEnd: 'BOTTOM' } }, owner);
+    expect(await labels(listId)).toEqual(['bread', 'eggs', 'milk']);
   });
 
   it('refuses bad targets and strangers, changing nothing', async () => {
@@ -82,6 +93,8 @@ describeEachStore('ordered lists over HTTP', (target) => {
       [{ itemId: a.ids[0], beforeItemId: a.ids[1], afterItemId: a.ids[1] }, 'BAD_USER_INPUT', undefined],
       [{ itemId: a.ids[0], beforeItemId: b.ids[0] }, 'BAD_USER_INPUT', 'beforeItemId'],
       [{ itemId: a.ids[0], afterItemId: 'garbage' }, 'BAD_USER_INPUT', 'afterItemId'],
+      [{ itemId: a.ids[0], toEnd: 'TOP', beforeItemId: a.ids[1] }, 'BAD_USER_INPUT', undefined],
+      [{ itemId: a.ids[0], toEnd: 'SIDEWAYS' }, 'BAD_USER_INPUT', undefined],
     ];
     for (const [input, code, argumentName] of cases) {
       const res = await server.gql(MOVE, { input }, owner);

@@ -1,37 +1,56 @@
 /**
  * The ledger list's background applier (seed 002): applies each list's transactions
- * in id order, a move in the seed's three idempotent steps:
+ * in id order, a move in the seed's idempotent steps:
  *   1. soft delete the old item and insert the new one (one single-partition batch);
  *   2. hard delete the old item and the soft delete marker (with the item's index);
- *   3. delete the transaction.
+ *   3. mark the transaction applied (a cell, not a delete).
  * Re-running a transaction from any point is harmless. One applier per list at a time:
  * within a process a per-list lock serialises it, and across processes a lease
- * (insert-if-not-exists with a short TTL, renewed while the applier works), so a
- * crashed applier holds its list for seconds only. It runs on a timer over every
- * pending list, and `wake(listId)` settles one list soon after a change to it.
+ * (insert-if-not-exists with a short TTL, renewed while the applier works, kept and
+ * reused by its owner and left to expire, so it never leaves a tombstone), so a crashed
+ * applier holds its list for seconds only.
  *
- * Unmarking a drained list is a delete racing the next append's mark, possibly written
- * by a server whose clock is behind. So the unmark is stamped back by the clock-skew
- * bound plus the write timeout (see `settle`): it can then only hide marks whose
- * transactions had landed before the applier found the log empty.
+ * `wake(listId)` drains one list soon after a change to it. The timer pass (`runOnce`)
+ * works the queue tables the Cassandra way: it reads each `pending_list_txs` shard from
+ * its mark, settles every list found there (applying any transaction that landed late,
+ * below one already applied), and then cuts what is settled, in the list's log and in
+ * the shard, with one range tombstone each, raising the marks. A cut only passes ids
+ * older than the clock-skew bound plus the write timeout, by the applier's clock, read
+ * before the read that found them applied: any transaction with such an id, sent by a
+ * server whose clock is behind, had landed by then and was seen. Marks are transaction
+ * ids written at their own time, so they never go back, whichever clock wrote them.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings } from '../../config.js';
 import type { Clock } from '../../store/clock.js';
 import { MonotonicClock } from '../../store/clock.js';
-import type { Mutation, Store } from '../../store/port.js';
+import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
+import type { TableSpec } from '../../store/table.js';
 import { startPeriodicTask, type PeriodicTask } from '../../periodic-task.js';
 import { KeyedLock } from '../../saga/keyed-lock.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
-import { deleteIfOwned, renewIfOwned } from '../../store/owned-rows.js';
-import { readTransactions, type ListTx } from './ledger.js';
+import { renewIfOwned } from '../../store/owned-rows.js';
+import {
+  appendTransactions,
+  appliedMark,
+  markApplied,
+  readPendingTransactions,
+  readTransactionMark,
+  visitTransactionsAbove,
+  type ListTx,
+} from './ledger.js';
+import { readListItems } from './lists.js';
+import { planRebalance } from './rebalance.js';
 import {
   PENDING_SHARDS,
   listApplierLeasesTable,
   listItemIndexTable,
   listItemsTable,
+  listTransactionMarksTable,
   listTransactionsTable,
+  pendingListMarksTable,
+  pendingListTxsTable,
   pendingListsTable,
   pendingShardOf,
 } from './lists-tables.js';
@@ -40,19 +59,33 @@ import {
 export const LEASE_SECONDS = 10;
 /** How often a working applier renews its lease (well inside the TTL). */
 export const LEASE_RENEW_MS = 3_000;
+/** Queue entries read per page by the timer pass. */
+const QUEUE_PAGE = 500;
+
+/** What settling a list came to. */
+export interface Settled {
+  /** Transactions applied. */
+  readonly applied: number;
+  /** Whether the list was settled in full (false: another applier holds it). */
+  readonly complete: boolean;
+}
 
 /** Applies pending list transactions. */
 export class ListApplier {
   private readonly lock = new KeyedLock();
   private timer: PeriodicTask | null = null;
   private stopped = false;
-  /** Lists woken and not yet started; at most one settle per list is queued. */
+  /** Lists woken and not yet started; at most one drain per list is queued. */
   private readonly woken = new Set<string>();
-  /** Lists being settled after a wake. */
+  /** Lists being drained after a wake. */
   private readonly settling = new Set<string>();
   private readonly clock: Clock;
   /** This applier's identity in leases. */
   private readonly owner = randomUUID();
+  /** Lists whose lease this applier holds, with when it claimed or renewed it (ms, its clock). */
+  private readonly held = new Map<string, number>();
+  /** Set once the old `pending_lists` table was found empty: it is never written again. */
+  private legacyDrained = false;
 
   constructor(
     private readonly store: Store,
@@ -62,7 +95,6 @@ export class ListApplier {
       cluster?: ClusterSettings;
       /** TTL of a lease: how long a crashed applier can hold a list. */
       leaseSeconds?: number;
-      batchSize?: number;
     } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
@@ -72,88 +104,211 @@ export class ListApplier {
     return this.options.leaseSeconds ?? LEASE_SECONDS;
   }
 
+  /** How often a lease is renewed: LEASE_RENEW_MS, or a third of a shorter lease. */
+  private get renewMs(): number {
+    return Math.min(LEASE_RENEW_MS, (this.leaseSeconds * 1000) / 3);
+  }
+
   /** Apply the oldest pending transaction of a list; false when there is none. */
   applyNext(listId: string): Promise<boolean> {
     return this.lock.with(listId, async () => {
-      const [tx] = await readTransactions(this.store, listId, 1);
+      const [tx] = await readPendingTransactions(this.store, listId);
       if (!tx) return false;
-      await this.apply(listId, tx);
+      await this.applyAndMark(listId, tx);
       return true;
     });
   }
 
   /**
-   * Apply the pending transactions of a list (at most a batch per lease); returns how
-   * many, or 0 when another applier holds the list. The lease is renewed as it goes
-   * (every LEASE_RENEW_MS), and the work stops if it was lost.
+   * Apply the pending transactions of a list; returns how many, or 0 when another
+   * applier holds the list. The lease is renewed as it goes (every `renewMs`),
+   * and the work stops if it was lost.
    */
   async drain(listId: string): Promise<number> {
-    const batch = this.options.batchSize ?? 500;
-    const key = { list_id: listId };
-    let n = 0;
-    while (n % batch === 0) {
-      if (!(await this.lease(listId))) return n;
+    return (await this.leased(listId, (keep) => this.drainLeased(listId, keep))) ?? 0;
+  }
+
+  /**
+   * Settle one list in full: apply every transaction above its mark not applied yet,
+   * late ones included, then cut what no late transaction can join any more.
+   */
+  async settle(listId: string): Promise<Settled> {
+    const outcome = await this.leased(listId, async (keep): Promise<Settled> => {
+      const bound = this.cutBound();
+      const mark = await readTransactionMark(this.store, listId);
       let applied = 0;
-      let renewedAt = this.nowMs();
-      try {
-        while (applied < batch) {
-          if (this.nowMs() - renewedAt >= LEASE_RENEW_MS) {
-            if (!(await renewIfOwned(this.store, listApplierLeasesTable, key, 'owner', this.owner, this.leaseSeconds))) return n + applied;
-            renewedAt = this.nowMs();
+      let cut: string | null = null;
+      let contiguous = true;
+      let held = true;
+      await visitTransactionsAbove(this.store, listId, mark, async (page) => {
+        for (const { tx, applied: done } of page) {
+          if (!done) {
+            if (!(held = await keep())) return false;
+            await this.lock.with(listId, () => this.applyAndMark(listId, tx));
+            applied++;
           }
-          if (!(await this.applyNext(listId))) break;
-          applied++;
+          if (contiguous && microsOfTimeuuid(tx.txId) <= bound) cut = tx.txId;
+          else contiguous = false;
         }
-      } finally {
-        await deleteIfOwned(this.store, listApplierLeasesTable, key, 'owner', this.owner);
+        return true;
+      });
+      if (!held) return { applied, complete: false };
+      // Anything appended meanwhile (a rebalance, say): apply it too.
+      applied += await this.drainLeased(listId, keep);
+      if (!(await keep())) return { applied, complete: false };
+      if (cut !== null && cut !== mark) await this.cut(listTransactionsTable, listTransactionMarksTable, { list_id: listId }, cut);
+      return { applied, complete: true };
+    });
+    return outcome ?? { applied: 0, complete: false };
+  }
+
+  private async drainLeased(listId: string, keep: () => Promise<boolean>): Promise<number> {
+    let n = 0;
+    for (;;) {
+      const txs = await this.lock.with(listId, () => readPendingTransactions(this.store, listId));
+      if (txs.length === 0) return n;
+      for (const tx of txs) {
+        if (!(await keep())) return n;
+        await this.lock.with(listId, () => this.applyAndMark(listId, tx));
+        n++;
       }
-      n += applied;
-      if (applied < batch) break;
     }
-    return n;
+  }
+
+  /**
+   * Run `work` holding the list's lease (null when another applier holds it). `keep()`
+   * renews the lease every `renewMs` and says whether it is still held. The lease is
+   * kept when the work is done, not deleted (a delete is a tombstone): while this
+   * applier renewed it less than `renewMs` ago it holds it without asking, and
+   * another server's applier gets the list once it has expired.
+   */
+  private async leased<T>(listId: string, work: (keep: () => Promise<boolean>) => Promise<T>): Promise<T | null> {
+    const key = { list_id: listId };
+    const since = this.held.get(listId);
+    if (since === undefined || this.nowMs() - since >= this.renewMs) {
+      this.held.delete(listId);
+      if (!(await this.claim(listId))) return null;
+      this.held.set(listId, this.nowMs());
+    }
+    const keep = async () => {
+      const at = this.held.get(listId);
+      if (at !== undefined && this.nowMs() - at >= this.renewMs) {
+        const renewedAt = this.nowMs();
+        if (await renewIfOwned(this.store, listApplierLeasesTable, key, 'owner', this.owner, this.leaseSeconds)) this.held.set(listId, renewedAt);
+        else this.held.delete(listId);
+      }
+      return this.held.has(listId);
+    };
+    return work(keep);
   }
 
   private nowMs(): number {
     return Number(this.clock.nowMicros() / 1000n);
   }
 
-  private async lease(listId: string): Promise<boolean> {
+  /**
+   * Claim a list's lease: a new claim, or our own claim still alive, reused and
+   * renewed (stamped from its own write time, see owned-rows.ts).
+   */
+  private async claim(listId: string): Promise<boolean> {
     const claim = await this.store.insertIfNotExists(listApplierLeasesTable, { list_id: listId, owner: this.owner }, { ttl: this.leaseSeconds });
-    return claim.applied || claim.existing?.owner === this.owner;
+    if (claim.applied) return true;
+    if (claim.existing?.owner !== this.owner) return false;
+    return renewIfOwned(this.store, listApplierLeasesTable, { list_id: listId }, 'owner', this.owner, this.leaseSeconds);
   }
 
-  /** Drain every list marked as pending, and unmark the drained ones. */
+  /**
+   * The newest id a cut may pass: older than the clock-skew bound plus the write
+   * timeout by this clock, taken before the read that finds the entries applied.
+   */
+  private cutBound(): bigint {
+    const { clockSkewMs, writeTimeoutMs } = this.options.cluster ?? DEFAULT_CLUSTER_SETTINGS;
+    return this.clock.nowMicros() - BigInt(clockSkewMs + writeTimeoutMs) * 1000n;
+  }
+
+  /**
+   * Cut a queue up to `mark`, inclusive: one range tombstone from the partition's head
+   * (so it also covers rows left by an older layout), then the mark itself. Both are
+   * stamped with the mark's time: above every row they cover, which were written at
+   * their own ids' times, and ordered with every other server's cuts.
+   */
+  private async cut(queue: TableSpec, marks: TableSpec, partition: Record<string, string | number>, mark: string): Promise<void> {
+    const timestamp = microsOfTimeuuid(mark);
+    await this.store.deleteRange(queue, partition, { upper: { values: [mark], inclusive: true } }, { timestamp });
+    await this.store.upsert(marks, { ...partition, mark }, { timestamp });
+  }
+
+  /**
+   * The timer pass: settle every list queued in `pending_list_txs`, shard by shard, and
+   * cut the entries whose lists are settled; then the lists the old `pending_lists`
+   * table still marks. Returns how many transactions were applied.
+   */
   async runOnce(): Promise<number> {
     let applied = 0;
-    for (let shard = 0; shard < PENDING_SHARDS; shard++) {
-      const marks = await this.store.slice(pendingListsTable, { partition: { shard }, limit: 10_000 });
-      for (const mark of marks) applied += await this.settle(mark.list_id as string);
-    }
+    for (let shard = 0; shard < PENDING_SHARDS; shard++) applied += await this.runShard(shard);
+    if (!this.legacyDrained) applied += await this.runLegacy();
     return applied;
   }
 
-  /** Drain one list, then unmark it if its log is empty; returns how many were applied. */
-  async settle(listId: string): Promise<number> {
-    const applied = await this.drain(listId);
-    // Unmark with the time of a read that found the log empty, moved back by the skew
-    // bound S plus the write timeout T. The delete hides a mark only if the mark's
-    // timestamp is at most that: the mark's server picked it at least S earlier on
-    // this clock's scale, so at least T earlier in true time, so its transaction (sent
-    // in the same batch) had landed and this read saw it. A later append's mark
-    // survives, and the list stays marked (re-checked each pass) until then.
-    const { clockSkewMs, writeTimeoutMs } = this.options.cluster ?? DEFAULT_CLUSTER_SETTINGS;
-    const checkedAt = this.clock.nowMicros() - BigInt(clockSkewMs + writeTimeoutMs) * 1000n;
-    const left = await readTransactions(this.store, listId, 1);
-    if (left.length === 0) {
-      await this.store.delete(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId }, { timestamp: checkedAt });
+  private async runShard(shard: number): Promise<number> {
+    const bound = this.cutBound();
+    const mark = ((await this.store.get(pendingListMarksTable, { shard }))?.mark as string | undefined) ?? null;
+    const settled = new Map<string, Settled>();
+    let applied = 0;
+    let cut: string | null = null;
+    let contiguous = true;
+    let lower: ClusteringBound | undefined = mark ? { values: [mark], inclusive: false } : undefined;
+    for (;;) {
+      const entries = await this.store.slice(pendingListTxsTable, { partition: { shard }, limit: QUEUE_PAGE, ...(lower && { lower }) });
+      for (const entry of entries) {
+        const listId = entry.list_id as string;
+        let outcome = settled.get(listId);
+        if (!outcome) {
+          outcome = await this.settle(listId);
+          settled.set(listId, outcome);
+          applied += outcome.applied;
+        }
+        const txId = entry.tx_id as string;
+        if (contiguous && outcome.complete && microsOfTimeuuid(txId) <= bound) cut = txId;
+        else contiguous = false;
+      }
+      if (entries.length < QUEUE_PAGE || this.stopped) break;
+      const last = entries[entries.length - 1]!;
+      lower = { values: [last.tx_id!, last.list_id!], inclusive: false };
     }
+    if (cut !== null) await this.cut(pendingListTxsTable, pendingListMarksTable, { shard }, cut);
     return applied;
   }
 
   /**
-   * Settle `listId` soon (after a change was appended to it). Wakes coalesce per list:
+   * Lists marked in the old `pending_lists` (before the queue): settle each and unmark
+   * it as the old applier did, with the time of a read that found it drained, moved
+   * back by the skew bound plus the write timeout.
+   */
+  private async runLegacy(): Promise<number> {
+    let applied = 0;
+    let found = false;
+    for (let shard = 0; shard < PENDING_SHARDS; shard++) {
+      const marks = await this.store.slice(pendingListsTable, { partition: { shard }, limit: QUEUE_PAGE });
+      for (const mark of marks) {
+        found = true;
+        const listId = mark.list_id as string;
+        const checkedAt = this.cutBound();
+        const outcome = await this.settle(listId);
+        applied += outcome.applied;
+        if (outcome.complete) {
+          await this.store.delete(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId }, { timestamp: checkedAt });
+        }
+      }
+    }
+    if (!found) this.legacyDrained = true;
+    return applied;
+  }
+
+  /**
+   * Drain `listId` soon (after a change was appended to it). Wakes coalesce per list:
    * while one is queued, more wakes add nothing; a wake while the list is being
-   * settled queues one more pass, which sees every change appended meanwhile.
+   * drained queues one more pass, which sees every change appended meanwhile.
    */
   wake(listId: string): void {
     if (this.stopped || this.woken.has(listId)) return;
@@ -166,7 +321,7 @@ export class ListApplier {
     if (this.stopped) return;
     this.settling.add(listId);
     try {
-      await this.settle(listId);
+      await this.drain(listId);
     } catch (err) {
       this.options.logger?.error({ err, listId }, 'list applier pass failed; the timer will retry');
     } finally {
@@ -193,15 +348,35 @@ export class ListApplier {
   }
 
   /**
+   * Apply one transaction and mark it applied; then, if it landed in a crowded gap,
+   * rebalance around its item (a transaction of its own, applied after it).
+   */
+  private async applyAndMark(listId: string, tx: ListTx): Promise<void> {
+    // A change in one batch carries its own mark; a move's mark is its step 3.
+    if (!(await this.apply(listId, tx))) await markApplied(this.store, listId, tx.txId);
+    if ((tx.kind === 'add' || tx.kind === 'move') && tx.crowded) {
+      const [item] = await readListItems(this.store, listId, [tx.itemId]);
+      const moves = item ? await planRebalance(this.store, listId, item, this.clock.nowMicros()) : [];
+      if (moves.length) await appendTransactions(this.store, listId, moves);
+    }
+  }
+
+  /**
    * Apply one transaction. Its writes and deletes of the item's rows all carry one
    * timestamp T, above the write time of the item's index row, which every earlier
    * transaction of the item wrote (with its own T) next to the item's rows. So T beats
    * every row this transaction deletes, whichever server wrote it with whatever clock:
    * a move applied on a server whose clock is behind still removes the old position.
+   * A change applied in one batch is marked applied in that batch (true returned).
    */
-  private async apply(listId: string, tx: ListTx): Promise<void> {
+  private async apply(listId: string, tx: ListTx): Promise<boolean> {
     const { store } = this;
-    const cells = await store.readCells(listItemIndexTable, { item_id: tx.itemId }, ['label']);
+    // An add is applied exactly once (its mark is in its batch): its item has no index
+    // row yet, so no write time to stay above.
+    const cells =
+      tx.kind === 'add'
+        ? { row: null, writetime: {} as Record<string, bigint | null> }
+        : await store.readCells(listItemIndexTable, { item_id: tx.itemId }, ['label']);
     const index = cells.row;
     const now = this.clock.nowMicros();
     const last = cells.writetime.label ?? null;
@@ -223,13 +398,16 @@ export class ListApplier {
       label: l,
     });
     const batch = (mutations: Mutation[]) => store.batch(mutations.map((m) => ({ ...m, options: stamp })));
+    const finalBatch = async (mutations: Mutation[]) => {
+      await store.batch([...mutations.map((m) => ({ ...m, options: stamp })), appliedMark(listId, tx.txId)]);
+      return true;
+    };
     switch (tx.kind) {
       case 'add':
-        await batch([
+        return finalBatch([
           { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label: tx.label } },
           { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, tx.label) },
         ]);
-        break;
       case 'move': {
         // A move of an item that no longer exists, or one already through step 2: nothing to do.
         if (!at || (at.weight === tx.to.weight && at.seq === tx.to.seq)) break;
@@ -248,21 +426,18 @@ export class ListApplier {
       }
       case 'rename':
         if (!at) break;
-        await batch([
+        return finalBatch([
           { kind: 'upsert', table: listItemsTable, row: { ...row(at, false), label: tx.label } },
           { kind: 'upsert', table: listItemIndexTable, row: indexRow(at, tx.label) },
         ]);
-        break;
       case 'remove':
         if (!at) break;
-        await batch([
+        return finalBatch([
           { kind: 'delete', table: listItemsTable, key: row(at, false) },
           { kind: 'delete', table: listItemsTable, key: row(at, true) },
           { kind: 'delete', table: listItemIndexTable, key: { item_id: tx.itemId } },
         ]);
-        break;
     }
-    // 3. Delete the transaction, at the timestamp it was written with (its id's time).
-    await store.delete(listTransactionsTable, { list_id: listId, tx_id: tx.txId }, { timestamp: microsOfTimeuuid(tx.txId) });
+    return false;
   }
 }

@@ -18,14 +18,26 @@
  */
 import { compareValues } from '../../store/values.js';
 import type { Row } from '../../store/table.js';
-import type { Store } from '../../store/port.js';
+import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
+import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { comparePositions, type Position } from './positions.js';
-import { listItemIndexTable, listItemsTable, listTransactionsTable } from './lists-tables.js';
+import {
+  listItemIndexTable,
+  listItemsTable,
+  listTransactionMarksTable,
+  listTransactionsTable,
+  pendingListTxsTable,
+  pendingShardOf,
+} from './lists-tables.js';
 
-/** A pending change to a list. */
+/**
+ * A pending change to a list. `crowded`: the add or move landed in a crowded gap, so
+ * the applier rebalances around the item once it has applied it. `rebalance`: the move
+ * is part of such a rebalance.
+ */
 export type ListTx =
-  | { readonly txId: string; readonly kind: 'add'; readonly itemId: string; readonly to: Position; readonly label: string }
-  | { readonly txId: string; readonly kind: 'move'; readonly itemId: string; readonly to: Position }
+  | { readonly txId: string; readonly kind: 'add'; readonly itemId: string; readonly to: Position; readonly label: string; readonly crowded?: boolean }
+  | { readonly txId: string; readonly kind: 'move'; readonly itemId: string; readonly to: Position; readonly crowded?: boolean; readonly rebalance?: boolean }
   | { readonly txId: string; readonly kind: 'rename'; readonly itemId: string; readonly label: string }
   | { readonly txId: string; readonly kind: 'remove'; readonly itemId: string };
 
@@ -51,22 +63,25 @@ const rowKey = (p: Position, itemId: string, deleted: boolean) => `${p.weight}|$
 
 /** The payload JSON of a transaction (bigints as strings). */
 export function txToRow(listId: string, tx: ListTx): Row {
-  const { txId, kind, itemId, ...rest } = tx as ListTx & { to?: Position; label?: string };
+  const { txId, kind, itemId, ...rest } = tx as ListTx & { to?: Position; label?: string; crowded?: boolean; rebalance?: boolean };
   const payload: Record<string, string> = {};
   if (rest.to) Object.assign(payload, { weight: rest.to.weight.toString(), seq: rest.to.seq.toString() });
   if (rest.label !== undefined) payload.label = rest.label;
+  if (rest.crowded) payload.crowded = 'true';
+  if (rest.rebalance) payload.rebalance = 'true';
   return { list_id: listId, tx_id: txId, kind, item_id: itemId, payload: JSON.stringify(payload) };
 }
 
 function txFromRow(row: Row): ListTx {
-  const p = JSON.parse(row.payload as string) as { weight?: string; seq?: string; label?: string };
+  const p = JSON.parse(row.payload as string) as { weight?: string; seq?: string; label?: string; crowded?: string; rebalance?: string };
   const base = { txId: row.tx_id as string, itemId: row.item_id as string };
   const to = p.weight !== undefined ? { weight: BigInt(p.weight), seq: BigInt(p.seq!) } : undefined;
+  const flags = { ...(p.crowded ? { crowded: true } : {}), ...(p.rebalance ? { rebalance: true } : {}) };
   switch (row.kind) {
     case 'add':
-      return { ...base, kind: 'add', to: to!, label: p.label! };
+      return { ...base, kind: 'add', to: to!, label: p.label!, ...flags };
     case 'move':
-      return { ...base, kind: 'move', to: to! };
+      return { ...base, kind: 'move', to: to!, ...flags };
     case 'rename':
       return { ...base, kind: 'rename', label: p.label! };
     default:
@@ -74,10 +89,107 @@ function txFromRow(row: Row): ListTx {
   }
 }
 
-/** The pending transactions of a list, oldest first (one round trip). */
-export async function readTransactions(store: Store, listId: string, limit = 100_000): Promise<ListTx[]> {
-  const rows = await store.slice(listTransactionsTable, { partition: { list_id: listId }, limit });
-  return rows.map(txFromRow);
+/**
+ * The pending transactions of a list, oldest first: read backwards from the newest and
+ * stopping at the first applied one (the applier applies in id order), so the read
+ * never walks the applied history, nor the tombstones before it. One round trip when a
+ * few are pending. A transaction that landed late, below one already applied, is not
+ * seen here: the applier's timer pass finds it (`readUnapplied`) and applies it.
+ */
+export async function readPendingTransactions(store: Store, listId: string): Promise<ListTx[]> {
+  const pending: Row[] = [];
+  let upper: ClusteringBound | undefined;
+  for (let limit = 8; ; limit = Math.min(limit * 2, 1_024)) {
+    const rows = await store.slice(listTransactionsTable, { partition: { list_id: listId }, reverse: true, limit, ...(upper && { upper }) });
+    const firstApplied = rows.findIndex((r) => r.applied === true);
+    pending.push(...(firstApplied < 0 ? rows : rows.slice(0, firstApplied)));
+    if (firstApplied >= 0 || rows.length < limit) return pending.reverse().map(txFromRow);
+    upper = { values: [rows[rows.length - 1]!.tx_id!], inclusive: false };
+  }
+}
+
+/** A transaction with whether the applier has applied it. */
+export interface StoredTx {
+  readonly tx: ListTx;
+  readonly applied: boolean;
+}
+
+/** The list's mark: every transaction up to it is applied and cut (null: none yet). */
+export async function readTransactionMark(store: Store, listId: string): Promise<string | null> {
+  return ((await store.get(listTransactionMarksTable, { list_id: listId }))?.mark as string | undefined) ?? null;
+}
+
+/**
+ * Every transaction above the list's mark, applied or not, oldest first, a page at a
+ * time (`visit` returns false to stop). For the applier's timer pass and for checks.
+ */
+export async function visitTransactionsAbove(
+  store: Store,
+  listId: string,
+  mark: string | null,
+  visit: (page: StoredTx[]) => Promise<boolean> | boolean,
+  pageSize = 500,
+): Promise<void> {
+  let lower: ClusteringBound | undefined = mark ? { values: [mark], inclusive: false } : undefined;
+  for (;;) {
+    const rows = await store.slice(listTransactionsTable, { partition: { list_id: listId }, limit: pageSize, ...(lower && { lower }) });
+    if (rows.length && !(await visit(rows.map((r) => ({ tx: txFromRow(r), applied: r.applied === true }))))) return;
+    if (rows.length < pageSize) return;
+    lower = { values: [rows[rows.length - 1]!.tx_id!], inclusive: false };
+  }
+}
+
+/** Every transaction of the list not applied yet, oldest first, late ones included. */
+export async function readTransactions(store: Store, listId: string): Promise<ListTx[]> {
+  const out: ListTx[] = [];
+  await visitTransactionsAbove(store, listId, await readTransactionMark(store, listId), (page) => {
+    out.push(...page.filter((t) => !t.applied).map((t) => t.tx));
+    return true;
+  });
+  return out;
+}
+
+/**
+ * Append transactions to a list and queue the list for the applier's timer pass, in
+ * one logged batch. Each transaction row is stamped with its id's time, as is the
+ * queue entry (the last id's), so the range deletes that cut them, stamped with the
+ * mark's time, hide them whichever server's clock is ahead. Several transactions in
+ * one batch land in one partition together: readers see all of them or none.
+ */
+export function appendTransactions(store: Store, listId: string, txs: readonly ListTx[]): Promise<void> {
+  const last = txs[txs.length - 1]!.txId;
+  const mutations: Mutation[] = txs.map((tx) => ({
+    kind: 'upsert',
+    table: listTransactionsTable,
+    row: txToRow(listId, tx),
+    options: { timestamp: microsOfTimeuuid(tx.txId) },
+  }));
+  mutations.push({
+    kind: 'upsert',
+    table: pendingListTxsTable,
+    row: { shard: pendingShardOf(listId), tx_id: last, list_id: listId },
+    options: { timestamp: microsOfTimeuuid(last) },
+  });
+  return store.batch(mutations);
+}
+
+/**
+ * Record that a transaction is applied: one cell, written at the transaction's own
+ * timestamp, so the range delete that later cuts it hides the cell too.
+ */
+export function markApplied(store: Store, listId: string, txId: string): Promise<void> {
+  const { row, options } = appliedMark(listId, txId);
+  return store.upsert(listTransactionsTable, row, options);
+}
+
+/** `markApplied` as a mutation, to go in the batch that applies the transaction. */
+export function appliedMark(listId: string, txId: string): Mutation & { kind: 'upsert' } {
+  return {
+    kind: 'upsert',
+    table: listTransactionsTable,
+    row: { list_id: listId, tx_id: txId, applied: true },
+    options: { timestamp: microsOfTimeuuid(txId) },
+  };
 }
 
 /** Order of live items: position, then item id (uuid order, as the clustering key). */
@@ -107,7 +219,7 @@ export interface LedgerView {
 export async function readLedger(store: Store, listId: string, query: LedgerQuery): Promise<LedgerView> {
   // 1. Transactions first: a transaction the applier finishes after this read is seen
   //    either still pending (and applied here) or already applied in the rows below.
-  const txs = await readTransactions(store, listId);
+  const txs = await readPendingTransactions(store, listId);
   const ids = [...new Set([...(query.itemIds ?? []), ...txs.map((t) => t.itemId)])];
   // 2. Where each touched item is stored.
   const indexRows = ids.length ? await store.getMany(listItemIndexTable, ids.map((item_id) => ({ item_id }))) : [];

@@ -21,14 +21,32 @@ export const listItemsTable = defineTable({
 });
 
 /**
- * seed 002's LedgerTransactions: every change to a list, in transaction-id order,
- * until the applier has applied it. Readers apply the pending ones to what they read.
+ * seed 002's LedgerTransactions: every change to a list, in transaction-id order.
+ * Readers apply the pending ones to what they read. A queue the Cassandra way: the
+ * applier never deletes a transaction on its own; it sets `applied` (a plain cell, no
+ * tombstone), and once every transaction up to an id is applied and no older one can
+ * still land, it cuts them all with ONE range tombstone up to that id, remembered as
+ * the list's mark (`list_transaction_marks`). Readers read backwards from the newest
+ * transaction and stop at the first applied one, so no read starts at the partition's
+ * head. Rows written before `applied` existed read as not applied, which they are: the
+ * old applier deleted each one it applied.
  */
 export const listTransactionsTable = defineTable({
   name: 'list_transactions',
-  columns: { list_id: 'uuid', tx_id: 'timeuuid', kind: 'text', item_id: 'uuid', payload: 'text' },
+  columns: { list_id: 'uuid', tx_id: 'timeuuid', kind: 'text', item_id: 'uuid', payload: 'text', applied: 'boolean' },
   partitionKey: ['list_id'],
   clustering: ['tx_id'],
+});
+
+/**
+ * The low-water mark of each list's transactions: every transaction with an id up to
+ * `mark` is applied and cut. Written with the mark's own time as its write timestamp,
+ * so a later (higher) mark always wins, whichever server wrote it with whatever clock.
+ */
+export const listTransactionMarksTable = defineTable({
+  name: 'list_transaction_marks',
+  columns: { list_id: 'uuid', mark: 'timeuuid' },
+  partitionKey: ['list_id'],
 });
 
 /** Where each applied item is stored (its list never changes; its position does). */
@@ -39,9 +57,29 @@ export const listItemIndexTable = defineTable({
 });
 
 /**
- * Lists with transactions waiting for the applier, spread over a few partitions. An
- * append re-marks its list; the applier unmarks a drained list with the timestamp of
- * the read that found it empty, so a later append's mark always survives.
+ * The lists with changes for the applier's timer pass, as a queue in a few partitions:
+ * every append adds an entry `(shard, tx_id, list_id)`, written with its transaction's
+ * time. The timer pass reads a shard from its mark onwards, settles the lists it finds,
+ * and cuts the settled entries with one range tombstone (marks in `pending_list_marks`).
+ */
+export const pendingListTxsTable = defineTable({
+  name: 'pending_list_txs',
+  columns: { shard: 'int', tx_id: 'timeuuid', list_id: 'uuid' },
+  partitionKey: ['shard'],
+  clustering: ['tx_id', 'list_id'],
+});
+
+/** The low-water mark of each `pending_list_txs` shard (as `list_transaction_marks`). */
+export const pendingListMarksTable = defineTable({
+  name: 'pending_list_marks',
+  columns: { shard: 'int', mark: 'timeuuid' },
+  partitionKey: ['shard'],
+});
+
+/**
+ * Before `pending_list_txs`: one row per list with pending transactions, deleted when
+ * settled. Nothing writes it any more; the applier drains the lists still marked here
+ * (data from before the queue) and stops reading it once it is empty.
  */
 export const pendingListsTable = defineTable({
   name: 'pending_lists',
@@ -53,7 +91,8 @@ export const pendingListsTable = defineTable({
 /**
  * Who applies a list's transactions right now: claimed with insert-if-not-exists and a
  * TTL, so two appliers (two server processes) never interleave one list's steps, and a
- * crashed applier's claim expires by itself.
+ * crashed applier's claim expires by itself. The row is reused, never deleted: its
+ * owner renews it while it lives, and otherwise lets it expire.
  */
 export const listApplierLeasesTable = defineTable({
   name: 'list_applier_leases',
@@ -82,13 +121,16 @@ export const listTables = [
   listsTable,
   listItemsTable,
   listTransactionsTable,
+  listTransactionMarksTable,
   listItemIndexTable,
+  pendingListTxsTable,
+  pendingListMarksTable,
   pendingListsTable,
   listApplierLeasesTable,
   listsByOwnerTable,
 ];
 
-/** Partitions of `pending_lists`. */
+/** Partitions of `pending_list_txs` (and of the old `pending_lists`). */
 export const PENDING_SHARDS = 4;
 
 /** The pending-lists shard of a list. */

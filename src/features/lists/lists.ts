@@ -12,16 +12,33 @@ import type { CursorKey, Direction, OrderedSource, Page, PageArgs } from '../../
 import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
-import { microsOfTimeuuid, newTimeuuid } from '../../store/timeuuid.js';
+import { newTimeuuid } from '../../store/timeuuid.js';
 import { isUuid, validateValue } from '../../store/values.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
-import { compareItems, readLedger, txToRow, type ListItem, type ListTx } from './ledger.js';
+import { appendTransactions, compareItems, readLedger, readPendingTransactions, type ListItem, type ListTx } from './ledger.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
-import { listTransactionsTable, listsByOwnerTable, listsTable, pendingListsTable, pendingShardOf } from './lists-tables.js';
-import { positionBetween } from './positions.js';
+import { listItemsTable, listsByOwnerTable, listsTable } from './lists-tables.js';
+import { comparePositions, isCrowded, positionBetween, type Position } from './positions.js';
+import { planRebalance } from './rebalance.js';
 
 export type { ListItem } from './ledger.js';
+
+/** An end of a list, for moves that name no neighbour. */
+export type ListEnd = 'TOP' | 'BOTTOM';
+
+/** Where `move` puts an item: exactly one of the three. */
+export interface MoveTarget {
+  readonly beforeItemId?: string | null;
+  readonly afterItemId?: string | null;
+  readonly toEnd?: ListEnd | null;
+}
+
+/** A new position, and whether it landed in a crowded gap (the applier then rebalances). */
+interface Slot {
+  readonly to: Position;
+  readonly crowded: boolean;
+}
 
 /** An owner's list, as `User.lists` pages it: the list is read through the loader. */
 export interface OwnedListRef {
@@ -164,29 +181,36 @@ export class Lists {
   async add(listId: string, label: string, beforeItemId?: string | null): Promise<ListItem> {
     await this.requireWritable(listId, 'listId');
     const text = checkText('label', label, 1, 200);
-    const to = beforeItemId
-      ? await this.slotBefore(listId, await this.requireItem(listId, beforeItemId, 'beforeItemId'), undefined)
-      : await this.slotAtEnd(listId);
+    const { to, crowded } = beforeItemId
+      ? await this.slotNextTo(listId, await this.requireItem(listId, beforeItemId, 'beforeItemId'), 'backward', undefined)
+      : await this.slotAtEnd(listId, 'BOTTOM');
     const itemId = randomUUID();
-    await this.append(listId, { txId: newTimeuuid(), kind: 'add', itemId, to, label: text });
+    await this.append(listId, [{ txId: newTimeuuid(), kind: 'add', itemId, to, label: text, ...(crowded && { crowded }) }]);
     return { listId, itemId, label: text, ...to };
   }
 
-  /** Move an item before one item or after another (exactly one of the two). */
-  async move(listId: string, itemId: string, target: { beforeItemId?: string | null; afterItemId?: string | null }): Promise<ListItem> {
+  /** Move an item before one item, after another, or to the top or the bottom of the list (exactly one of the three). */
+  async move(listId: string, itemId: string, target: MoveTarget): Promise<ListItem> {
     await this.requireWritable(listId, 'itemId');
     const before = target.beforeItemId ?? null;
     const after = target.afterItemId ?? null;
-    if ((before === null) === (after === null)) {
-      throw badInput(before === null ? 'beforeItemId' : 'afterItemId', 'give exactly one of `beforeItemId` and `afterItemId`');
+    const toEnd = target.toEnd ?? null;
+    const given = [before !== null, after !== null, toEnd !== null].filter(Boolean).length;
+    if (given !== 1) {
+      const argument = before === null ? (after === null ? 'toEnd' : 'afterItemId') : 'beforeItemId';
+      throw badInput(argument, `give exactly one of \`beforeItemId\`, \`afterItemId\` and \`toEnd\`, got ${given}`);
     }
+    if (toEnd !== null && toEnd !== 'TOP' && toEnd !== 'BOTTOM') throw badInput('toEnd', `\`toEnd\` must be TOP or BOTTOM, got ${String(toEnd)}`);
+    const anchorId = before ?? after;
+    const argument = before !== null ? 'beforeItemId' : 'afterItemId';
+    if (anchorId === itemId) throw badInput(argument, 'an item cannot be moved relative to itself');
     const item = await this.requireItem(listId, itemId, 'itemId');
-    const anchorId = (before ?? after)!;
-    if (anchorId === itemId) throw badInput(before ? 'beforeItemId' : 'afterItemId', 'an item cannot be moved relative to itself');
-    const anchor = await this.requireItem(listId, anchorId, before ? 'beforeItemId' : 'afterItemId');
-    const to = before ? await this.slotBefore(listId, anchor, itemId) : await this.slotAfter(listId, anchor, itemId);
-    await this.append(listId, { txId: newTimeuuid(), kind: 'move', itemId, to });
-    return { ...item, ...to };
+    const slot =
+      anchorId === null
+        ? await this.slotAtEnd(listId, toEnd!)
+        : await this.slotNextTo(listId, await this.requireItem(listId, anchorId, argument), before !== null ? 'backward' : 'forward', itemId);
+    await this.append(listId, [{ txId: newTimeuuid(), kind: 'move', itemId, to: slot.to, ...(slot.crowded && { crowded: true }) }]);
+    return { ...item, ...slot.to };
   }
 
   /** Change an item's label. */
@@ -194,7 +218,7 @@ export class Lists {
     await this.requireWritable(listId, 'itemId');
     const text = checkText('label', label, 1, 200);
     const item = await this.requireItem(listId, itemId, 'itemId');
-    await this.append(listId, { txId: newTimeuuid(), kind: 'rename', itemId, label: text });
+    await this.append(listId, [{ txId: newTimeuuid(), kind: 'rename', itemId, label: text }]);
     return { ...item, label: text };
   }
 
@@ -202,7 +226,7 @@ export class Lists {
   async remove(listId: string, itemId: string): Promise<void> {
     await this.requireWritable(listId, 'itemId');
     await this.requireItem(listId, itemId, 'itemId');
-    await this.append(listId, { txId: newTimeuuid(), kind: 'remove', itemId });
+    await this.append(listId, [{ txId: newTimeuuid(), kind: 'remove', itemId }]);
   }
 
   /** The list, through the request's loader, if the actor may change it. */
@@ -219,37 +243,63 @@ export class Lists {
     return item;
   }
 
-  /** The effective neighbours next to `anchor`, skipping the item being moved. */
+  /** The effective neighbour next to `anchor` in `direction`, skipping the item being moved. */
   private async neighbour(listId: string, anchor: ListItem, direction: Direction, skip: string | undefined): Promise<ListItem | undefined> {
     const view = await readLedger(this.deps.store, listId, { slice: { from: anchor, direction, limit: 3 } });
     return view.items.find((i) => i.itemId !== anchor.itemId && i.itemId !== skip);
   }
 
-  private async slotBefore(listId: string, anchor: ListItem, moving: string | undefined) {
-    const previous = await this.neighbour(listId, anchor, 'backward', moving);
-    return positionBetween(previous, anchor, this.deps.clock.nowMicros());
-  }
-
-  private async slotAfter(listId: string, anchor: ListItem, moving: string | undefined) {
-    const next = await this.neighbour(listId, anchor, 'forward', moving);
-    return positionBetween(anchor, next, this.deps.clock.nowMicros());
-  }
-
-  private async slotAtEnd(listId: string) {
-    const view = await readLedger(this.deps.store, listId, { slice: { direction: 'backward', limit: 1 } });
-    return positionBetween(view.items[0], undefined, this.deps.clock.nowMicros());
+  /**
+   * A position right before (`backward`) or after (`forward`) `anchor`. When moves have
+   * used up that gap, rebalance around the anchor first (a transaction of its own,
+   * appended now), then place the item in the room it made: a move never fails for
+   * want of room. Normally the applier has rebalanced long before, when a move landed
+   * in a crowded gap.
+   */
+  private async slotNextTo(listId: string, anchor: ListItem, direction: Direction, moving: string | undefined): Promise<Slot> {
+    for (let attempt = 0; ; attempt++) {
+      const other = await this.neighbour(listId, anchor, direction, moving);
+      const [lo, hi] = direction === 'forward' ? [anchor, other] : [other, anchor];
+      try {
+        const to = positionBetween(lo, hi, this.deps.clock.nowMicros());
+        return { to, crowded: isCrowded(lo, to, hi) };
+      } catch (err) {
+        if (!(err instanceof DomainError) || err.code !== 'CONFLICT' || attempt > 0) throw err;
+      }
+      const moves = await planRebalance(this.deps.store, listId, anchor, this.deps.clock.nowMicros());
+      if (moves.length) await this.append(listId, moves);
+      const moved = moves.find((m) => m.itemId === anchor.itemId);
+      if (moved && moved.kind === 'move') anchor = { ...anchor, ...moved.to };
+    }
   }
 
   /**
-   * Append a transaction and mark the list pending, in one logged batch. The
-   * transaction row is stamped with its id's time, which the applier also uses to
-   * delete it: whichever server's clock is ahead, the delete hides it.
+   * A position at the top or the bottom of the list: beyond every stored row (the last
+   * or first, markers included) and every pending transaction's target. The item there
+   * may have moved or gone since, which only leaves a wider gap, so this needs neither
+   * the item index nor probes: two reads.
    */
-  private async append(listId: string, tx: ListTx): Promise<void> {
-    await this.deps.store.batch([
-      { kind: 'upsert', table: listTransactionsTable, row: txToRow(listId, tx), options: { timestamp: microsOfTimeuuid(tx.txId) } },
-      { kind: 'upsert', table: pendingListsTable, row: { shard: pendingShardOf(listId), list_id: listId } },
+  private async slotAtEnd(listId: string, end: ListEnd): Promise<Slot> {
+    const { store, clock } = this.deps;
+    const [txs, [row]] = await Promise.all([
+      readPendingTransactions(store, listId),
+      store.slice(listItemsTable, { partition: { list_id: listId }, limit: 1, reverse: end === 'BOTTOM' }),
     ]);
+    const sign = end === 'TOP' ? -1 : 1;
+    let extreme: Position | undefined = row && { weight: row.weight as bigint, seq: row.seq as bigint };
+    for (const tx of txs) {
+      if ((tx.kind === 'add' || tx.kind === 'move') && (!extreme || sign * comparePositions(tx.to, extreme) > 0)) extreme = tx.to;
+    }
+    const now = clock.nowMicros();
+    return { to: end === 'TOP' ? positionBetween(undefined, extreme, now) : positionBetween(extreme, undefined, now), crowded: false };
+  }
+
+  /**
+   * Append transactions (one logged batch, see `appendTransactions`), then tell the
+   * server, which wakes its applier.
+   */
+  private async append(listId: string, txs: readonly ListTx[]): Promise<void> {
+    await appendTransactions(this.deps.store, listId, txs);
     this.deps.onAppend?.(listId);
   }
 }

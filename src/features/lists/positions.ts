@@ -36,3 +36,38 @@ export function positionBetween(before: Position | undefined, after: Position | 
   if (seqGap >= 2n) return { weight: before.weight, seq: before.seq + seqGap / 2n };
   throw new DomainError('CONFLICT', 'no room left between these two items; move one of them first, then retry');
 }
+
+/**
+ * A gap narrower than this (in weight) is crowded: a move that lands in one asks the
+ * applier to rebalance around it, while 12 more halvings (and the seq) are still left.
+ */
+export const CROWDED_GAP = 1n << 12n;
+
+/** The least spacing a rebalance leaves between the items it moves. */
+export const REBALANCED_GAP = 1n << 20n;
+
+/** Whether `to`, placed between `before` and `after`, sits in a crowded gap. */
+export function isCrowded(before: Position | undefined, to: Position, after: Position | undefined): boolean {
+  const narrow = (lo: Position, hi: Position) => hi.weight - lo.weight < CROWDED_GAP;
+  return (before !== undefined && narrow(before, to)) || (after !== undefined && narrow(to, after));
+}
+
+/**
+ * New positions for a run of `count` consecutive items strictly between `lo` and `hi`
+ * (either absent: the start or the end of the list), evenly spaced; null when the gap
+ * cannot hold them REBALANCED_GAP apart.
+ */
+export function spreadBetween(lo: Position | undefined, hi: Position | undefined, count: number, now: bigint): Position[] | null {
+  const n = BigInt(count);
+  let first: bigint;
+  let step: bigint;
+  if (lo && hi) {
+    step = (hi.weight - lo.weight) / (n + 1n);
+    if (step < REBALANCED_GAP) return null;
+    first = lo.weight + step;
+  } else {
+    step = WEIGHT_GAP;
+    first = lo ? lo.weight + step : hi ? hi.weight - n * step : 0n;
+  }
+  return Array.from({ length: count }, (_, i) => ({ weight: first + BigInt(i) * step, seq: now }));
+}

@@ -157,6 +157,13 @@ export type DeletePostPayload = {
   deletedPostId: Scalars['ID']['output'];
 };
 
+/** An end of an ordered list. */
+export type ListEnd =
+  /** The last place. */
+  | 'BOTTOM'
+  /** The first place. */
+  | 'TOP';
+
 /** An item of an ordered list. */
 export type ListItem = Node & {
   __typename?: 'ListItem';
@@ -237,16 +244,18 @@ export type MeetingEdge = {
   node: Meeting;
 };
 
-/** The arguments of `moveListItem`. */
+/** The arguments of `moveListItem`: the item, and exactly one of `beforeItemId`, `afterItemId` and `toEnd`. */
 export type MoveListItemInput = {
-  /** Move right after this item. Exactly one of the two. */
+  /** Move right after this item. Exactly one of the three. */
   afterItemId?: InputMaybe<Scalars['ID']['input']>;
-  /** Move right before this item (before the first item: to the top). Exactly one of the two. */
+  /** Move right before this item (before the first item: to the top). Exactly one of the three. */
   beforeItemId?: InputMaybe<Scalars['ID']['input']>;
   /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of the item to move. */
   itemId: Scalars['ID']['input'];
+  /** Move to the top or the bottom of the list, naming no neighbour. Exactly one of the three. */
+  toEnd?: InputMaybe<ListEnd>;
 };
 
 /** The result of `moveListItem`. */
@@ -914,6 +923,7 @@ export type ResolversTypes = {
   DeletePostPayload: ResolverTypeWrapper<DeletePostPayload>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
+  ListEnd: ListEnd;
   ListItem: ResolverTypeWrapper<ListItemModel>;
   ListItemConnection: ResolverTypeWrapper<Omit<ListItemConnection, 'edges'> & { edges: Array<ResolversTypes['ListItemEdge']> }>;
   ListItemEdge: ResolverTypeWrapper<Omit<ListItemEdge, 'node'> & { node: ResolversTypes['ListItem'] }>;

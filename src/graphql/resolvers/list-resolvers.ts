@@ -34,7 +34,7 @@ export const listMutations: Pick<
     const beforeItemId = sameListItem(input.beforeItemId, 'beforeItemId', listId);
     const afterItemId = sameListItem(input.afterItemId, 'afterItemId', listId);
     requireViewer(ctx);
-    const item = await ctx.lists.move(listId, itemId, { beforeItemId, afterItemId });
+    const item = await ctx.lists.move(listId, itemId, { beforeItemId, afterItemId, toEnd: input.toEnd ?? null });
     return { item, clientMutationId: input.clientMutationId ?? null };
   },
   renameListItem: async (_root, { input }, ctx) => {
