@@ -1,4 +1,5 @@
 /** The parts of the history benchmark, in the order they run. */
 import type { HistoryBench } from './harness.js';
+import { storeHistoryBench } from './store.js';
 
-export const historyBenches: readonly HistoryBench[] = [];
+export const historyBenches: readonly HistoryBench[] = [storeHistoryBench];
