@@ -198,19 +198,12 @@ export class SqliteStore implements Store {
     const now = this.nowSeconds();
     for (let start = 0; start < encoded.length; start += GET_MANY_CHUNK) {
       const chunk = encoded.slice(start, start + GET_MANY_CHUNK);
-      // Statements come in powers of two: a few shapes, padded with the chunk's last key.
-      let n = 1;
-      while (n < chunk.length) n *= 2;
       const params: Record<string, unknown> = { now };
-      for (let i = 0; i < n; i++) {
-        const k = chunk[Math.min(i, chunk.length - 1)]!;
+      chunk.forEach((k, i) => {
         params[`p${i}`] = k.pk;
         params[`c${i}`] = k.ck;
-      }
-      for (const r of s.getMany(n).all(params) as unknown[][]) {
-        const i = r[0] as number;
-        if (i < chunk.length) out[start + i] = s.rowFrom(r, 1);
-      }
+      });
+      for (const r of s.getMany(chunk.length).all(params) as unknown[][]) out[start + (r[0] as number)] = s.rowFrom(r, 1);
     }
     return out;
   }
@@ -447,10 +440,13 @@ export class SqliteStore implements Store {
    * Count the tombstones a slice passed over, as Cassandra does: those intersecting the
    * part of the range it scanned (from its start to the last row returned, or all of it
    * when fewer than `limit` rows came back). Above the warning threshold, one log line;
-   * above the failure threshold, the read fails. The whole range is counted first: when
-   * even that stays under the warning threshold, nothing more is read.
+   * above the failure threshold, the read fails. A cheap gate first: when the whole
+   * range holds fewer tombstones than the warning threshold, nothing is counted.
    */
   private checkTombstonesPassed(s: LayoutStatements, pk: Buffer, range: ByteRange, query: SliceQuery, rows: readonly Row[]): void {
+    const bounds = { pk, lo: range.lo ?? PARTITION_START, ...(range.hi ? { hi: range.hi } : {}) };
+    // At most warn - 1 starting inside, plus one that starts before: at most warn.
+    if (this.warnThreshold > 0 && !s.tombstonesBeyond(range.hi !== null).get({ ...bounds, skip: this.warnThreshold - 1 })) return;
     const cap = this.failureThreshold + 1;
     const count = (lo: Buffer | null, hi: Buffer | null) =>
       (s.tombstoneCount(hi !== null).get({ pk, lo: lo ?? PARTITION_START, ...(hi ? { hi } : {}), cap }) as [number])[0];
