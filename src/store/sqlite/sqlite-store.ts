@@ -118,7 +118,7 @@ export class SqliteStore implements Store {
   private readonly compaction: PeriodicTask | null;
   private readonly prepared = new Map<string, LayoutStatements>();
   private readonly ensured = new Set<string>();
-  private readonly ping1: SqliteStatementLike;
+  private readonly pingStatement: SqliteStatementLike;
 
   constructor(options: SqliteStoreOptions) {
     this.db = options.database;
@@ -136,7 +136,7 @@ export class SqliteStore implements Store {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
-    this.ping1 = this.db.prepare('SELECT 1');
+    this.pingStatement = this.db.prepare('SELECT 1');
     // Cassandra compacts on its own; so does the embedded store, when asked to.
     const interval = options.compactionIntervalMs ?? 0;
     this.compaction =
@@ -328,7 +328,7 @@ export class SqliteStore implements Store {
 
   async ping(): Promise<void> {
     this.count();
-    this.ping1.get();
+    this.pingStatement.get();
   }
 
   async close(): Promise<void> {
@@ -367,12 +367,17 @@ export class SqliteStore implements Store {
   }
 
   private layout(table: TableSpec): SqliteLayout {
+    return this.prepareTable(table).layout;
+  }
+
+  /** A table's statements, made once per declaration (a new declaration object gets new ones). */
+  private prepareTable(table: TableSpec): LayoutStatements {
     let s = this.prepared.get(table.name);
     if (!s || s.layout.table !== table) {
       s = new LayoutStatements((sql) => this.db.prepare(sql), layoutOf(table));
       this.prepared.set(table.name, s);
     }
-    return s.layout;
+    return s;
   }
 
   /** The statements of an ensured table. */
@@ -380,10 +385,7 @@ export class SqliteStore implements Store {
     if (!this.ensured.has(table.name)) {
       throw new StoreRequestError(`table ${table.name} does not exist (call ensureTables first)`);
     }
-    const s = this.prepared.get(table.name);
-    if (s && s.layout.table === table) return s;
-    this.layout(table);
-    return this.prepared.get(table.name)!;
+    return this.prepareTable(table);
   }
 
   private columnsOf(sqlTable: string): Set<string> {
