@@ -27,6 +27,10 @@ export interface SqliteStatementLike {
 /** Keys per `getMany` statement: SQLite binds at most 32,766 parameters, two per key here. */
 export const GET_MANY_CHUNK = 128;
 
+/** The parameter names of the i-th key of a `getMany` statement, made once. */
+export const PK_PARAMS: readonly string[] = Array.from({ length: GET_MANY_CHUNK }, (_, i) => `p${i}`);
+export const CK_PARAMS: readonly string[] = Array.from({ length: GET_MANY_CHUNK }, (_, i) => `c${i}`);
+
 /** The statements of one table layout. */
 export class LayoutStatements {
   /** Port columns in the order the row path selects them. */
@@ -94,7 +98,7 @@ export class LayoutStatements {
     let statement = this.getManyByCount[n];
     if (statement) return statement;
     statement = this.once(`getMany:${n}`, 'rows', () => {
-      const keys = Array.from({ length: n }, (_, i) => `(${i}, @p${i}, @c${i})`).join(', ');
+      const keys = Array.from({ length: n }, (_, i) => `(${i}, @${PK_PARAMS[i]}, @${CK_PARAMS[i]})`).join(', ');
       return (
         `WITH q(i, pk, ck) AS (VALUES ${keys}) SELECT q.i, ${this.rowSelect} ` +
         `FROM q JOIN "${this.layout.dataTable}" AS t ON t.pk = q.pk AND t.ck = q.ck WHERE ${this.live}`

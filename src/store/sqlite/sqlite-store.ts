@@ -28,7 +28,6 @@ import {
   conditionsOf,
   counterDeltasOf,
   limitOf,
-  primaryKeyOf,
   regularValuesOf,
   ttlOf,
   writeTimestampOf,
@@ -36,10 +35,12 @@ import {
 import {
   byteRange,
   encodeClustering,
+  encodeKey,
   encodePartition,
   rangeParams,
   rowByteRange,
   type ByteRange,
+  type EncodedKey,
 } from './sqlite-keys.js';
 import { activeTally, countStatements } from '../statements.js';
 import { sameValue } from '../values.js';
@@ -51,7 +52,7 @@ import {
   physicalColumns,
   type SqliteLayout,
 } from './sqlite-schema.js';
-import { GET_MANY_CHUNK, LayoutStatements, type SqliteStatementLike } from './sqlite-statements.js';
+import { CK_PARAMS, GET_MANY_CHUNK, LayoutStatements, PK_PARAMS, type SqliteStatementLike } from './sqlite-statements.js';
 import { mergeTombstones, PARTITION_START, sameTombstones, type Tombstone } from './sqlite-tombstones.js';
 import { fromSql, serializedSql, toSql } from './sqlite-values.js';
 
@@ -190,18 +191,15 @@ export class SqliteStore implements Store {
     // Counted as Cassandra sends it, one statement per key, though SQLite runs one per chunk.
     this.count(keys.length);
     const s = this.statements(table);
-    const encoded = keys.map((k) => {
-      const key = primaryKeyOf(table, k);
-      return { pk: encodePartition(table, key), ck: encodeClustering(table, key) };
-    });
+    const encoded = keys.map((k) => encodeKey(table, k));
     const out: Array<Row | null> = new Array<Row | null>(keys.length).fill(null);
     const now = this.nowSeconds();
     for (let start = 0; start < encoded.length; start += GET_MANY_CHUNK) {
       const chunk = encoded.slice(start, start + GET_MANY_CHUNK);
       const params: Record<string, unknown> = { now };
       chunk.forEach((k, i) => {
-        params[`p${i}`] = k.pk;
-        params[`c${i}`] = k.ck;
+        params[PK_PARAMS[i]!] = k.pk;
+        params[CK_PARAMS[i]!] = k.ck;
       });
       for (const r of s.getMany(chunk.length).all(params) as unknown[][]) out[start + (r[0] as number)] = s.rowFrom(r, 1);
     }
@@ -227,7 +225,7 @@ export class SqliteStore implements Store {
     const s = this.statements(table);
     checkCellColumns(table, columns);
     const nowSec = this.nowSeconds();
-    const physical = this.readPhysical(s, primaryKeyOf(table, key));
+    const physical = this.readPhysical(s, key);
     const row = physical && isLive(s.layout, physical, nowSec) ? decode(s.layout, physical, nowSec) : null;
     const writetime: Record<string, bigint | null> = {};
     const ttl: Record<string, number | null> = {};
@@ -263,7 +261,7 @@ export class SqliteStore implements Store {
     const s = this.statements(table);
     const checkedDeltas = counterDeltasOf(table, deltas);
     const cols = Object.keys(checkedDeltas);
-    const params: Record<string, unknown> = this.keyParams(s.layout, primaryKeyOf(table, key));
+    const params: Record<string, unknown> = this.keyParams(s.layout, encodeKey(table, key));
     for (const c of cols) params[`d_${c}`] = checkedDeltas[c];
     s.increment(cols).run(params);
   }
@@ -415,26 +413,24 @@ export class SqliteStore implements Store {
     return Math.floor(this.now() / 1000);
   }
 
-  private keyParams(layout: SqliteLayout, key: Row): Record<string, unknown> {
+  /** The key columns of a write, as the data table stores them. */
+  private keyParams(layout: SqliteLayout, { key, pk, ck }: EncodedKey): Record<string, unknown> {
     const { table } = layout;
-    const params: Record<string, unknown> = {
-      pk: encodePartition(table, key),
-      ck: encodeClustering(table, key),
-    };
+    const params: Record<string, unknown> = { pk, ck };
     for (const k of keyColumnsOf(table)) params[`k_${k}`] = toSql(table.columns[k]!, key[k]!);
     return params;
   }
 
-  /** Every stored column of a validated key's row, integers exact. */
+  /** Every stored column of a key's row, integers exact. */
   private readPhysical(s: LayoutStatements, key: Row): PhysicalRow | null {
-    const row = s.physical.get({ pk: encodePartition(s.layout.table, key), ck: encodeClustering(s.layout.table, key) });
-    return (row as PhysicalRow | undefined) ?? null;
+    const { pk, ck } = encodeKey(s.layout.table, key);
+    return (s.physical.get({ pk, ck }) as PhysicalRow | undefined) ?? null;
   }
 
   private getSync(table: TableSpec, key: Row): Row | null {
     const s = this.statements(table);
-    const keyRow = primaryKeyOf(table, key);
-    const r = s.getOne.get({ pk: encodePartition(table, keyRow), ck: encodeClustering(table, keyRow), now: this.nowSeconds() });
+    const { pk, ck } = encodeKey(table, key);
+    const r = s.getOne.get({ pk, ck, now: this.nowSeconds() });
     return r ? s.rowFrom(r as unknown[]) : null;
   }
 
@@ -475,7 +471,7 @@ export class SqliteStore implements Store {
   private prepareUpsert(table: TableSpec, row: Row, options?: WriteOptions): PreparedUpsert {
     const s = this.statements(table);
     const values = regularValuesOf(table, row);
-    const key = primaryKeyOf(table, row);
+    const key = encodeKey(table, row);
     return { s, key, values, ts: this.writeTimestamp(options?.timestamp), ttl: ttlOf(options?.ttl, this.now()) };
   }
 
@@ -485,9 +481,9 @@ export class SqliteStore implements Store {
     const params = this.keyParams(layout, key);
     const nowSec = this.nowSeconds();
     // A tombstone at or above this timestamp hides the write, even if it arrived first.
-    const shadow = this.coveringTombstone(s, params.pk as Buffer, params.ck as Buffer);
+    const shadow = this.coveringTombstone(s, key.pk, key.ck);
     if (shadow !== null && ts <= shadow) return;
-    const existing = s.physical.get({ pk: params.pk, ck: params.ck }) as PhysicalRow | undefined;
+    const existing = s.physical.get({ pk: key.pk, ck: key.ck }) as PhysicalRow | undefined;
     const expiry = ttl > 0 ? BigInt(nowSec + ttl) : null;
     const merged: PhysicalRow = { ...(existing ?? {}), ...params };
     // The row marker (CQL INSERT), so a row with only null cells still exists.
@@ -522,9 +518,8 @@ export class SqliteStore implements Store {
   private prepareDelete(table: TableSpec, key: Row, options?: DeleteOptions): PreparedTombstone {
     const s = this.statements(table);
     checkNotCounter(table, 'deletes');
-    const keyRow = primaryKeyOf(table, key);
-    const range = rowByteRange(table, encodeClustering(table, keyRow));
-    return { s, pk: encodePartition(table, keyRow), range, ts: this.writeTimestamp(options?.timestamp) };
+    const { pk, ck } = encodeKey(table, key);
+    return { s, pk, range: rowByteRange(table, ck), ts: this.writeTimestamp(options?.timestamp) };
   }
 
   private prepareRangeDelete(
@@ -601,7 +596,7 @@ function decode(layout: SqliteLayout, r: PhysicalRow, nowSec: number): Row {
 
 interface PreparedUpsert {
   readonly s: LayoutStatements;
-  readonly key: Row;
+  readonly key: EncodedKey;
   readonly values: Record<string, CqlValue>;
   readonly ts: bigint;
   readonly ttl: number;
