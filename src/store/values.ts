@@ -71,7 +71,7 @@ function uuidBytes(text: string): Buffer {
 function copyReorderedTimestamp(b: Buffer, out: Buffer, at: number): void {
   b.copy(out, at, 6, 8);
   b.copy(out, at + 2, 4, 6);
-  b.copy(out, at + 6, 0, 4);
+  b.copy(out, at + 4, 0, 4);
 }
 
 function fixedInt(value: bigint, bytes: number): Buffer {
