@@ -22,7 +22,7 @@ describe('the sortable encoding of uuids', () => {
 
   it('gives the same bytes every time for the same value (property)', () => {
     fc.assert(
-      fc.property(fc.constantFrom('uuid' as const, 'timeuuid' as const), fc.integer(), (type) => {
+      fc.property(fc.constantFrom('uuid' as const, 'timeuuid' as const), (type) => {
         const id = type === 'uuid' ? randomUUID() : uuidv1();
         const first = encodeSortable(type, id);
         // Fill the allocator's pool with garbage in between: nothing may depend on it.
