@@ -70,13 +70,14 @@ export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' |
  * or, with CASSANDRA_AUTO_SCHEMA, creates it.
  */
 export function createStore(
-  config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'>,
+  config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'> & Partial<Pick<Config, 'embeddedStore'>>,
   options: { clock?: Clock; log?: (message: string) => void } = {},
 ): Store {
   const { clock, log = console.error } = options;
   if (config.store === 'cassandra') return cassandraStoreFrom(config.cassandra, { log, clock });
   if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
-  return new SqliteStore({ database: new Database(config.sqlitePath), clock });
+  // The embedded store compacts on its own timer, as Cassandra does, and warns through `log`.
+  return new SqliteStore({ database: new Database(config.sqlitePath), clock, log, ...config.embeddedStore });
 }
 
 /** What one process shares between all its requests. */

@@ -43,6 +43,8 @@ export interface Config {
   readonly port: number;
   readonly store: 'sqlite' | 'cassandra';
   readonly sqlitePath: string;
+  /** The embedded store's own settings (Cassandra has its own, in cassandra.yaml). */
+  readonly embeddedStore: EmbeddedStoreSettings;
   readonly cassandra: {
     readonly contactPoints: readonly string[];
     readonly localDataCenter: string;
@@ -102,6 +104,16 @@ export interface Config {
    * recovers at once the sagas its previous incarnation left open.
    */
   readonly instanceId: string;
+}
+
+/** The embedded store's tombstone limits and compaction, as Cassandra's cassandra.yaml sets them. */
+export interface EmbeddedStoreSettings {
+  /** A read passing over more tombstones logs a warning (`STORE_TOMBSTONE_WARN_THRESHOLD`). */
+  readonly tombstoneWarnThreshold: number;
+  /** A read passing over more tombstones fails (`STORE_TOMBSTONE_FAILURE_THRESHOLD`). */
+  readonly tombstoneFailureThreshold: number;
+  /** How often tombstones past their table's grace period are purged (`STORE_COMPACTION_INTERVAL_MS`, 0: never). */
+  readonly compactionIntervalMs: number;
 }
 
 /**
@@ -251,6 +263,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: int(env, 'PORT', 4000, 0, 65535),
     store,
     sqlitePath: env.SQLITE_PATH ?? './data/app.db',
+    embeddedStore: Object.freeze({
+      tombstoneWarnThreshold: int(env, 'STORE_TOMBSTONE_WARN_THRESHOLD', 1_000, 0, 1_000_000_000),
+      tombstoneFailureThreshold: int(env, 'STORE_TOMBSTONE_FAILURE_THRESHOLD', 100_000, 0, 1_000_000_000),
+      compactionIntervalMs: int(env, 'STORE_COMPACTION_INTERVAL_MS', 600_000, 0, 86_400_000),
+    }),
     cassandra: Object.freeze({
       contactPoints: Object.freeze((env.CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean)),
       localDataCenter: env.CASSANDRA_LOCAL_DC ?? 'datacenter1',

@@ -124,6 +124,17 @@ export class StoreUnavailableError extends Error {
 }
 
 /**
+ * The store refused to finish a read because of what it found in the data: a slice that
+ * passed over more tombstones than the failure threshold (Cassandra's
+ * TombstoneOverwhelmingException, which reaches the driver as a ReadFailure). Retrying
+ * the same read fails again; the data layout must change (a low-water mark, a
+ * compaction past the grace period).
+ */
+export class StoreReadFailureError extends Error {
+  override readonly name = 'StoreReadFailureError';
+}
+
+/**
  * The store cannot serve at all: unreachable at start-up, or its schema is missing.
  * The message is one line, fit to print as the reason a process exits.
  */

@@ -30,7 +30,30 @@ export interface TableSpec {
   readonly columns: Readonly<Record<string, CqlType>>;
   readonly partitionKey: readonly string[];
   readonly clustering: readonly ClusteringColumn[];
+  /**
+   * How long a tombstone outlives its deletion, in seconds: Cassandra's
+   * `gc_grace_seconds`. Until then it hides every write at or below its timestamp,
+   * however late that write arrives; after it, compaction may purge it, and a late
+   * older write would come back. `defineTable` always sets it; a declaration built
+   * by hand without it gets DEFAULT_GC_GRACE_SECONDS (see `gcGraceSecondsOf`).
+   */
+  readonly gcGraceSeconds?: number;
 }
+
+/**
+ * The default grace period: Cassandra's own (864,000 s, 10 days). The embedded store has
+ * no repair to wait for, but a late write can arrive long after its timestamp was
+ * chosen: a saga that a crashed server left open is rolled forward or back when the
+ * server (or another) recovers it, possibly after a long outage, with the timestamps it
+ * logged. Ten days covers an outage over a long weekend with room to spare, and now
+ * that covering tombstones are found by an indexed lookup and dominated ones are
+ * merged away, keeping them costs little. A table whose late writes are bounded more
+ * tightly (a queue whose rows are only written by live requests) may declare less.
+ */
+export const DEFAULT_GC_GRACE_SECONDS = 864_000;
+
+/** The largest grace period CQL accepts (a 32-bit signed number of seconds). */
+const MAX_GC_GRACE_SECONDS = 2 ** 31 - 1;
 
 /** A value as features see it: uuids are lower-case strings, bigint/counter are bigints. */
 export type CqlValue = string | number | bigint | boolean | Date | null;
@@ -66,6 +89,8 @@ export function defineTable(spec: {
   columns: Record<string, CqlType>;
   partitionKey: string[];
   clustering?: Array<ClusteringColumn | string>;
+  /** Cassandra's `gc_grace_seconds` for this table; DEFAULT_GC_GRACE_SECONDS when absent. */
+  gcGraceSeconds?: number;
 }): TableSpec {
   const clustering = (spec.clustering ?? []).map((c) =>
     typeof c === 'string' ? { column: c, order: 'ASC' as const } : { ...c },
@@ -75,6 +100,7 @@ export function defineTable(spec: {
     columns: Object.freeze({ ...spec.columns }),
     partitionKey: Object.freeze([...spec.partitionKey]),
     clustering: Object.freeze(clustering.map((c) => Object.freeze(c))),
+    gcGraceSeconds: spec.gcGraceSeconds ?? DEFAULT_GC_GRACE_SECONDS,
   });
   checkTableSpec(table);
   return table;
@@ -98,12 +124,21 @@ export function checkTableSpec(spec: TableSpec): void {
   if (new Set(keyColumns).size !== keyColumns.length) {
     throw new Error(`table ${spec.name} repeats a key column`);
   }
+  const grace = gcGraceSecondsOf(spec);
+  if (!Number.isInteger(grace) || grace < 0 || grace > MAX_GC_GRACE_SECONDS) {
+    throw new Error(`table ${spec.name}: gcGraceSeconds must be an integer between 0 and ${MAX_GC_GRACE_SECONDS}, got ${grace}`);
+  }
   const regular = regularColumnsOf(spec);
   const counters = regular.filter((c) => spec.columns[c] === 'counter');
   // CQL rule: a counter table holds only counters besides its primary key.
   if (counters.length > 0 && counters.length !== regular.length) {
     throw new Error(`table ${spec.name} mixes counter and non-counter columns`);
   }
+}
+
+/** A table's grace period in seconds (Cassandra's `gc_grace_seconds`). */
+export function gcGraceSecondsOf(table: TableSpec): number {
+  return table.gcGraceSeconds ?? DEFAULT_GC_GRACE_SECONDS;
 }
 
 /** Primary key columns in order: partition key, then clustering columns. */

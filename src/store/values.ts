@@ -67,14 +67,11 @@ function uuidBytes(text: string): Buffer {
   return Buffer.from(text.replace(/-/g, ''), 'hex');
 }
 
-/** Bytes 6-7, 4-5, 0-3 of a v1 uuid: its 60-bit timestamp (with version nibble on top). */
-function reorderedTimestamp(b: Buffer): Buffer {
-  return Buffer.concat([b.subarray(6, 8), b.subarray(4, 6), b.subarray(0, 4)]);
-}
-
-function signedBytes(b: Buffer): Buffer {
-  // Cassandra's TimeUUIDType compares the low 8 bytes as signed bytes.
-  return Buffer.from(b.map((x) => x ^ 0x80));
+/** Copy bytes 6-7, 4-5, 0-3 of uuid `b` (a v1 uuid's timestamp, high part first) into `out` at `at`. */
+function copyReorderedTimestamp(b: Buffer, out: Buffer, at: number): void {
+  b.copy(out, at, 6, 8);
+  b.copy(out, at + 2, 4, 6);
+  b.copy(out, at + 4, 0, 4);
 }
 
 function fixedInt(value: bigint, bytes: number): Buffer {
@@ -108,15 +105,22 @@ export function encodeSortable(type: CqlType, value: CqlValue): Buffer {
       return Buffer.from(parts);
     }
     case 'timeuuid': {
+      // One buffer, written in place: keys are encoded on every keyed call.
       const b = uuidBytes(value as string);
-      return Buffer.concat([reorderedTimestamp(b), signedBytes(b.subarray(8))]);
+      const out = Buffer.allocUnsafe(16);
+      copyReorderedTimestamp(b, out, 0);
+      for (let i = 8; i < 16; i++) out[i] = b[i]! ^ 0x80;
+      return out;
     }
     case 'uuid': {
       // UUIDType: version first; time-based uuids by timestamp; then unsigned bytes.
       const b = uuidBytes(value as string);
-      const version = Buffer.from([(b[6]! >> 4) & 0x0f]);
-      const head = version[0] === 1 ? reorderedTimestamp(b) : b.subarray(0, 8);
-      return Buffer.concat([version, head, b.subarray(8)]);
+      const out = Buffer.allocUnsafe(17);
+      out[0] = (b[6]! >> 4) & 0x0f;
+      if (out[0] === 1) copyReorderedTimestamp(b, out, 1);
+      else b.copy(out, 1, 0, 8);
+      b.copy(out, 9, 8, 16);
+      return out;
     }
     case 'int':
       return fixedInt(BigInt(value as number), 4);

@@ -102,7 +102,32 @@ const big = defineTable({
   ],
 });
 
-const CONTRACT_TABLES = [kv, counters, gridAsc, gridDesc, gridMixed, typed, byText, byTimeuuid, byInt, byBigint, byTimestamp, big];
+/** A table with a grace period of its own (Cassandra's `gc_grace_seconds`), an hour. */
+const graced = defineTable({
+  name: 'contract_graced',
+  columns: { p: 'uuid', k: 'int', v: 'text' },
+  partitionKey: ['p'],
+  clustering: ['k'],
+  gcGraceSeconds: 3_600,
+});
+
+/** Run `op` for 0..n-1, `width` at a time (Cassandra takes 1,001 deletes faster in parallel). */
+async function inParallel(n: number, width: number, op: (i: number) => Promise<unknown>): Promise<void> {
+  for (let start = 0; start < n; start += width) {
+    await Promise.all(Array.from({ length: Math.min(width, n - start) }, (_, j) => op(start + j)));
+  }
+}
+
+/** The tombstone count of the first log line warning that a read passed over too many ("Read … and N tombstone cells for query …"). */
+function tombstoneWarning(lines: readonly string[], table: string): number | null {
+  for (const line of lines) {
+    const m = /Read \d+ live rows and (\d+) tombstone cells for query (.*)/.exec(line);
+    if (m && m[2]!.includes(table)) return Number(m[1]);
+  }
+  return null;
+}
+
+const CONTRACT_TABLES = [graced, kv, counters, gridAsc, gridDesc, gridMixed, typed, byText, byTimeuuid, byInt, byBigint, byTimestamp, big];
 
 /** Microseconds "now", as a client would compute it. */
 function nowMicros(): bigint {
@@ -328,6 +353,34 @@ export function defineStoreContract(name: string, createStore: (options?: StoreO
         const after = await store.slice(gridAsc, { partition: { p }, limit: 100 });
         expect(after.map((r) => r.v)).toEqual(['1x', '1y', 'fresh', '3x', '3y']);
       });
+
+      it("keeps hiding a late, older write within the table's grace period, for a row and for a range", async () => {
+        const p = randomUUID();
+        await store.delete(graced, { p, k: 1 }, { timestamp: 2_000n });
+        await store.deleteRange(graced, { p }, { lower: { values: [10], inclusive: true }, upper: { values: [20], inclusive: false } }, { timestamp: 2_000n });
+        await store.upsert(graced, { p, k: 1, v: 'late row' }, { timestamp: 1_999n });
+        await store.upsert(graced, { p, k: 15, v: 'late in range' }, { timestamp: 2_000n });
+        await store.upsert(graced, { p, k: 20, v: 'past the range' }, { timestamp: 1_000n });
+        expect(await store.slice(graced, { partition: { p }, limit: 10 })).toEqual([{ p, k: 20, v: 'past the range' }]);
+      });
+
+      it('warns, naming the table and the count, when a read passes over more than 1,000 tombstones, and not over 10', async () => {
+        const lines: string[] = [];
+        const logged = await createStore({ log: (m) => lines.push(m) });
+        try {
+          await logged.store.ensureTables([byText]);
+          const few = randomUUID();
+          await inParallel(10, 10, (i) => logged.store.delete(byText, { p: few, k: `k${String(i).padStart(4, '0')}` }));
+          expect(await logged.store.slice(byText, { partition: { p: few }, limit: 100 })).toEqual([]);
+          expect(tombstoneWarning(lines, 'contract_by_text')).toBeNull();
+          const many = randomUUID();
+          await inParallel(1_001, 50, (i) => logged.store.delete(byText, { p: many, k: `k${String(i).padStart(4, '0')}` }));
+          expect(await logged.store.slice(byText, { partition: { p: many }, limit: 100 })).toEqual([]);
+          expect(tombstoneWarning(lines, 'contract_by_text')).toBeGreaterThanOrEqual(1_001);
+        } finally {
+          await logged.dispose();
+        }
+      }, 120_000);
 
       it('deletes a whole partition when a range has no bounds', async () => {
         const p = randomUUID();

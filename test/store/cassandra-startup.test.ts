@@ -22,6 +22,7 @@ const posts = defineTable({
   columns: { user_id: 'uuid', post_id: 'timeuuid', body: 'text' },
   partitionKey: ['user_id'],
   clustering: [{ column: 'post_id', order: 'DESC' }],
+  gcGraceSeconds: 3_600,
 });
 
 function existing(tables: Record<string, Record<string, string>> | null): ExistingSchema {
@@ -37,8 +38,8 @@ describe('the Cassandra schema plan', () => {
   it('creates the keyspace and every table on an empty cluster, and nothing once all exists', () => {
     expect(schemaChanges('relay', replication, existing(null), [users, posts])).toEqual([
       "CREATE KEYSPACE IF NOT EXISTS relay WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-      'CREATE TABLE IF NOT EXISTS relay.users (user_id uuid, name text, born timestamp, PRIMARY KEY ((user_id)))',
-      'CREATE TABLE IF NOT EXISTS relay.posts (user_id uuid, post_id timeuuid, body text, PRIMARY KEY ((user_id), post_id)) WITH CLUSTERING ORDER BY (post_id DESC)',
+      'CREATE TABLE IF NOT EXISTS relay.users (user_id uuid, name text, born timestamp, PRIMARY KEY ((user_id))) WITH gc_grace_seconds = 864000',
+      'CREATE TABLE IF NOT EXISTS relay.posts (user_id uuid, post_id timeuuid, body text, PRIMARY KEY ((user_id), post_id)) WITH CLUSTERING ORDER BY (post_id DESC) AND gc_grace_seconds = 3600',
     ]);
     const complete = existing({
       users: { user_id: 'uuid', name: 'text', born: 'timestamp' },
@@ -52,7 +53,7 @@ describe('the Cassandra schema plan', () => {
     const partial = existing({ users: { user_id: 'uuid', name: 'int' } });
     expect(schemaChanges('relay', replication, partial, [users, posts])).toEqual([
       'ALTER TABLE relay.users ADD born timestamp',
-      'CREATE TABLE IF NOT EXISTS relay.posts (user_id uuid, post_id timeuuid, body text, PRIMARY KEY ((user_id), post_id)) WITH CLUSTERING ORDER BY (post_id DESC)',
+      'CREATE TABLE IF NOT EXISTS relay.posts (user_id uuid, post_id timeuuid, body text, PRIMARY KEY ((user_id), post_id)) WITH CLUSTERING ORDER BY (post_id DESC) AND gc_grace_seconds = 3600',
     ]);
     expect(schemaDifferences('relay', partial, [users, posts])).toEqual([
       'column users.name of type text (found int)',
@@ -60,6 +61,17 @@ describe('the Cassandra schema plan', () => {
       'table relay.posts',
     ]);
     expect(schemaDifferences('relay', existing(null), [users, posts])).toEqual(['keyspace relay']);
+  });
+
+  it("brings an existing table's gc_grace_seconds to its declaration, and sends nothing once it matches", () => {
+    const columns = {
+      users: { user_id: 'uuid', name: 'text', born: 'timestamp' },
+      posts: { user_id: 'uuid', post_id: 'timeuuid', body: 'text' },
+    };
+    const stale = { ...existing(columns), gcGraceSeconds: new Map([['users', 864_000], ['posts', 864_000]]) };
+    expect(schemaChanges('relay', replication, stale, [users, posts])).toEqual(['ALTER TABLE relay.posts WITH gc_grace_seconds = 3600']);
+    const current = { ...existing(columns), gcGraceSeconds: new Map([['users', 864_000], ['posts', 3_600]]) };
+    expect(schemaChanges('relay', replication, current, [users, posts])).toEqual([]);
   });
 });
 

@@ -151,4 +151,31 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
       await client.shutdown();
     }
   }, 120_000);
+
+  it("creates a table with its declared gc_grace_seconds, brings an existing one to a changed declaration, and then sends nothing", async () => {
+    const client = await cassandraClient(await target.contactPoints!());
+    const keyspace = uniqueKeyspace('grace');
+    const grace = async () =>
+      Number(
+        (await client.execute('SELECT gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?', [keyspace, 'claims']))
+          .rows[0]!.get('gc_grace_seconds'),
+      );
+    try {
+      const sent: string[] = [];
+      const create = new CassandraStore({ client, keyspace, schema: 'create', log: (m) => sent.push(m) });
+      await create.ensureTables([claims]);
+      expect(await grace()).toBe(864_000);
+      const shorter = defineTable({ name: 'claims', columns: { ...claims.columns }, partitionKey: [...claims.partitionKey], gcGraceSeconds: 3_600 });
+      sent.length = 0;
+      await create.ensureTables([shorter]);
+      expect(sent).toEqual([`ALTER TABLE ${keyspace}.claims WITH gc_grace_seconds = 3600`]);
+      expect(await grace()).toBe(3_600);
+      sent.length = 0;
+      await create.ensureTables([shorter]);
+      expect(sent).toEqual([]);
+    } finally {
+      await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+      await client.shutdown();
+    }
+  }, 120_000);
 });

@@ -30,6 +30,8 @@ export interface StoreUnderTest {
 export interface StoreOptions {
   /** The client's clock (default write timestamps); the coordinator keeps its own. */
   readonly clock?: Clock;
+  /** Where the store's log lines go (a read over too many tombstones warns here). */
+  readonly log?: (message: string) => void;
   /** Cassandra only: wrap the driver client (fault injection). */
   readonly wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
 }
@@ -114,6 +116,7 @@ async function cassandraStoreUnderTest(contactPoints: readonly string[], options
     client: options.wrapClient ? options.wrapClient(client) : client,
     keyspace,
     clock: options.clock,
+    log: options.log,
   });
   // Looking inside, and dropping the keyspace, uses a client of its own: the store's may
   // already be closed (an app closes its store when it stops).

@@ -1,11 +1,12 @@
 /**
  * Every driver error becomes a store error, here and only here: the caller's mistake
- * (`StoreRequestError`, as the embedded store throws for the same request) or the
- * cluster's state (`StoreUnavailableError`: unavailable replicas, timeouts, no host,
- * overload). The SQLite adapter has no counterpart: its errors are its own.
+ * (`StoreRequestError`, as the embedded store throws for the same request), a read the
+ * replicas refused to finish (`StoreReadFailureError`: too many tombstones, as the
+ * embedded store throws above its failure threshold), or the cluster's state
+ * (`StoreUnavailableError`: unavailable replicas, timeouts, no host, overload). The SQLite adapter has no counterpart: its errors are its own.
  */
 import cassandra from 'cassandra-driver';
-import { StoreRequestError, StoreUnavailableError } from '../port.js';
+import { StoreReadFailureError, StoreRequestError, StoreUnavailableError } from '../port.js';
 
 const { errors, types } = cassandra;
 const codes = types.responseErrorCodes;
@@ -23,9 +24,14 @@ const INVALID_REQUEST = new Set<number>([
 
 /** The store error a driver error stands for (store errors pass through unchanged). */
 export function storeErrorFrom(err: unknown): Error {
-  if (err instanceof StoreRequestError || err instanceof StoreUnavailableError) return err;
+  if (err instanceof StoreRequestError || err instanceof StoreUnavailableError || err instanceof StoreReadFailureError) return err;
   const message = oneLine(err);
   if (isInvalidRequest(err)) return new StoreRequestError(message, { cause: err });
+  // A replica gave up on the read (TombstoneOverwhelmingException, above all): the same
+  // read fails again, so it is not "unavailable" and must not be retried.
+  if (err instanceof errors.ResponseError && err.code === codes.readFailure) {
+    return new StoreReadFailureError(`Cassandra failed the read: ${message}`, { cause: err });
+  }
   return new StoreUnavailableError(`Cassandra could not answer: ${message}`, { cause: err });
 }
 

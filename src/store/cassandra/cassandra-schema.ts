@@ -3,7 +3,7 @@
  * `sqlite-schema.ts`).
  */
 import type { TableSpec } from '../table.js';
-import { checkIdentifier, regularColumnsOf } from '../table.js';
+import { checkIdentifier, gcGraceSecondsOf, regularColumnsOf } from '../table.js';
 
 /** Keyspace replication, as CQL's replication map. */
 export type Replication =
@@ -22,11 +22,19 @@ export function createTableCql(keyspace: string, table: TableSpec): string {
   const cols = Object.entries(table.columns).map(([name, type]) => `${name} ${type}`);
   const partition = `(${table.partitionKey.join(', ')})`;
   const key = [partition, ...table.clustering.map((c) => c.column)].join(', ');
-  let cql = `CREATE TABLE IF NOT EXISTS ${keyspace}.${table.name} (${cols.join(', ')}, PRIMARY KEY (${key}))`;
+  const options = [`gc_grace_seconds = ${gcGraceSecondsOf(table)}`];
   if (table.clustering.length > 0) {
-    cql += ` WITH CLUSTERING ORDER BY (${table.clustering.map((c) => `${c.column} ${c.order}`).join(', ')})`;
+    options.unshift(`CLUSTERING ORDER BY (${table.clustering.map((c) => `${c.column} ${c.order}`).join(', ')})`);
   }
-  return cql;
+  return `CREATE TABLE IF NOT EXISTS ${keyspace}.${table.name} (${cols.join(', ')}, PRIMARY KEY (${key})) WITH ${options.join(' AND ')}`;
+}
+
+/** `ALTER TABLE … WITH gc_grace_seconds` when an existing table's grace period differs from its declaration. */
+export function gcGraceCql(keyspace: string, table: TableSpec, existing: number | undefined): string[] {
+  const declared = gcGraceSecondsOf(table);
+  return existing === undefined || existing === declared
+    ? []
+    : [`ALTER TABLE ${keyspace}.${table.name} WITH gc_grace_seconds = ${declared}`];
 }
 
 /** `ALTER TABLE … ADD` for the regular columns a declaration has and an existing table lacks. */
@@ -40,6 +48,8 @@ export function addColumnCql(keyspace: string, table: TableSpec, existing: Reado
 export interface ExistingSchema {
   readonly keyspace: boolean;
   readonly tables: ReadonlyMap<string, ReadonlyMap<string, string>>;
+  /** Each existing table's `gc_grace_seconds` (absent: not read, nothing to bring up to date). */
+  readonly gcGraceSeconds?: ReadonlyMap<string, number>;
 }
 
 /** The DDL that brings `existing` up to the declarations, in order; empty when nothing is missing. */
@@ -53,7 +63,10 @@ export function schemaChanges(
   for (const table of tables) {
     const columns = existing.tables.get(table.name);
     if (!columns) out.push(createTableCql(keyspace, table));
-    else out.push(...addColumnCql(keyspace, table, new Set(columns.keys())));
+    else {
+      out.push(...addColumnCql(keyspace, table, new Set(columns.keys())));
+      out.push(...gcGraceCql(keyspace, table, existing.gcGraceSeconds?.get(table.name)));
+    }
   }
   return out;
 }

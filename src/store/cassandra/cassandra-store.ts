@@ -370,8 +370,9 @@ export class CassandraStore implements Store {
     options: { idempotent: boolean; pageState?: string; consistency?: cassandra.types.consistencies; prepare?: boolean },
   ): Promise<CassandraResultLike> {
     countStatements(tally);
+    let result: CassandraResultLike;
     try {
-      return await this.client.execute(statement.query, statement.params, {
+      result = await this.client.execute(statement.query, statement.params, {
         prepare: options.prepare ?? true,
         consistency: options.consistency ?? this.consistency,
         serialConsistency: this.serialConsistency,
@@ -382,16 +383,30 @@ export class CassandraStore implements Store {
     } catch (err) {
       throw storeErrorFrom(err);
     }
+    this.logWarnings(result);
+    return result;
+  }
+
+  /**
+   * The server's warnings on a result (a read that passed over more than
+   * tombstone_warn_threshold tombstones, say), one log line each: the embedded store
+   * logs the same line for the same read.
+   */
+  private logWarnings(result: CassandraResultLike): void {
+    const warnings = (result.info as { warnings?: readonly string[] } | undefined)?.warnings;
+    if (warnings) for (const w of warnings) this.log(`Cassandra warning: ${w}`);
   }
 
   /** A logged batch: one statement sent, applied all or nothing. */
   private async runBatch(tally: StatementTally | undefined, statements: Statement[]): Promise<void> {
     countStatements(tally);
+    let result: CassandraResultLike;
     try {
-      await this.client.batch(statements, { prepare: true, logged: true, consistency: this.consistency, isIdempotent: true });
+      result = await this.client.batch(statements, { prepare: true, logged: true, consistency: this.consistency, isIdempotent: true });
     } catch (err) {
       throw storeErrorFrom(err);
     }
+    this.logWarnings(result);
   }
 
   /**
@@ -471,13 +486,19 @@ export class CassandraStore implements Store {
       },
       { idempotent: true },
     );
+    const options = await this.run(
+      undefined,
+      { query: 'SELECT table_name, gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = ?', params: [this.keyspace] },
+      { idempotent: true },
+    );
     const tables = new Map<string, Map<string, string>>();
     for (const r of columns.rows) {
       const table = String(r.get('table_name'));
       if (!tables.has(table)) tables.set(table, new Map());
       tables.get(table)!.set(String(r.get('column_name')), String(r.get('type')));
     }
-    return { keyspace: keyspaces.rows.length > 0, tables };
+    const gcGraceSeconds = new Map(options.rows.map((r) => [String(r.get('table_name')), Number(r.get('gc_grace_seconds'))]));
+    return { keyspace: keyspaces.rows.length > 0, tables, gcGraceSeconds };
   }
 
   /** One schema change, then wait until every node agrees on the schema before the next. */

@@ -6,13 +6,45 @@
  */
 import type { ClusteringRange } from '../port.js';
 import type { CqlValue, Row, TableSpec } from '../table.js';
-import { clusteringPrefixOf, partitionKeyOf } from '../validate.js';
+import { clusteringPrefixOf, partitionKeyOf, primaryKeyOf } from '../validate.js';
 import { encodeSortable, invertBytes } from '../values.js';
 
 /** Validate and encode the partition key of a row or key object. */
 export function encodePartition(table: TableSpec, key: Row): Buffer {
-  const partition = partitionKeyOf(table, key);
-  return Buffer.concat(table.partitionKey.map((col) => encodeSortable(table.columns[col]!, partition[col]!)));
+  return encodeValidPartition(table, partitionKeyOf(table, key));
+}
+
+/** Encode the partition key of an already validated key. */
+function encodeValidPartition(table: TableSpec, key: Row): Buffer {
+  const { partitionKey } = table;
+  // One column (the usual case): no concatenation.
+  if (partitionKey.length === 1) return encodeSortable(table.columns[partitionKey[0]!]!, key[partitionKey[0]!]!);
+  return Buffer.concat(partitionKey.map((col) => encodeSortable(table.columns[col]!, key[col]!)));
+}
+
+/** A primary key, validated once, with its encoded partition and clustering keys. */
+export interface EncodedKey {
+  readonly key: Row;
+  readonly pk: Buffer;
+  readonly ck: Buffer;
+}
+
+/** Validate a full primary key once and encode both of its parts (the hot path of every keyed read and write). */
+export function encodeKey(table: TableSpec, key: Row): EncodedKey {
+  const valid = primaryKeyOf(table, key);
+  const ck = table.clustering.length === 0 ? NO_CLUSTERING : encodeValidClustering(table, valid);
+  return { key: valid, pk: encodeValidPartition(table, valid), ck };
+}
+
+/** The clustering key of a table without clustering columns. */
+const NO_CLUSTERING = Buffer.alloc(0);
+
+function encodeValidClustering(table: TableSpec, key: Row): Buffer {
+  const parts = table.clustering.map(({ column, order }) => {
+    const bytes = encodeSortable(table.columns[column]!, key[column]!);
+    return order === 'DESC' ? invertBytes(bytes) : bytes;
+  });
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
 
 /** Encode a prefix of the clustering columns; DESC columns are byte-inverted. */

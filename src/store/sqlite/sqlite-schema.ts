@@ -3,7 +3,8 @@
  * per row, the encoded partition key `pk`, the encoded clustering key `ck` (see
  * sqlite-keys.ts), the key values, and for each regular column its value, write
  * timestamp (µs) and expiry (epoch seconds). A second table holds the tombstones as
- * half-open `ck` ranges with their timestamps.
+ * disjoint half-open `ck` ranges (see sqlite-tombstones.ts), each with its timestamp and
+ * local deletion time, keyed by where it starts so the one covering a row is one seek.
  */
 import type { TableSpec } from '../table.js';
 import { isCounterTable, keyColumnsOf, regularColumnsOf } from '../table.js';
@@ -54,7 +55,25 @@ export function createStatements(layout: SqliteLayout): string[] {
   const cols = physicalColumns(layout).map(([n, t]) => `"${n}" ${t}`);
   return [
     `CREATE TABLE IF NOT EXISTS "${layout.dataTable}" (${cols.join(', ')}, PRIMARY KEY (pk, ck)) WITHOUT ROWID`,
-    `CREATE TABLE IF NOT EXISTS "${layout.tombTable}" (pk BLOB NOT NULL, lo BLOB, hi BLOB, ts INTEGER NOT NULL)`,
-    `CREATE INDEX IF NOT EXISTS "${layout.tombTable}_pk" ON "${layout.tombTable}" (pk, lo)`,
+    `CREATE TABLE IF NOT EXISTS "${layout.tombTable}" (pk BLOB NOT NULL, lo BLOB NOT NULL, hi BLOB, ts INTEGER NOT NULL, ldt INTEGER NOT NULL, PRIMARY KEY (pk, lo)) WITHOUT ROWID`,
+    // Compaction purges by local deletion time without reading every tombstone.
+    `CREATE INDEX IF NOT EXISTS "${layout.tombTable}_ldt" ON "${layout.tombTable}" (ldt)`,
   ];
+}
+
+/**
+ * Files written before tombstones had a local deletion time hold them as overlapping
+ * ranges (`lo`, `hi` nullable, no `ldt`): the statements that set that table aside
+ * under `legacyTombTable`, so `ensureTables` can merge its rows into the new one.
+ */
+export function legacyTombstoneStatements(layout: SqliteLayout): string[] {
+  return [
+    `DROP INDEX IF EXISTS "${layout.tombTable}_pk"`,
+    `ALTER TABLE "${layout.tombTable}" RENAME TO "${legacyTombTable(layout)}"`,
+  ];
+}
+
+/** Where `legacyTombstoneStatements` puts an old tombstone table while it is merged. */
+export function legacyTombTable(layout: SqliteLayout): string {
+  return `${layout.tombTable}_v1`;
 }

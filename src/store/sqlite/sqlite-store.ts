@@ -15,11 +15,12 @@ import type {
   Store,
   WriteOptions,
 } from '../port.js';
-import { StoreRequestError } from '../port.js';
+import { StoreReadFailureError, StoreRequestError } from '../port.js';
+import { startPeriodicTask, type PeriodicTask } from '../../periodic-task.js';
 import type { Clock } from '../clock.js';
 import { MonotonicClock } from '../clock.js';
 import type { CqlType, CqlValue, Row, TableSpec } from '../table.js';
-import { keyColumnsOf } from '../table.js';
+import { gcGraceSecondsOf, keyColumnsOf } from '../table.js';
 import {
   checkCellColumns,
   checkDeclarations,
@@ -27,7 +28,6 @@ import {
   conditionsOf,
   counterDeltasOf,
   limitOf,
-  primaryKeyOf,
   regularValuesOf,
   ttlOf,
   writeTimestampOf,
@@ -35,23 +35,26 @@ import {
 import {
   byteRange,
   encodeClustering,
+  encodeKey,
   encodePartition,
   rangeParams,
-  rangeWhere,
   rowByteRange,
   type ByteRange,
+  type EncodedKey,
 } from './sqlite-keys.js';
 import { activeTally, countStatements } from '../statements.js';
 import { sameValue } from '../values.js';
-import { createStatements, layoutOf, physicalColumns, type SqliteLayout } from './sqlite-schema.js';
+import {
+  createStatements,
+  layoutOf,
+  legacyTombstoneStatements,
+  legacyTombTable,
+  physicalColumns,
+  type SqliteLayout,
+} from './sqlite-schema.js';
+import { CK_PARAMS, GET_MANY_CHUNK, LayoutStatements, PK_PARAMS, type SqliteStatementLike } from './sqlite-statements.js';
+import { mergeTombstones, PARTITION_START, sameTombstones, type Tombstone } from './sqlite-tombstones.js';
 import { fromSql, serializedSql, toSql } from './sqlite-values.js';
-
-/** The slice of a better-sqlite3 statement this adapter uses. */
-export interface SqliteStatementLike {
-  run(...params: unknown[]): unknown;
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-}
 
 /** The slice of a better-sqlite3 database this adapter uses. */
 export interface SqliteDatabaseLike {
@@ -63,6 +66,13 @@ export interface SqliteDatabaseLike {
   close(): unknown;
 }
 
+export type { SqliteStatementLike } from './sqlite-statements.js';
+
+/** Cassandra's `tombstone_warn_threshold`: a read passing over more tombstones logs a warning. */
+export const DEFAULT_TOMBSTONE_WARN_THRESHOLD = 1_000;
+/** Cassandra's `tombstone_failure_threshold`: a read passing over more tombstones fails. */
+export const DEFAULT_TOMBSTONE_FAILURE_THRESHOLD = 100_000;
+
 /** Options of `SqliteStore`. */
 export interface SqliteStoreOptions {
   readonly database: SqliteDatabaseLike;
@@ -73,13 +83,29 @@ export interface SqliteStoreOptions {
    * conditional deletes stamp their cells with it, never with `clock`.
    */
   readonly coordinatorClock?: Clock;
-  /** Wall clock in ms, for TTL expiry. */
+  /** Wall clock in ms, for TTL expiry and tombstones' local deletion time. */
   readonly now?: () => number;
   /** How long a write waits for another process's write to finish (default 10 s). */
   readonly busyTimeoutMs?: number;
+  /** Where warnings go (a read passing over too many tombstones, a compaction). */
+  readonly log?: (message: string) => void;
+  /** A slice passing over more tombstones than this logs a warning (default 1,000, as Cassandra). */
+  readonly tombstoneWarnThreshold?: number;
+  /** A slice passing over more tombstones than this fails (default 100,000, as Cassandra). */
+  readonly tombstoneFailureThreshold?: number;
+  /** Run `compact()` this often (ms); 0 or absent: only when called. */
+  readonly compactionIntervalMs?: number;
 }
 
 type PhysicalRow = Record<string, unknown>;
+
+/** A stored tombstone row as the tombstone statements return it (integers exact). */
+interface TombstoneRow {
+  readonly lo: Buffer;
+  readonly hi: Buffer | null;
+  readonly ts: bigint;
+  readonly ldt: bigint;
+}
 
 /** The embedded store; construct with a better-sqlite3 database (file or `:memory:`). */
 export class SqliteStore implements Store {
@@ -87,22 +113,44 @@ export class SqliteStore implements Store {
   private readonly clock: Clock;
   private readonly coordinatorClock: Clock;
   private readonly now: () => number;
-  private readonly statements = new Map<string, SqliteStatementLike>();
-  private readonly layouts = new Map<string, SqliteLayout>();
+  private readonly log: (message: string) => void;
+  private readonly warnThreshold: number;
+  private readonly failureThreshold: number;
+  private readonly compaction: PeriodicTask | null;
+  private readonly prepared = new Map<string, LayoutStatements>();
   private readonly ensured = new Set<string>();
+  private readonly pingStatement: SqliteStatementLike;
 
   constructor(options: SqliteStoreOptions) {
     this.db = options.database;
     this.clock = options.clock ?? new MonotonicClock();
     this.coordinatorClock = options.coordinatorClock ?? new MonotonicClock();
     this.now = options.now ?? Date.now;
-    // Write timestamps reach 2^63-1 (seed 001), beyond a double: read integers as bigint.
+    this.log = options.log ?? (() => undefined);
+    this.warnThreshold = threshold('tombstoneWarnThreshold', options.tombstoneWarnThreshold ?? DEFAULT_TOMBSTONE_WARN_THRESHOLD);
+    this.failureThreshold = threshold('tombstoneFailureThreshold', options.tombstoneFailureThreshold ?? DEFAULT_TOMBSTONE_FAILURE_THRESHOLD);
+    // Write timestamps reach 2^63-1 (seed 001), beyond a double: by default read integers
+    // as bigint. The row path's statements read numbers instead (sqlite-statements.ts).
     this.db.defaultSafeIntegers(true);
     // WAL: readers never block the writer. Another process (`npm run seed` beside the
     // server) may hold the write lock: wait for it rather than fail at once.
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
+    this.pingStatement = this.db.prepare('SELECT 1');
+    // Cassandra compacts on its own; so does the embedded store, when asked to.
+    const interval = options.compactionIntervalMs ?? 0;
+    this.compaction =
+      interval > 0
+        ? startPeriodicTask({
+            intervalMs: interval,
+            pass: async () => {
+              const { purged } = this.compact();
+              if (purged > 0) this.log(`compaction purged ${purged} tombstone(s) past their tables' gc_grace_seconds`);
+            },
+            onError: (err) => this.log(`compaction failed: ${err instanceof Error ? err.message : String(err)}`),
+          })
+        : null;
   }
 
   /**
@@ -119,13 +167,13 @@ export class SqliteStore implements Store {
     this.write(() => {
       for (const table of tables) {
         const layout = this.layout(table);
+        const legacy = this.columnsOf(layout.tombTable);
+        const migrate = legacy.size > 0 && !legacy.has('ldt');
+        if (migrate) for (const sql of legacyTombstoneStatements(layout)) this.db.exec(sql);
         for (const sql of createStatements(layout)) this.db.exec(sql);
+        if (migrate) this.mergeLegacyTombstones(layout);
         // A declaration that grew a column since the file was created: add it.
-        const existing = new Set(
-          (this.db.prepare(`PRAGMA table_info("${layout.dataTable}")`).all() as Array<{ name: string }>).map(
-            (c) => c.name,
-          ),
-        );
+        const existing = this.columnsOf(layout.dataTable);
         for (const [name, type] of physicalColumns(layout)) {
           if (!existing.has(name)) this.db.exec(`ALTER TABLE "${layout.dataTable}" ADD COLUMN "${name}" ${type}`);
         }
@@ -140,30 +188,45 @@ export class SqliteStore implements Store {
   }
 
   async getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
+    // Counted as Cassandra sends it, one statement per key, though SQLite runs one per chunk.
     this.count(keys.length);
-    return keys.map((k) => this.getSync(table, k));
+    const s = this.statements(table);
+    const encoded = keys.map((k) => encodeKey(table, k));
+    const out: Array<Row | null> = new Array<Row | null>(keys.length).fill(null);
+    const now = this.nowSeconds();
+    for (let start = 0; start < encoded.length; start += GET_MANY_CHUNK) {
+      const chunk = encoded.slice(start, start + GET_MANY_CHUNK);
+      const params: Record<string, unknown> = { now };
+      chunk.forEach((k, i) => {
+        params[PK_PARAMS[i]!] = k.pk;
+        params[CK_PARAMS[i]!] = k.ck;
+      });
+      for (const r of s.getMany(chunk.length).all(params) as unknown[][]) out[start + (r[0] as number)] = s.rowFrom(r, 1);
+    }
+    return out;
   }
 
   async slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
     this.count();
-    const layout = this.checked(table);
+    const s = this.statements(table);
     limitOf(query.limit);
     const pk = encodePartition(table, query.partition);
     const range = byteRange(table, query);
     if (range.empty || query.limit === 0) return [];
-    const nowSec = this.nowSeconds();
-    const sql = `SELECT * FROM "${layout.dataTable}" WHERE ${rangeWhere(range)} AND ${liveCondition(layout)} ORDER BY ck ${query.reverse ? 'DESC' : 'ASC'} LIMIT @limit`;
-    const rows = this.stmt(sql).all({ pk, ...rangeParams(range), now: nowSec, limit: query.limit });
-    return (rows as PhysicalRow[]).map((r) => this.decode(layout, r, nowSec));
+    const reverse = query.reverse ?? false;
+    const raw = s.slice(range, reverse).all({ pk, ...rangeParams(range), now: this.nowSeconds(), limit: query.limit }) as unknown[][];
+    const rows = raw.map((r) => s.rowFrom(r));
+    this.checkTombstonesPassed(s, pk, range, query, rows);
+    return rows;
   }
 
   async readCells(table: TableSpec, key: Row, columns: readonly string[]): Promise<CellRead> {
     this.count();
-    const layout = this.checked(table);
+    const s = this.statements(table);
     checkCellColumns(table, columns);
     const nowSec = this.nowSeconds();
-    const physical = this.readPhysical(layout, key);
-    const row = physical && isLive(layout, physical, nowSec) ? this.decode(layout, physical, nowSec) : null;
+    const physical = this.readPhysical(s, key);
+    const row = physical && isLive(s.layout, physical, nowSec) ? decode(s.layout, physical, nowSec) : null;
     const writetime: Record<string, bigint | null> = {};
     const ttl: Record<string, number | null> = {};
     for (const c of columns) {
@@ -195,17 +258,12 @@ export class SqliteStore implements Store {
 
   async increment(table: TableSpec, key: Row, deltas: Readonly<Record<string, bigint | number>>): Promise<void> {
     this.count();
-    const layout = this.checked(table);
+    const s = this.statements(table);
     const checkedDeltas = counterDeltasOf(table, deltas);
     const cols = Object.keys(checkedDeltas);
-    const params: Record<string, unknown> = this.keyParams(layout, primaryKeyOf(table, key));
+    const params: Record<string, unknown> = this.keyParams(s.layout, encodeKey(table, key));
     for (const c of cols) params[`d_${c}`] = checkedDeltas[c];
-    const keyCols = ['pk', 'ck', ...keyColumnsOf(table).map((k) => `k_${k}`)];
-    const sql =
-      `INSERT INTO "${layout.dataTable}" (${[...keyCols, ...cols.map((c) => `v_${c}`)].map((c) => `"${c}"`).join(', ')}) ` +
-      `VALUES (${[...keyCols.map((c) => `@${c}`), ...cols.map((c) => `@d_${c}`)].join(', ')}) ` +
-      `ON CONFLICT (pk, ck) DO UPDATE SET ${cols.map((c) => `"v_${c}" = COALESCE("v_${c}", 0) + @d_${c}`).join(', ')}`;
-    this.stmt(sql).run(params);
+    s.increment(cols).run(params);
   }
 
   async insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult> {
@@ -268,12 +326,35 @@ export class SqliteStore implements Store {
 
   async ping(): Promise<void> {
     this.count();
-    this.stmt('SELECT 1').get();
+    this.pingStatement.get();
   }
 
   async close(): Promise<void> {
-    this.statements.clear();
+    this.compaction?.stop();
+    this.prepared.clear();
     this.db.close();
+  }
+
+  /**
+   * A compaction pass, as Cassandra runs on its own (and `nodetool compact` on demand):
+   * purge every tombstone whose local deletion time lies more than its table's
+   * `gcGraceSeconds` in the past. A write older than a purged tombstone that arrives
+   * afterwards is visible again, exactly as on Cassandra after gc_grace. (Tombstones a
+   * newer one covers are merged away when it is written, so none is left to drop here.)
+   * Not part of the port: Cassandra needs no such call.
+   */
+  compact(): { purged: number } {
+    const nowSec = this.nowSeconds();
+    let purged = 0;
+    for (const name of this.ensured) {
+      const s = this.prepared.get(name);
+      if (!s) continue;
+      this.write(() => {
+        const result = s.purgeTombstones.run({ cutoff: nowSec - gcGraceSecondsOf(s.layout.table) }) as { changes: number };
+        purged += result.changes;
+      });
+    }
+    return { purged };
   }
 
   // ---- internals -------------------------------------------------------------
@@ -284,69 +365,103 @@ export class SqliteStore implements Store {
   }
 
   private layout(table: TableSpec): SqliteLayout {
-    let l = this.layouts.get(table.name);
-    if (!l || l.table !== table) {
-      l = layoutOf(table);
-      this.layouts.set(table.name, l);
-    }
-    return l;
+    return this.prepareTable(table).layout;
   }
 
-  private checked(table: TableSpec): SqliteLayout {
+  /** A table's statements, made once per declaration (a new declaration object gets new ones). */
+  private prepareTable(table: TableSpec): LayoutStatements {
+    let s = this.prepared.get(table.name);
+    if (!s || s.layout.table !== table) {
+      s = new LayoutStatements((sql) => this.db.prepare(sql), layoutOf(table));
+      this.prepared.set(table.name, s);
+    }
+    return s;
+  }
+
+  /** The statements of an ensured table. */
+  private statements(table: TableSpec): LayoutStatements {
     if (!this.ensured.has(table.name)) {
       throw new StoreRequestError(`table ${table.name} does not exist (call ensureTables first)`);
     }
-    return this.layout(table);
+    return this.prepareTable(table);
   }
 
-  private stmt(sql: string): SqliteStatementLike {
-    let s = this.statements.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql);
-      this.statements.set(sql, s);
-    }
-    return s;
+  private columnsOf(sqlTable: string): Set<string> {
+    const info = this.db.prepare(`PRAGMA table_info("${sqlTable}")`).all() as Array<{ name: string }>;
+    return new Set(info.map((c) => c.name));
+  }
+
+  /**
+   * Move the tombstones of a file written before local deletion times into the new
+   * table, merged as any new tombstone is; their deletion time is unknown, so it is
+   * taken as now (they then live one more grace period: late, never early).
+   */
+  private mergeLegacyTombstones(layout: SqliteLayout): void {
+    const s = this.prepared.get(layout.table.name)!;
+    const old = this.db.prepare(`SELECT pk, lo, hi, ts FROM "${legacyTombTable(layout)}" ORDER BY pk, ts`).all() as Array<{
+      pk: Buffer;
+      lo: Buffer | null;
+      hi: Buffer | null;
+      ts: bigint;
+    }>;
+    const ldt = this.nowSeconds();
+    for (const t of old) this.addTombstone(s, t.pk, { lo: t.lo ?? PARTITION_START, hi: t.hi, ts: BigInt(t.ts), ldt });
+    this.db.exec(`DROP TABLE "${legacyTombTable(layout)}"`);
   }
 
   private nowSeconds(): number {
     return Math.floor(this.now() / 1000);
   }
 
-  private keyParams(layout: SqliteLayout, key: Row): Record<string, unknown> {
+  /** The key columns of a write, as the data table stores them. */
+  private keyParams(layout: SqliteLayout, { key, pk, ck }: EncodedKey): Record<string, unknown> {
     const { table } = layout;
-    const params: Record<string, unknown> = {
-      pk: encodePartition(table, key),
-      ck: encodeClustering(table, key),
-    };
+    const params: Record<string, unknown> = { pk, ck };
     for (const k of keyColumnsOf(table)) params[`k_${k}`] = toSql(table.columns[k]!, key[k]!);
     return params;
   }
 
-  private readPhysical(layout: SqliteLayout, key: Row): PhysicalRow | null {
-    const keyRow = primaryKeyOf(layout.table, key);
-    const row = this.stmt(`SELECT * FROM "${layout.dataTable}" WHERE pk = @pk AND ck = @ck`).get({
-      pk: encodePartition(layout.table, keyRow),
-      ck: encodeClustering(layout.table, keyRow),
-    });
-    return (row as PhysicalRow | undefined) ?? null;
+  /** Every stored column of a key's row, integers exact. */
+  private readPhysical(s: LayoutStatements, key: Row): PhysicalRow | null {
+    const { pk, ck } = encodeKey(s.layout.table, key);
+    return (s.physical.get({ pk, ck }) as PhysicalRow | undefined) ?? null;
   }
 
   private getSync(table: TableSpec, key: Row): Row | null {
-    const layout = this.checked(table);
-    const physical = this.readPhysical(layout, key);
-    const nowSec = this.nowSeconds();
-    if (!physical || !isLive(layout, physical, nowSec)) return null;
-    return this.decode(layout, physical, nowSec);
+    const s = this.statements(table);
+    const { pk, ck } = encodeKey(table, key);
+    const r = s.getOne.get({ pk, ck, now: this.nowSeconds() });
+    return r ? s.rowFrom(r as unknown[]) : null;
   }
 
-  private decode(layout: SqliteLayout, r: PhysicalRow, nowSec: number): Row {
-    const { table } = layout;
-    const out: Row = {};
-    for (const k of keyColumnsOf(table)) out[k] = fromSql(table.columns[k]!, r[`k_${k}`]);
-    for (const c of layout.regular) {
-      out[c] = layout.counter || cellLive(r, c, nowSec) ? fromSql(table.columns[c]!, r[`v_${c}`]) : null;
+  /**
+   * Count the tombstones a slice passed over, as Cassandra does: those intersecting the
+   * part of the range it scanned (from its start to the last row returned, or all of it
+   * when fewer than `limit` rows came back). Above the warning threshold, one log line;
+   * above the failure threshold, the read fails. A cheap gate first: when the whole
+   * range holds fewer tombstones than the warning threshold, nothing is counted.
+   */
+  private checkTombstonesPassed(s: LayoutStatements, pk: Buffer, range: ByteRange, query: SliceQuery, rows: readonly Row[]): void {
+    const bounds = { pk, lo: range.lo ?? PARTITION_START, ...(range.hi ? { hi: range.hi } : {}) };
+    // At most warn - 1 starting inside, plus one that starts before: at most warn.
+    if (this.warnThreshold > 0 && !s.tombstonesBeyond(range.hi !== null).get({ ...bounds, skip: this.warnThreshold - 1 })) return;
+    const cap = this.failureThreshold + 1;
+    const count = (lo: Buffer | null, hi: Buffer | null) =>
+      (s.tombstoneCount(hi !== null).get({ pk, lo: lo ?? PARTITION_START, ...(hi ? { hi } : {}), cap }) as [number])[0];
+    let passed = count(range.lo, range.hi);
+    if (passed <= this.warnThreshold) return;
+    if (rows.length === query.limit) {
+      const last = encodeClustering(s.layout.table, rows[rows.length - 1]!);
+      passed = query.reverse ? count(last, range.hi) : count(range.lo, Buffer.concat([last, ZERO_BYTE]));
+      if (passed <= this.warnThreshold) return;
     }
-    return out;
+    const cql = `SELECT * FROM ${s.layout.table.name} WHERE ${partitionText(s.layout.table, query.partition)} LIMIT ${query.limit}`;
+    if (passed > this.failureThreshold) {
+      throw new StoreReadFailureError(
+        `Scanned over ${passed} tombstones during query '${cql}' (tombstone_failure_threshold is ${this.failureThreshold}); query aborted`,
+      );
+    }
+    this.log(`Read ${rows.length} live rows and ${passed} tombstone cells for query ${cql} (see tombstone_warn_threshold)`);
   }
 
   private writeTimestamp(ts: bigint | undefined): bigint {
@@ -354,23 +469,21 @@ export class SqliteStore implements Store {
   }
 
   private prepareUpsert(table: TableSpec, row: Row, options?: WriteOptions): PreparedUpsert {
-    const layout = this.checked(table);
+    const s = this.statements(table);
     const values = regularValuesOf(table, row);
-    const key = primaryKeyOf(table, row);
-    return { layout, key, values, ts: this.writeTimestamp(options?.timestamp), ttl: ttlOf(options?.ttl, this.now()) };
+    const key = encodeKey(table, row);
+    return { s, key, values, ts: this.writeTimestamp(options?.timestamp), ttl: ttlOf(options?.ttl, this.now()) };
   }
 
-  private applyUpsert({ layout, key, values, ts, ttl }: PreparedUpsert): void {
+  private applyUpsert({ s, key, values, ts, ttl }: PreparedUpsert): void {
+    const { layout } = s;
     const { table } = layout;
     const params = this.keyParams(layout, key);
     const nowSec = this.nowSeconds();
     // A tombstone at or above this timestamp hides the write, even if it arrived first.
-    const shadow = this.coveringTombstone(layout, params.pk as Buffer, params.ck as Buffer);
+    const shadow = this.coveringTombstone(s, key.pk, key.ck);
     if (shadow !== null && ts <= shadow) return;
-    const existing = this.stmt(`SELECT * FROM "${layout.dataTable}" WHERE pk = @pk AND ck = @ck`).get({
-      pk: params.pk,
-      ck: params.ck,
-    }) as PhysicalRow | undefined;
+    const existing = s.physical.get({ pk: key.pk, ck: key.ck }) as PhysicalRow | undefined;
     const expiry = ttl > 0 ? BigInt(nowSec + ttl) : null;
     const merged: PhysicalRow = { ...(existing ?? {}), ...params };
     // The row marker (CQL INSERT), so a row with only null cells still exists.
@@ -391,28 +504,22 @@ export class SqliteStore implements Store {
       merged[`w_${c}`] = winner.w;
       merged[`x_${c}`] = winner.x;
     }
-    const cols = physicalColumns(layout).map(([n]) => n);
-    const sql = `INSERT OR REPLACE INTO "${layout.dataTable}" (${cols.map((c) => `"${c}"`).join(', ')}) VALUES (${cols
-      .map((c) => `@${c}`)
-      .join(', ')})`;
     const bound: Record<string, unknown> = {};
-    for (const c of cols) bound[c] = merged[c] ?? null;
-    this.stmt(sql).run(bound);
+    for (const [c] of physicalColumns(layout)) bound[c] = merged[c] ?? null;
+    s.replace.run(bound);
   }
 
-  private coveringTombstone(layout: SqliteLayout, pk: Buffer, ck: Buffer): bigint | null {
-    const r = this.stmt(
-      `SELECT MAX(ts) AS ts FROM "${layout.tombTable}" WHERE pk = @pk AND (lo IS NULL OR lo <= @ck) AND (hi IS NULL OR hi > @ck)`,
-    ).get({ pk, ck }) as { ts: bigint | null };
-    return r.ts;
+  /** The timestamp of the tombstone covering `ck`, if any: one index seek (sqlite-tombstones.ts). */
+  private coveringTombstone(s: LayoutStatements, pk: Buffer, ck: Buffer): bigint | null {
+    const t = s.coveringTombstone.get({ pk, ck }) as { ts: bigint; hi: Buffer | null } | undefined;
+    return t && (t.hi === null || Buffer.compare(t.hi, ck) > 0) ? t.ts : null;
   }
 
   private prepareDelete(table: TableSpec, key: Row, options?: DeleteOptions): PreparedTombstone {
-    const layout = this.checked(table);
+    const s = this.statements(table);
     checkNotCounter(table, 'deletes');
-    const keyRow = primaryKeyOf(table, key);
-    const range = rowByteRange(table, encodeClustering(table, keyRow));
-    return { layout, pk: encodePartition(table, keyRow), range, ts: this.writeTimestamp(options?.timestamp) };
+    const { pk, ck } = encodeKey(table, key);
+    return { s, pk, range: rowByteRange(table, ck), ts: this.writeTimestamp(options?.timestamp) };
   }
 
   private prepareRangeDelete(
@@ -421,60 +528,82 @@ export class SqliteStore implements Store {
     range: ClusteringRange,
     options?: DeleteOptions,
   ): PreparedTombstone {
-    const layout = this.checked(table);
+    const s = this.statements(table);
     checkNotCounter(table, 'range deletes');
     return {
-      layout,
+      s,
       pk: encodePartition(table, partition),
       range: byteRange(table, range),
       ts: this.writeTimestamp(options?.timestamp),
     };
   }
 
-  private applyTombstone({ layout, pk, range, ts }: PreparedTombstone): void {
+  private applyTombstone({ s, pk, range, ts }: PreparedTombstone): void {
     if (range.empty) return;
-    this.stmt(`INSERT INTO "${layout.tombTable}" (pk, lo, hi, ts) VALUES (@pk, @lo, @hi, @ts)`).run({
-      pk,
-      lo: range.lo,
-      hi: range.hi,
-      ts,
-    });
-    const where = rangeWhere(range);
-    const params = { pk, ...rangeParams(range), ts };
-    if (layout.counter) {
-      this.stmt(`DELETE FROM "${layout.dataTable}" WHERE ${where}`).run({ pk, ...rangeParams(range) });
+    this.addTombstone(s, pk, { lo: range.lo ?? PARTITION_START, hi: range.hi, ts, ldt: this.nowSeconds() });
+    const bounds = rangeParams(range);
+    if (s.layout.counter) {
+      s.hideCells(range).run({ pk, ...bounds });
       return;
     }
-    // Every cell written at or below the tombstone becomes a deletion at its timestamp.
-    const sets = ['row_w = CASE WHEN row_w <= @ts THEN NULL ELSE row_w END', 'row_x = CASE WHEN row_w <= @ts THEN NULL ELSE row_x END'];
-    for (const c of layout.regular) {
-      const hidden = `("w_${c}" IS NULL OR "w_${c}" <= @ts)`;
-      sets.push(
-        `"v_${c}" = CASE WHEN ${hidden} THEN NULL ELSE "v_${c}" END`,
-        `"x_${c}" = CASE WHEN ${hidden} THEN NULL ELSE "x_${c}" END`,
-        `"w_${c}" = CASE WHEN ${hidden} THEN @ts ELSE "w_${c}" END`,
-      );
-    }
-    this.stmt(`UPDATE "${layout.dataTable}" SET ${sets.join(', ')} WHERE ${where}`).run(params);
-    // Rows holding nothing newer than the tombstone carry no information: drop them
-    // (the tombstone row keeps hiding late writes), so deletes do not bloat slices.
-    const stale = layout.regular.map((c) => `"w_${c}" <= @ts`);
-    this.stmt(
-      `DELETE FROM "${layout.dataTable}" WHERE ${where} AND row_w IS NULL${stale.length ? ` AND ${stale.join(' AND ')}` : ''}`,
-    ).run(params);
+    s.hideCells(range).run({ pk, ...bounds, ts });
+    s.dropHiddenRows(range).run({ pk, ...bounds, ts });
+  }
+
+  /**
+   * Merge a tombstone into its partition's disjoint list: read the ones it overlaps or
+   * touches (two index seeks), and rewrite them only when the merge changed something
+   * (a tombstone a stronger one covers changes nothing).
+   */
+  private addTombstone(s: LayoutStatements, pk: Buffer, added: Tombstone): void {
+    const existing: Tombstone[] = [];
+    const before = s.tombstoneBefore.get({ pk, lo: added.lo }) as TombstoneRow | undefined;
+    if (before && (before.hi === null || Buffer.compare(before.hi, added.lo) >= 0)) existing.push(tombstoneOf(before));
+    const from = s.tombstonesFrom(added.hi !== null).all({ pk, lo: added.lo, ...(added.hi ? { hi: added.hi } : {}) });
+    for (const t of from as TombstoneRow[]) existing.push(tombstoneOf(t));
+    const merged = mergeTombstones(existing, added);
+    if (sameTombstones(existing, merged)) return;
+    for (const t of existing) s.deleteTombstone.run({ pk, lo: t.lo });
+    for (const t of merged) s.insertTombstone.run({ pk, lo: t.lo, hi: t.hi, ts: t.ts, ldt: t.ldt });
   }
 }
 
+const ZERO_BYTE = Buffer.from([0]);
+
+function tombstoneOf(r: TombstoneRow): Tombstone {
+  return { lo: r.lo, hi: r.hi, ts: BigInt(r.ts), ldt: Number(r.ldt) };
+}
+
+function threshold(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got ${value}`);
+  return value;
+}
+
+/** `user_id = 3f2c…`: the partition a warning names, as Cassandra's does. */
+function partitionText(table: TableSpec, partition: Row): string {
+  return table.partitionKey.map((k) => `${k} = ${String(partition[k])}`).join(' AND ');
+}
+
+function decode(layout: SqliteLayout, r: PhysicalRow, nowSec: number): Row {
+  const { table } = layout;
+  const out: Row = {};
+  for (const k of keyColumnsOf(table)) out[k] = fromSql(table.columns[k]!, r[`k_${k}`]);
+  for (const c of layout.regular) {
+    out[c] = layout.counter || cellLive(r, c, nowSec) ? fromSql(table.columns[c]!, r[`v_${c}`]) : null;
+  }
+  return out;
+}
+
 interface PreparedUpsert {
-  readonly layout: SqliteLayout;
-  readonly key: Row;
+  readonly s: LayoutStatements;
+  readonly key: EncodedKey;
   readonly values: Record<string, CqlValue>;
   readonly ts: bigint;
   readonly ttl: number;
 }
 
 interface PreparedTombstone {
-  readonly layout: SqliteLayout;
+  readonly s: LayoutStatements;
   readonly pk: Buffer;
   readonly range: ByteRange;
   readonly ts: bigint;
@@ -509,12 +638,4 @@ function isLive(layout: SqliteLayout, r: PhysicalRow, nowSec: number): boolean {
   if (layout.counter) return layout.regular.some((c) => r[`v_${c}`] !== null && r[`v_${c}`] !== undefined);
   const marker = r.row_w !== null && r.row_w !== undefined && (r.row_x === null || r.row_x === undefined || Number(r.row_x) > nowSec);
   return marker || layout.regular.some((c) => cellLive(r, c, nowSec));
-}
-
-/** SQL form of `isLive`, so LIMIT counts live rows only. */
-function liveCondition(layout: SqliteLayout): string {
-  if (layout.counter) return `(${layout.regular.map((c) => `"v_${c}" IS NOT NULL`).join(' OR ')})`;
-  const parts = ['(row_w IS NOT NULL AND (row_x IS NULL OR row_x > @now))'];
-  for (const c of layout.regular) parts.push(`("v_${c}" IS NOT NULL AND ("x_${c}" IS NULL OR "x_${c}" > @now))`);
-  return `(${parts.join(' OR ')})`;
 }

@@ -71,3 +71,27 @@ export function serializedSql(type: CqlType, raw: unknown): Buffer {
     }
   }
 }
+
+/**
+ * The SQL expression reading a stored value for the row path: integers come back as
+ * numbers (the statement reads without safe integers), except bigint and counter
+ * values, which can exceed 2^53 and so are read as their exact decimal text.
+ */
+export function readExpression(type: CqlType, expression: string): string {
+  return type === 'bigint' || type === 'counter' ? `CAST(${expression} AS TEXT)` : expression;
+}
+
+/** The port value of what `readExpression` read (null for SQL NULL). */
+export function readerOf(type: CqlType): (raw: unknown) => CqlValue {
+  switch (type) {
+    case 'timestamp':
+      return (raw) => (raw === null ? null : new Date(raw as number));
+    case 'boolean':
+      return (raw) => (raw === null ? null : raw === 1);
+    case 'bigint':
+    case 'counter':
+      return (raw) => (raw === null ? null : BigInt(raw as string));
+    default:
+      return (raw) => (raw ?? null) as CqlValue;
+  }
+}
