@@ -2,6 +2,6 @@
 import type { HistoryBench } from './harness.js';
 import { listsBench } from './lists.js';
 import { registriesBench } from './registries.js';
-import { storeBench } from './store.js';
+import { storeHistoryBench } from './store.js';
 
-export const historyBenches: readonly HistoryBench[] = [storeBench, listsBench, registriesBench];
+export const historyBenches: readonly HistoryBench[] = [storeHistoryBench, listsBench, registriesBench];
