@@ -165,6 +165,9 @@ export class SqliteStore implements Store {
   async ensureTables(tables: readonly TableSpec[]): Promise<void> {
     checkDeclarations(tables);
     this.write(() => {
+      this.db.exec(
+        `CREATE TABLE IF NOT EXISTS "${PAXOS_TABLE}" (tbl TEXT NOT NULL, pk BLOB NOT NULL, ballot INTEGER NOT NULL, PRIMARY KEY (tbl, pk)) WITHOUT ROWID`,
+      );
       for (const table of tables) {
         const layout = this.layout(table);
         const legacy = this.columnsOf(layout.tombTable);
@@ -268,16 +271,17 @@ export class SqliteStore implements Store {
 
   async insertIfNotExists(table: TableSpec, row: Row, options?: { ttl?: number }): Promise<ConditionalResult> {
     this.count();
-    // A Paxos round: the cells carry the ballot's timestamp, from the coordinator's clock.
-    const prepared = this.prepareUpsert(table, row, { ttl: options?.ttl, timestamp: this.coordinatorClock.nowMicros() });
+    // A Paxos round: the cells carry the ballot's timestamp (see `ballot`).
+    const prepared = this.prepareUpsert(table, row, { ttl: options?.ttl, timestamp: 0n });
     let result: ConditionalResult = { applied: false, existing: null };
     this.write(() => {
+      const ts = this.ballot(table, prepared.key.pk);
       const existing = this.getSync(table, row);
       if (existing) {
         result = { applied: false, existing };
         return;
       }
-      this.applyUpsert(prepared);
+      this.applyUpsert({ ...prepared, ts });
       result = { applied: true, existing: null };
     });
     return result;
@@ -286,14 +290,15 @@ export class SqliteStore implements Store {
   async deleteIf(table: TableSpec, key: Row, expected?: Row): Promise<boolean> {
     this.count();
     const conditions = conditionsOf(table, expected);
-    const prepared = this.prepareDelete(table, key, { timestamp: this.coordinatorClock.nowMicros() });
+    const prepared = this.prepareDelete(table, key, { timestamp: 0n });
     let applied = false;
     this.write(() => {
+      const ts = this.ballot(table, prepared.pk);
       const current = this.getSync(table, key);
       applied =
         current !== null &&
         Object.entries(conditions).every(([c, v]) => current[c] !== null && sameValue(table.columns[c]!, current[c]!, v));
-      if (applied) this.applyTombstone(prepared);
+      if (applied) this.applyTombstone({ ...prepared, ts });
     });
     return applied;
   }
@@ -464,6 +469,33 @@ export class SqliteStore implements Store {
     this.log(`Read ${rows.length} live rows and ${passed} tombstone cells for query ${cql} (see tombstone_warn_threshold)`);
   }
 
+  /**
+   * The ballot of a Paxos round on `table`'s partition `pk`, inside the round's write
+   * transaction: the coordinator's clock, but always above the partition's previous
+   * ballot, as Cassandra promises (a round that starts after another has completed
+   * takes a higher ballot, whichever coordinator's clock is behind). Without this, two
+   * processes sharing one file with skewed clocks could stamp an insert-if-not-exists
+   * below an earlier conditional delete of the same row, which would hide it.
+   */
+  private ballot(table: TableSpec, pk: Buffer): bigint {
+    const last = this.paxos().read.get({ tbl: table.name, pk }) as { ballot: bigint } | undefined;
+    const now = this.coordinatorClock.nowMicros();
+    const ballot = last !== undefined && last.ballot >= now ? last.ballot + 1n : now;
+    this.paxos().write.run({ tbl: table.name, pk, ballot });
+    return ballot;
+  }
+
+  private paxosStatements?: { readonly read: SqliteStatementLike; readonly write: SqliteStatementLike };
+
+  /** The statements of the ballot table (created by `ensureTables`), prepared on first use. */
+  private paxos(): { readonly read: SqliteStatementLike; readonly write: SqliteStatementLike } {
+    this.paxosStatements ??= {
+      read: this.db.prepare(`SELECT ballot FROM "${PAXOS_TABLE}" WHERE tbl = @tbl AND pk = @pk`),
+      write: this.db.prepare(`INSERT OR REPLACE INTO "${PAXOS_TABLE}" (tbl, pk, ballot) VALUES (@tbl, @pk, @ballot)`),
+    };
+    return this.paxosStatements;
+  }
+
   private writeTimestamp(ts: bigint | undefined): bigint {
     return writeTimestampOf(ts, () => this.clock.nowMicros());
   }
@@ -593,6 +625,12 @@ function decode(layout: SqliteLayout, r: PhysicalRow, nowSec: number): Row {
   }
   return out;
 }
+
+/**
+ * The last Paxos ballot of each partition that had a conditional write (Cassandra
+ * keeps it in system.paxos). Not a CQL table name: those are stored as `t_<name>`.
+ */
+const PAXOS_TABLE = 'paxos_ballots';
 
 interface PreparedUpsert {
   readonly s: LayoutStatements;
