@@ -443,23 +443,23 @@ export class SqliteStore implements Store {
    * Count the tombstones a slice passed over, as Cassandra does: those intersecting the
    * part of the range it scanned (from its start to the last row returned, or all of it
    * when fewer than `limit` rows came back). Above the warning threshold, one log line;
-   * above the failure threshold, the read fails. A cheap gate first: when the whole
-   * range holds fewer tombstones than the warning threshold, nothing is counted.
+   * above the failure threshold, the read fails. A cheap gate first: when the scanned
+   * part holds fewer tombstones than the warning threshold, nothing is counted, so
+   * tombstones beyond a page's last row cost that page nothing.
    */
   private checkTombstonesPassed(s: LayoutStatements, pk: Buffer, range: ByteRange, query: SliceQuery, rows: readonly Row[]): void {
-    const bounds = { pk, lo: range.lo ?? PARTITION_START, ...(range.hi ? { hi: range.hi } : {}) };
-    // At most warn - 1 starting inside, plus one that starts before: at most warn.
-    if (this.warnThreshold > 0 && !s.tombstonesBeyond(range.hi !== null).get({ ...bounds, skip: this.warnThreshold - 1 })) return;
-    const cap = this.failureThreshold + 1;
-    const count = (lo: Buffer | null, hi: Buffer | null) =>
-      (s.tombstoneCount(hi !== null).get({ pk, lo: lo ?? PARTITION_START, ...(hi ? { hi } : {}), cap }) as [number])[0];
-    let passed = count(range.lo, range.hi);
-    if (passed <= this.warnThreshold) return;
-    if (rows.length === query.limit) {
+    // The scanned part: up to the last row returned when the limit stopped the read.
+    let { lo, hi } = range;
+    if (rows.length === query.limit && rows.length > 0) {
       const last = encodeClustering(s.layout.table, rows[rows.length - 1]!);
-      passed = query.reverse ? count(last, range.hi) : count(range.lo, Buffer.concat([last, ZERO_BYTE]));
-      if (passed <= this.warnThreshold) return;
+      if (query.reverse) lo = last;
+      else hi = Buffer.concat([last, ZERO_BYTE]);
     }
+    const bounds = { pk, lo: lo ?? PARTITION_START, ...(hi ? { hi } : {}) };
+    // At most warn - 1 starting inside, plus one that starts before: at most warn.
+    if (this.warnThreshold > 0 && !s.tombstonesBeyond(hi !== null).get({ ...bounds, skip: this.warnThreshold - 1 })) return;
+    const passed = (s.tombstoneCount(hi !== null).get({ ...bounds, cap: this.failureThreshold + 1 }) as [number])[0];
+    if (passed <= this.warnThreshold) return;
     const cql = `SELECT * FROM ${s.layout.table.name} WHERE ${partitionText(s.layout.table, query.partition)} LIMIT ${query.limit}`;
     if (passed > this.failureThreshold) {
       throw new StoreReadFailureError(
