@@ -6,7 +6,11 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
-import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
@@ -26,6 +30,7 @@ import type { RequestContext } from './graphql/context.js';
 import { createFormatError } from './graphql/errors.js';
 import { jitResponder, stringifyResult } from './graphql/jit-executor.js';
 import { limitProtections, tokenLimitViolation, type LimitProtections } from './graphql/limits.js';
+import { QueryHashes } from './graphql/query-hashes.js';
 import { resolvers } from './graphql/resolvers/index.js';
 import type { CursorCodec } from './paging/cursor.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
@@ -125,6 +130,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   const limits = limitProtections(config.limits, { hideSuggestions: !config.introspection });
   const schema = makeExecutableSchema({ typeDefs, resolvers: resolvers as never });
   const formatError = createFormatError(logger);
+  const queryHashes = new QueryHashes();
   const apollo = new ApolloServer<RequestContext>({
     // Apollo's plain schema mode; the request plugin executes with graphql-jit.
     schema,
@@ -134,13 +140,18 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     // Apollo pretty-prints results by default; clients do not need the whitespace.
     // graphql-jit's compiled serialiser writes error-free results where it can.
     stringifyResult,
-    // Apollo's CSRF prevention: simple (form-like) requests are refused.
-    csrfPrevention: true,
+    // CSRF prevention (simple, form-like requests refused) is the HTTP handler's
+    // `csrfRefusal`: the same rule, decided from the content type it reads anyway.
+    csrfPrevention: false,
+    // Automatic persisted queries, whose cache also remembers each query text's hash.
+    persistedQueries: { cache: queryHashes.forApollo() },
     validationRules: limits.validationRules,
     plugins: [
       ApolloServerPluginLandingPageDisabled(),
       // We set no cache hints; Apollo's cache-control plugin would still visit every field.
       ApolloServerPluginCacheControlDisabled(),
+      // Only a federation subgraph traces inline; this schema is not one.
+      ApolloServerPluginInlineTraceDisabled(),
       requestPlugin(limits, schema, formatError),
     ],
   });
@@ -156,11 +167,13 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
     maxResponseBytes: config.maxResponseBytes,
     writeTimeoutMs: config.writeTimeoutMs,
+    queryHashes,
     requestTimeoutMs: config.requestTimeoutMs,
     ping: () => store.ping(),
     contextFor: async (req, deadline) => {
       const header = req.headers.authorization;
-      const viewer = await viewerFromAuthorization(header, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs);
+      // Anonymous requests (no header) skip the token check's await.
+      const viewer = header === undefined ? null : await viewerFromAuthorization(header, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs);
       // The request's store stops at its deadline (REQUEST_TIMEOUT_MS).
       return createRequestContext({ ...services, store: new DeadlineStore(store, deadline, config.requestTimeoutMs) }, viewer);
     },

@@ -34,32 +34,40 @@ function allows(origins: CorsOrigins, origin: string): boolean {
 }
 
 /**
- * Apply the CORS policy to a `/graphql` request: add the response headers for an
- * allowed origin, and answer a preflight completely. Returns true when the request
- * has been answered (a preflight), false when the handler should go on.
+ * The CORS response headers of a `/graphql` request, as a flat list of names and
+ * values (`writeHead`'s cheapest form): `vary: Origin` always (the answer depends on
+ * the Origin header, so caches must key on it), and the allowed origin when it is one.
  */
-export function applyCors(req: IncomingMessage, res: ServerResponse, origins: CorsOrigins): boolean {
+export function corsHeaders(req: IncomingMessage, origins: CorsOrigins): string[] {
   const origin = req.headers.origin;
-  const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
-  // The answer depends on the Origin header: caches must key on it.
-  res.setHeader('vary', 'Origin');
-  const allowed = origin !== undefined && allows(origins, origin);
-  if (allowed) res.setHeader('access-control-allow-origin', origin);
-  if (!preflight) return false;
-  if (!allowed) {
+  return origin !== undefined && allows(origins, origin)
+    ? ['vary', 'Origin', 'access-control-allow-origin', origin]
+    : ['vary', 'Origin'];
+}
+
+/**
+ * Answer a CORS preflight completely (with the headers `corsHeaders` gave). Returns
+ * true when the request was a preflight and has been answered, false when the
+ * handler should go on.
+ */
+export function answerPreflight(req: IncomingMessage, res: ServerResponse, origins: CorsOrigins, head: readonly string[]): boolean {
+  if (req.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined) return false;
+  const origin = req.headers.origin;
+  if (origin === undefined || !allows(origins, origin)) {
     const body = JSON.stringify({
       errors: [{ message: `origin ${origin ?? '(none)'} is not allowed by CORS_ORIGINS`, extensions: { code: 'FORBIDDEN' } }],
     });
-    res.writeHead(403, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    res.writeHead(403, [...head, 'content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body))]);
     res.end(body);
     return true;
   }
-  res.writeHead(204, {
-    'access-control-allow-methods': 'GET, POST, OPTIONS',
-    'access-control-allow-headers': CORS_ALLOWED_HEADERS.join(', '),
-    'access-control-max-age': '600',
-    'content-length': '0',
-  });
+  res.writeHead(204, [
+    ...head,
+    'access-control-allow-methods', 'GET, POST, OPTIONS',
+    'access-control-allow-headers', CORS_ALLOWED_HEADERS.join(', '),
+    'access-control-max-age', '600',
+    'content-length', '0',
+  ]);
   res.end();
   return true;
 }

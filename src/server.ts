@@ -7,7 +7,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloServer, BaseContext } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
 import type { Logger } from 'pino';
-import { applyCors, type CorsOrigins } from './cors.js';
+import { answerPreflight, corsHeaders, type CorsOrigins } from './cors.js';
+import type { QueryHashes } from './graphql/query-hashes.js';
 import { playgroundAsset, playgroundHtml, type DemoIds } from './graphql/playground.js';
 
 /** What the HTTP handler needs. */
@@ -33,6 +34,11 @@ export interface HttpHandlerOptions<C extends BaseContext> {
   readonly maxResponseBytes: number;
   /** How long a response may take to drain to its reader before the socket is closed. */
   readonly writeTimeoutMs: number;
+  /**
+   * Apollo's APQ cache, which remembers each query text's hash: a POST whose text it
+   * holds reaches Apollo as a persisted query, so Apollo does not hash the text again.
+   */
+  readonly queryHashes?: QueryHashes;
 }
 
 class BodyTooLarge extends Error {}
@@ -129,14 +135,58 @@ Start the server with <code>PLAYGROUND=true</code> to turn it on.</p>
 </body></html>
 `;
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+/** Answer JSON, with `head` (name, value, name, value…) among the headers. */
+function sendJson(res: ServerResponse, status: number, body: unknown, head: readonly string[] = []): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, [...head, 'content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(text))]);
   res.end(text);
 }
 
-function requestError(res: ServerResponse, status: number, message: string): void {
-  sendJson(res, status, { errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] });
+function requestError(res: ServerResponse, status: number, message: string, head?: readonly string[]): void {
+  sendJson(res, status, { errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] }, head);
+}
+
+/** The request content types a browser sends without a CORS preflight (a form could). */
+const SIMPLE_CONTENT_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
+
+/** Headers only a script can add, and only after a preflight: Apollo Client's and Apollo's. */
+export const CSRF_PREFLIGHT_HEADERS = ['x-apollo-operation-name', 'apollo-require-preflight'] as const;
+
+/**
+ * Apollo Server's CSRF prevention, here where the request's headers are read anyway:
+ * a request a plain HTML form or `<img>` could send (no content type, or a simple one)
+ * must carry one of `CSRF_PREFLIGHT_HEADERS`, which forces a browser to ask first.
+ * Returns the refusal message, or null.
+ */
+export function csrfRefusal(contentType: string | undefined, header: (name: string) => string | undefined): string | null {
+  if (contentType !== undefined) {
+    const semicolon = contentType.indexOf(';');
+    const essence = (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
+    if (!SIMPLE_CONTENT_TYPES.has(essence)) return null;
+  }
+  if (CSRF_PREFLIGHT_HEADERS.some((name) => (header(name) ?? '').length > 0)) return null;
+  return (
+    `This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Please either specify a ` +
+    `'content-type' header (with a type that is not one of ${[...SIMPLE_CONTENT_TYPES].join(', ')}) or provide ` +
+    `a non-empty value for one of the following headers: ${CSRF_PREFLIGHT_HEADERS.join(', ')}`
+  );
+}
+
+/** A POST body Apollo reads as a GraphQL request (an object with its fields). */
+type PostBody = Record<string, unknown> & { query?: unknown; extensions?: unknown };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The same request as an APQ request: the hash in `extensions.persistedQuery`, no text
+ * (Apollo finds it in the cache under the hash). Other fields stay as they were, so
+ * Apollo judges them exactly as before.
+ */
+function asPersistedQuery(body: PostBody, sha256Hash: string): PostBody {
+  const { query: _text, ...rest } = body;
+  return { ...rest, extensions: { ...(body.extensions as Record<string, unknown> | undefined), persistedQuery: { version: 1, sha256Hash } } };
 }
 
 /** The whole text of a chunked body (for the size check before anything is sent). */
@@ -151,11 +201,14 @@ const GRAPHQL_URL = new URL('/graphql', 'http://localhost');
 
 /** The request handler of the whole server. */
 export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOptions<C>) {
-  const { apollo, logger } = options;
+  const { apollo, logger, queryHashes } = options;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const deadline = Date.now() + options.requestTimeoutMs;
     // Nearly every request is `POST /graphql`: its URL is a constant, not parsed again.
     const url = req.url === '/graphql' ? GRAPHQL_URL : new URL(req.url ?? '/', 'http://localhost');
+    // The CORS headers of a /graphql response, written with the rest of its head.
+    let head: string[] = [];
+    let pinned: string | null = null;
     try {
       if (url.pathname === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (url.pathname === '/readyz') {
@@ -175,17 +228,17 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         }
       }
       if (url.pathname !== '/graphql') return sendJson(res, 404, { error: `no route ${url.pathname}; try /graphql` });
-      if (applyCors(req, res, options.cors)) return;
+      head = corsHeaders(req, options.cors);
+      if (answerPreflight(req, res, options.cors, head)) return;
       // A browser opening /graphql (no query in the URL) gets the playground, or a page
       // saying it is off and how to turn it on.
       if (req.method === 'GET' && !url.searchParams.has('query') && (req.headers.accept ?? '').includes('text/html')) {
         const html = options.playground ? playgroundHtml((await options.demoIds?.()) ?? null) : PLAYGROUND_OFF_HTML;
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html) });
+        res.writeHead(200, [...head, 'content-type', 'text/html; charset=utf-8', 'content-length', String(Buffer.byteLength(html))]);
         return endWithin(res, html, options.writeTimeoutMs);
       }
       if (req.method !== 'GET' && req.method !== 'POST') {
-        res.setHeader('allow', 'GET, POST');
-        return requestError(res, 405, `method ${req.method} is not allowed on /graphql; use GET or POST`);
+        return requestError(res, 405, `method ${req.method} is not allowed on /graphql; use GET or POST`, [...head, 'allow', 'GET, POST']);
       }
 
       const headers = new HeaderMap();
@@ -194,15 +247,17 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         const value = incoming[key];
         if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
       }
+      const type = headers.get('content-type');
+      const csrf = csrfRefusal(type, (name) => headers.get(name));
+      if (csrf) return requestError(res, 400, csrf, head);
       let body: unknown = undefined;
       if (req.method === 'POST') {
         const text = await readBody(req, options.bodyLimitBytes);
-        const type = headers.get('content-type') ?? '';
-        if (/^application\/(graphql-response\+)?json\b/i.test(type)) {
+        if (/^application\/(graphql-response\+)?json\b/i.test(type ?? '')) {
           try {
             body = text === '' ? undefined : JSON.parse(text);
           } catch {
-            return requestError(res, 400, 'the request body is not valid JSON');
+            return requestError(res, 400, 'the request body is not valid JSON', head);
           }
         } else {
           body = text;
@@ -210,14 +265,19 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
       }
 
       if ((req.method === 'GET' ? jsonSearchParams(url) : [body]).some((v) => jsonDeeperThan(v, MAX_JSON_DEPTH))) {
-        return requestError(res, 400, `the request's JSON is nested deeper than ${MAX_JSON_DEPTH} levels`);
+        return requestError(res, 400, `the request's JSON is nested deeper than ${MAX_JSON_DEPTH} levels`, head);
       }
 
-      const tooLong = options.checkTokens(
-        req.method === 'GET' ? url.searchParams.get('query') : (body as { query?: unknown } | undefined)?.query,
-      );
+      const query = req.method === 'GET' ? url.searchParams.get('query') : (body as { query?: unknown } | undefined)?.query;
+      const tooLong = options.checkTokens(query);
       if (tooLong) {
-        return sendJson(res, 400, { errors: [{ message: tooLong, extensions: { code: 'GRAPHQL_PARSE_FAILED' } }] });
+        return sendJson(res, 400, { errors: [{ message: tooLong, extensions: { code: 'GRAPHQL_PARSE_FAILED' } }] }, head);
+      }
+      // A text seen before goes to Apollo with its hash (see QueryHashes); a request
+      // that is an APQ request already, or whose extensions Apollo will refuse, as it came.
+      if (queryHashes && typeof query === 'string' && isRecord(body) && (body.extensions == null || (isRecord(body.extensions) && body.extensions.persistedQuery === undefined))) {
+        pinned = queryHashes.pin(query);
+        if (pinned !== null) body = asPersistedQuery(body, pinned);
       }
 
       const response = await apollo.executeHTTPGraphQLRequest({
@@ -228,12 +288,13 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
       const text = response.body.kind === 'complete' ? response.body.string : await collect(response.body.asyncIterator);
       const bytes = Buffer.byteLength(text);
       // Apollo's headers and the length, written at once (a flat list: no header object to build).
-      const head: string[] = [];
       for (const [key, value] of response.headers) head.push(key, value);
       if (bytes > options.maxResponseBytes) {
         const refusal = responseTooLarge(bytes, options.maxResponseBytes);
-        for (let i = 0; i < head.length; i += 2) res.setHeader(head[i]!, head[i + 1]!);
-        res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(refusal) });
+        // The refusal's own content type replaces Apollo's.
+        const apolloType = head.indexOf('content-type');
+        if (apolloType !== -1 && apolloType % 2 === 0) head.splice(apolloType, 2);
+        res.writeHead(400, [...head, 'content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(refusal))]);
         return endWithin(res, refusal, options.writeTimeoutMs);
       }
       head.push('content-length', String(bytes));
@@ -241,11 +302,13 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
       endWithin(res, text, options.writeTimeoutMs);
     } catch (err) {
       if (err instanceof BodyTooLarge) {
-        return requestError(res, 413, `the request body exceeds ${options.bodyLimitBytes} bytes`);
+        return requestError(res, 413, `the request body exceeds ${options.bodyLimitBytes} bytes`, head);
       }
       logger.error({ err }, 'unhandled error in the HTTP handler');
-      if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
+      if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] }, head);
       else res.end();
+    } finally {
+      if (pinned !== null) queryHashes!.unpin(pinned);
     }
   };
 }

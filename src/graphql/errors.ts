@@ -70,6 +70,13 @@ export function createFormatError(logger: Logger) {
       const { stacktrace: _drop, ...extensions } = formatted.extensions ?? {};
       return { ...base, extensions };
     }
+    // Apollo's refusals of a malformed persisted query ("provided sha does not match
+    // query", an unsupported version) carry an HTTP 4xx status and no code: the client's
+    // request is wrong, and the message says how.
+    const status = original instanceof GraphQLError ? (original.extensions.http as { status?: unknown } | undefined)?.status : undefined;
+    if (typeof status === 'number' && status >= 400 && status < 500 && formatted.path === undefined) {
+      return { ...base, extensions: { code: 'BAD_REQUEST' } };
+    }
     logger.error({ err: original, path: formatted.path }, 'internal error while executing a GraphQL request');
     return { ...base, message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } };
   };

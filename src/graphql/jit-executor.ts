@@ -20,50 +20,16 @@ import {
   type GraphQLResponse,
   type HTTPGraphQLHead,
 } from '@apollo/server';
-import { BREAK, GraphQLError, Kind, visit, type DocumentNode, type ExecutionResult, type FormattedExecutionResult, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, type ExecutionResult, type OperationDefinitionNode, type FormattedExecutionResult, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-
-/** How many compiled operations to keep (oldest dropped first). */
-const CACHE_SIZE = 1_000;
+import { resultSerialiser, type ResultSerialiser } from './result-serialiser.js';
 
 /**
  * The compiled serialiser of each error-free result's `data`, for `stringifyResult`.
  * Apollo hands `stringifyResult` the executed result's `data` object itself, so the result
  * finds its serialiser by identity; a weak map forgets it with the response.
  */
-const serialisers = new WeakMap<object, CompiledQuery['stringify']>();
-
-/**
- * True when the document has fragments. graphql-jit's serialiser merges the fields of
- * every possible type of an abstract type into one shape, which can write a
- * fragment's fields in another order than the query asked for.
- */
-function hasFragments(document: DocumentNode): boolean {
-  let found = false;
-  visit(document, {
-    enter(node) {
-      if (node.kind === Kind.INLINE_FRAGMENT || node.kind === Kind.FRAGMENT_SPREAD) {
-        found = true;
-        return BREAK;
-      }
-      return undefined;
-    },
-  });
-  return found;
-}
-
-/**
- * Compile an operation with graphql-jit's serialiser (fast-json-stringify, specialised
- * to the operation's response shape). graphql-jit cannot describe a custom scalar
- * (DateTime) to it and refuses such an operation; those compile again without it and
- * keep `JSON.stringify`.
- */
-function compile(schema: GraphQLSchema, document: DocumentNode, operationName: string | undefined) {
-  if (hasFragments(document)) return { compiled: compileQuery(schema, document, operationName), serialises: false };
-  const withSerialiser = compileQuery(schema, document, operationName, { customJSONSerializer: true });
-  if (isCompiledQuery(withSerialiser)) return { compiled: withSerialiser, serialises: true };
-  return { compiled: compileQuery(schema, document, operationName), serialises: false };
-}
+const serialisers = new WeakMap<object, ResultSerialiser>();
 
 /**
  * Apollo's `stringifyResult`: a result without errors whose operation has a compiled
@@ -140,29 +106,29 @@ function formatErrors(errors: readonly GraphQLError[], formatError: JitResponder
  * variables did not coerce (no `data` at all).
  */
 export function jitResponder<C extends BaseContext>(schema: GraphQLSchema, options: JitResponderOptions<C>) {
-  const compiled = new Map<string, { query: CompiledQuery; serialises: boolean }>();
+  // Compiled with their operation's node: Apollo hands every request of a cached query
+  // text the same document, and a document its cache lets go takes its compilation along.
+  const compiled = new WeakMap<OperationDefinitionNode, { query: CompiledQuery; serialise: ResultSerialiser | null }>();
   return async (requestContext: GraphQLRequestContextResponseForOperation<C>): Promise<GraphQLResponse | null> => {
-    const { document, operationName, request } = requestContext;
+    const { document, operationName, operation, request } = requestContext;
     // No operation resolved: Apollo's own path answers (the operation guard refuses these first).
-    if (!requestContext.operation) return null;
-    const key = `${requestContext.queryHash}:${operationName ?? ''}`;
-    let query = compiled.get(key);
+    if (!operation) return null;
+    let query = compiled.get(operation);
     let result: ExecutionResult;
     if (!query) {
-      const built = compile(schema, document, operationName ?? undefined);
-      if (isCompiledQuery(built.compiled)) {
-        if (compiled.size >= CACHE_SIZE) compiled.delete(compiled.keys().next().value!);
-        query = { query: built.compiled, serialises: built.serialises };
-        compiled.set(key, query);
+      const built = compileQuery(schema, document, operationName ?? undefined);
+      if (isCompiledQuery(built)) {
+        query = { query: built, serialise: resultSerialiser(schema, operation) };
+        compiled.set(operation, query);
       } else {
-        result = built.compiled;
+        result = built;
       }
     }
     let errors: GraphQLError[];
     if (query) {
       result = await query.query.query(undefined, requestContext.contextValue, request.variables ?? {});
       if (!result.errors) {
-        if (query.serialises && result.data) serialisers.set(result.data, query.query.stringify);
+        if (query.serialise && result.data) serialisers.set(result.data, query.serialise);
         // The head stays as Apollo has it (it merges this one into itself).
         return { http: requestContext.response.http, body: { kind: 'single', singleResult: result } };
       }

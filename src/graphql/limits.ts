@@ -7,7 +7,7 @@
 import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens';
-import { GraphQLError, getNamedType, type ValidationRule } from 'graphql';
+import { GraphQLError, getNamedType, type OperationDefinitionNode, type ValidationRule } from 'graphql';
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import { DEFAULT_PAGE_SIZE } from '../paging/engine.js';
 import { checkOperation } from './operation-guard.js';
@@ -58,28 +58,44 @@ function costShape(value: unknown): string {
   return typeof value === 'string' ? 's' : 'o';
 }
 
+/** What the cost check remembers of one operation (a node of a document Apollo caches). */
+interface OperationCosts {
+  /** The operation only reads introspection fields (the playground's schema fetch): not paged data. */
+  readonly introspection: boolean;
+  /** Its cost for each shape of its declared variables (`costShape`, joined). */
+  readonly byShape: Map<string, number>;
+}
+
 /**
  * Computes each operation's cost once its variables are known, and refuses it above
- * the limit. The cost depends only on the document, the operation and the shape of the
- * variables the operation declares, so it is remembered under those (variables it does
- * not declare cannot change it and never reach the key).
+ * the limit. The cost depends only on the operation and the shape of the variables it
+ * declares, so it is remembered with the operation's node (Apollo hands every request
+ * of a cached query text the same document) under that shape: variables it does not
+ * declare cannot change it and never reach the key.
  */
 function costCheck(limit: number): NonNullable<GraphQLRequestListener<BaseContext>['didResolveOperation']> {
-  const known = memo<number>(5_000);
-  return async ({ request, document, schema, operation, queryHash }) => {
+  const known = new WeakMap<OperationDefinitionNode, OperationCosts>();
+  return async ({ request, document, schema, operation }) => {
     // No operation: checkOperation (run first) refuses the request.
     if (!operation) return;
-    // Introspection (the playground's schema fetch) is not paged data: skip it.
-    const fields = operation.selectionSet.selections;
-    if (fields.every((f) => f.kind === 'Field' && f.name.value.startsWith('__'))) return;
+    let costs = known.get(operation);
+    if (!costs) {
+      const fields = operation.selectionSet.selections;
+      costs = { introspection: fields.every((f) => f.kind === 'Field' && f.name.value.startsWith('__')), byShape: new Map() };
+      known.set(operation, costs);
+    }
+    if (costs.introspection) return;
     const variables = request.variables ?? {};
     const declared = operation.variableDefinitions ?? [];
-    const given = declared.map((d) => d.variable.name.value).filter((name) => Object.hasOwn(variables, name));
     // Absent ('-': the declared default applies) and null differ.
-    const shape = declared.map((d) => (given.includes(d.variable.name.value) ? costShape(variables[d.variable.name.value]) : '-')).join(',');
-    const key = `${queryHash}:${operation.name?.value ?? ''}:${shape}`;
-    let cost = known.get(key);
+    let shape = '';
+    for (const d of declared) {
+      const name = d.variable.name.value;
+      shape += `${Object.hasOwn(variables, name) ? costShape(variables[name]) : '-'},`;
+    }
+    let cost = costs.byShape.get(shape);
     if (cost === undefined) try {
+      const given = declared.map((d) => d.variable.name.value).filter((name) => Object.hasOwn(variables, name));
       cost = getComplexity({
         schema,
         query: document,
@@ -88,7 +104,9 @@ function costCheck(limit: number): NonNullable<GraphQLRequestListener<BaseContex
         variables: Object.fromEntries(given.map((name) => [name, variables[name]])),
         estimators: [connectionEstimator, simpleEstimator({ defaultComplexity: 1 })],
       });
-      known.set(key, cost);
+      // A bounded memo per operation: shapes of lists (`[n]`) can be many.
+      if (costs.byShape.size >= 100) costs.byShape.delete(costs.byShape.keys().next().value!);
+      costs.byShape.set(shape, cost);
     } catch {
       // Variables that do not coerce: execution refuses the request with
       // BAD_USER_INPUT before resolving anything, so there is no cost to guard.

@@ -1,6 +1,6 @@
 /**
- * Responses are written by graphql-jit's compiled serialiser where it applies (no
- * fragments, no custom scalars, no errors) and by JSON.stringify elsewhere: either way
+ * Responses are written by the compiled serialiser where it applies (no fragments or
+ * abstract types, no errors) and by JSON.stringify elsewhere: either way
  * the text is exactly what JSON.stringify gives for the same response, field order
  * and escapes included, with the store round trips in `extensions`.
  */
@@ -37,7 +37,7 @@ describe('response serialisation', () => {
         edges { cursor node { id content author { username } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`,
     ],
     [
-      'with a custom scalar (JSON.stringify)',
+      'with a custom scalar (the compiled serialiser)',
       `query ($u: String!) { userByUsername(username: $u) { createdAt posts(first: 5) { edges { node { content createdAt } } } } }`,
     ],
     ['with a fragment (JSON.stringify)', `query ($u: String!) { userByUsername(username: $u) { ...F } } fragment F on User { username displayName }`],
