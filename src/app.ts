@@ -138,7 +138,6 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     includeStacktraceInErrorResponses: false,
     introspection: config.introspection,
     // Apollo pretty-prints results by default; clients do not need the whitespace.
-    // graphql-jit's compiled serialiser writes error-free results where it can.
     stringifyResult,
     // CSRF prevention (simple, form-like requests refused) is the HTTP handler's
     // `csrfRefusal`: the same rule, decided from the content type it reads anyway.

@@ -22,25 +22,16 @@ import {
 } from '@apollo/server';
 import { GraphQLError, type ExecutionResult, type OperationDefinitionNode, type FormattedExecutionResult, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import { resultSerialiser, type ResultSerialiser } from './result-serialiser.js';
 
 /**
- * The compiled serialiser of each error-free result's `data`, for `stringifyResult`.
- * Apollo hands `stringifyResult` the executed result's `data` object itself, so the result
- * finds its serialiser by identity; a weak map forgets it with the response.
- */
-const serialisers = new WeakMap<object, ResultSerialiser>();
-
-/**
- * Apollo's `stringifyResult`: a result without errors whose operation has a compiled
- * serialiser is written by it (the same text as `JSON.stringify`: same fields, same
- * order), extensions appended; anything else goes through `JSON.stringify`.
+ * Apollo's `stringifyResult`: `JSON.stringify`, without Apollo's default pretty-printing.
+ * graphql-jit's compiled serialiser (fast-json-stringify) builds its text by
+ * concatenation, which must be flattened before it is written: with that, it saves
+ * under 1 µs on a 20-edge timeline result (`bench/serialise.ts`), and it cannot describe
+ * the DateTime scalar at all. So every response goes through `JSON.stringify`.
  */
 export function stringifyResult(value: FormattedExecutionResult): string {
-  const serialise = value.data && !value.errors ? serialisers.get(value.data) : undefined;
-  if (!serialise) return JSON.stringify(value);
-  const text = serialise({ data: value.data });
-  return value.extensions === undefined ? text : `${text.slice(0, -1)},"extensions":${JSON.stringify(value.extensions)}}`;
+  return JSON.stringify(value);
 }
 
 /**
@@ -108,7 +99,7 @@ function formatErrors(errors: readonly GraphQLError[], formatError: JitResponder
 export function jitResponder<C extends BaseContext>(schema: GraphQLSchema, options: JitResponderOptions<C>) {
   // Compiled with their operation's node: Apollo hands every request of a cached query
   // text the same document, and a document its cache lets go takes its compilation along.
-  const compiled = new WeakMap<OperationDefinitionNode, { query: CompiledQuery; serialise: ResultSerialiser | null }>();
+  const compiled = new WeakMap<OperationDefinitionNode, CompiledQuery>();
   return async (requestContext: GraphQLRequestContextResponseForOperation<C>): Promise<GraphQLResponse | null> => {
     const { document, operationName, operation, request } = requestContext;
     // No operation resolved: Apollo's own path answers (the operation guard refuses these first).
@@ -118,7 +109,7 @@ export function jitResponder<C extends BaseContext>(schema: GraphQLSchema, optio
     if (!query) {
       const built = compileQuery(schema, document, operationName ?? undefined);
       if (isCompiledQuery(built)) {
-        query = { query: built, serialise: resultSerialiser(schema, operation) };
+        query = built;
         compiled.set(operation, query);
       } else {
         result = built;
@@ -126,9 +117,8 @@ export function jitResponder<C extends BaseContext>(schema: GraphQLSchema, optio
     }
     let errors: GraphQLError[];
     if (query) {
-      result = await query.query.query(undefined, requestContext.contextValue, request.variables ?? {});
+      result = await query.query(undefined, requestContext.contextValue, request.variables ?? {});
       if (!result.errors) {
-        if (query.serialise && result.data) serialisers.set(result.data, query.serialise);
         // The head stays as Apollo has it (it merges this one into itself).
         return { http: requestContext.response.http, body: { kind: 'single', singleResult: result } };
       }

@@ -1,7 +1,6 @@
 /**
- * Responses are written by the compiled serialiser where it applies (no fragments or
- * abstract types, no errors) and by JSON.stringify elsewhere: either way
- * the text is exactly what JSON.stringify gives for the same response, field order
+ * Responses are written by JSON.stringify, without Apollo's pretty-printing: whatever
+ * the shape, the text is exactly what JSON.stringify gives for the same response, field order
  * and escapes included, with the store round trips in `extensions`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,16 +31,16 @@ describe('response serialisation', () => {
 
   const cases: Array<[string, string]> = [
     [
-      'without fragments or custom scalars (the compiled serialiser)',
+      'without fragments or custom scalars',
       `query ($u: String!) { userByUsername(username: $u) { username displayName posts(first: 5) {
         edges { cursor node { id content author { username } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`,
     ],
     [
-      'with a custom scalar (the compiled serialiser)',
+      'with a custom scalar',
       `query ($u: String!) { userByUsername(username: $u) { createdAt posts(first: 5) { edges { node { content createdAt } } } } }`,
     ],
-    ['with a fragment (JSON.stringify)', `query ($u: String!) { userByUsername(username: $u) { ...F } } fragment F on User { username displayName }`],
-    ['with an error (JSON.stringify)', `query ($u: String!) { userByUsername(username: $u) { posts(first: 500) { edges { cursor } } } }`],
+    ['with a fragment', `query ($u: String!) { userByUsername(username: $u) { ...F } } fragment F on User { username displayName }`],
+    ['with an error', `query ($u: String!) { userByUsername(username: $u) { posts(first: 500) { edges { cursor } } } }`],
   ];
 
   it.each(cases)('writes a response %s exactly as JSON.stringify would', async (_name, query) => {
