@@ -38,7 +38,6 @@ import { withRequestLog } from './request-log.js';
 import { demoGlobalIds } from './seed/demo.js';
 import { Presence } from './presence.js';
 import { createHttpHandler } from './server.js';
-import { DeadlineStore } from './store/deadline-store.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
 
@@ -174,7 +173,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       // Anonymous requests (no header) skip the token check's await.
       const viewer = header === undefined ? null : await viewerFromAuthorization(header, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs);
       // The request's store stops at its deadline (REQUEST_TIMEOUT_MS).
-      return createRequestContext({ ...services, store: new DeadlineStore(store, deadline, config.requestTimeoutMs) }, viewer);
+      return createRequestContext(services, viewer, { deadline: { at: deadline, timeoutMs: config.requestTimeoutMs } });
     },
   });
   const loggedHandler = withRequestLog(handler, logger);

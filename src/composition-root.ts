@@ -39,6 +39,7 @@ import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { CountingStore } from './store/store-decorator.js';
+import type { RequestDeadline } from './store/deadline.js';
 import type { TableSpec } from './store/table.js';
 
 /** Every table the product declares. */
@@ -149,9 +150,14 @@ export function createAcceptanceVerifier(deps: Pick<Services, 'store' | 'clock' 
  * caller: a round-trip-counting view of the store, fresh loaders, and every feature
  * over them. `cache: false` for long jobs: loaders then batch but remember nothing.
  */
-export function createRequestContext(services: Services, viewer: Viewer | null, options: { cache?: boolean } = {}): RequestContext {
+export function createRequestContext(
+  services: Services,
+  viewer: Viewer | null,
+  options: { cache?: boolean; deadline?: RequestDeadline } = {},
+): RequestContext {
   const { codec, settings } = services;
-  const store = new CountingStore(services.store);
+  // The request's store stops at its deadline (REQUEST_TIMEOUT_MS), when it has one.
+  const store = new CountingStore(services.store, options.deadline);
   const loaders = createLoaders(store, options);
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
   const sagas = createSagaRunner(services, store);

@@ -8,7 +8,7 @@ import type { ApolloServer, BaseContext } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
 import type { Logger } from 'pino';
 import { answerPreflight, corsHeaders, type CorsOrigins } from './cors.js';
-import type { QueryHashes } from './graphql/query-hashes.js';
+import type { PersistedQuery, QueryHashes } from './graphql/query-hashes.js';
 import { playgroundAsset, playgroundHtml, type DemoIds } from './graphql/playground.js';
 
 /** What the HTTP handler needs. */
@@ -69,18 +69,18 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
 export const MAX_JSON_DEPTH = 32;
 
 /**
- * Whether a parsed JSON value nests deeper than `max` levels. Iterative, so a value
- * nested 100,000 levels deep is measured, not a stack overflow (which every recursive
- * walk after it, `JSON.stringify` included, would hit).
+ * Whether a parsed JSON value nests deeper than `max` levels. The walk stops at depth
+ * `max`, so a value nested 100,000 levels deep costs `max` frames, not a stack overflow
+ * (which every recursive walk after it, `JSON.stringify` included, would hit).
  */
-export function jsonDeeperThan(value: unknown, max: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth >= max) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+export function jsonDeeperThan(value: unknown, max: number, depth = 0): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (depth >= max) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (jsonDeeperThan(item, max, depth + 1)) return true;
+    return false;
   }
+  for (const key in value) if (jsonDeeperThan((value as Record<string, unknown>)[key], max, depth + 1)) return true;
   return false;
 }
 
@@ -180,13 +180,14 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * The same request as an APQ request: the hash in `extensions.persistedQuery`, no text
- * (Apollo finds it in the cache under the hash). Other fields stay as they were, so
- * Apollo judges them exactly as before.
+ * Make a parsed POST body (this handler's own object) the same request as an APQ
+ * request: the hash in `extensions.persistedQuery`, no text (Apollo finds it in the
+ * cache under the hash). Changed in place, so it keeps its shape; the other fields
+ * stay as they were, and Apollo judges them exactly as before.
  */
-function asPersistedQuery(body: PostBody, sha256Hash: string): PostBody {
-  const { query: _text, ...rest } = body;
-  return { ...rest, extensions: { ...(body.extensions as Record<string, unknown> | undefined), persistedQuery: { version: 1, sha256Hash } } };
+function makePersisted(body: PostBody, persistedQuery: PersistedQuery): void {
+  body.query = undefined;
+  body.extensions = body.extensions == null ? { persistedQuery } : { ...(body.extensions as Record<string, unknown>), persistedQuery };
 }
 
 /** The whole text of a chunked body (for the size check before anything is sent). */
@@ -208,7 +209,7 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
     const url = req.url === '/graphql' ? GRAPHQL_URL : new URL(req.url ?? '/', 'http://localhost');
     // The CORS headers of a /graphql response, written with the rest of its head.
     let head: string[] = [];
-    let pinned: string | null = null;
+    let pinned: PersistedQuery | null = null;
     try {
       if (url.pathname === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (url.pathname === '/readyz') {
@@ -277,7 +278,7 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
       // that is an APQ request already, or whose extensions Apollo will refuse, as it came.
       if (queryHashes && typeof query === 'string' && isRecord(body) && (body.extensions == null || (isRecord(body.extensions) && body.extensions.persistedQuery === undefined))) {
         pinned = queryHashes.pin(query);
-        if (pinned !== null) body = asPersistedQuery(body, pinned);
+        if (pinned !== null) makePersisted(body, pinned);
       }
 
       const response = await apollo.executeHTTPGraphQLRequest({
@@ -308,7 +309,7 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
       if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] }, head);
       else res.end();
     } finally {
-      if (pinned !== null) queryHashes!.unpin(pinned);
+      if (pinned !== null) queryHashes!.unpin(pinned.sha256Hash);
     }
   };
 }

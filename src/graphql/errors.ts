@@ -9,7 +9,7 @@ import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
 import { DomainError, SagaAbortedError, type DomainErrorCode } from '../errors.js';
 import { PagingArgumentError } from '../paging/types.js';
-import { DeadlineExceededError } from '../store/deadline-store.js';
+import { DeadlineExceededError } from '../store/deadline.js';
 import { StoreUnavailableError } from '../store/port.js';
 
 /** What a client is told when the store could not answer: retryable, nothing half-done. */

@@ -17,9 +17,16 @@
 import { createHash } from 'node:crypto';
 import { PrefixingKeyValueCache, type KeyValueCache } from '@apollo/utils.keyvaluecache';
 
-/** One cached text and the requests in flight that rely on it. */
+/** Apollo's `extensions.persistedQuery` of a request. */
+export interface PersistedQuery {
+  readonly version: 1;
+  readonly sha256Hash: string;
+}
+
+/** One cached text, its APQ extension, and the requests in flight that rely on it. */
 interface Entry {
   readonly text: string;
+  readonly persisted: PersistedQuery;
   pins: number;
 }
 
@@ -51,19 +58,17 @@ export class QueryHashes implements KeyValueCache<string> {
   }
 
   /**
-   * The hash of `text`, held in the cache until `unpin(hash)`; null for a text too long
-   * to remember (or empty: Apollo's own refusal of an empty query must stay its own).
+   * The APQ extension naming `text` by its hash, the text held in the cache until
+   * `unpin(hash)`; null for a text too long to remember (or empty: Apollo's own refusal
+   * of an empty query must stay its own).
    */
-  pin(text: string): string | null {
+  pin(text: string): PersistedQuery | null {
     if (text.length === 0 || text.length > this.maxTextLength) return null;
-    let hash = this.hashOfText.get(text);
+    const hash = this.hashOfText.get(text);
     let entry = hash === undefined ? undefined : this.byHash.get(hash);
-    if (hash === undefined || entry === undefined) {
-      hash = queryHash(text);
-      entry = this.remember(hash, text);
-    }
+    if (entry === undefined) entry = this.remember(queryHash(text), text);
     entry.pins += 1;
-    return hash;
+    return entry.persisted;
   }
 
   /** Release a hash `pin` returned. */
@@ -95,7 +100,7 @@ export class QueryHashes implements KeyValueCache<string> {
   }
 
   private remember(hash: string, text: string): Entry {
-    const entry: Entry = { text, pins: 0 };
+    const entry: Entry = { text, persisted: Object.freeze({ version: 1, sha256Hash: hash }), pins: 0 };
     this.byHash.set(hash, entry);
     this.hashOfText.set(text, hash);
     // Oldest first; texts pinned by requests in flight stay (the cache may then run over

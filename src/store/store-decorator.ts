@@ -12,6 +12,7 @@ import type {
   Store,
   WriteOptions,
 } from './port.js';
+import { DeadlineExceededError, type RequestDeadline } from './deadline.js';
 import { activeTally, withTally, type StatementTally } from './statements.js';
 import type { Row, TableSpec } from './table.js';
 
@@ -97,11 +98,19 @@ export abstract class StoreDecorator implements Store {
 
 /**
  * Counts round trips (one per port call: what a request waits for) and statements (what
- * the adapter actually sent); one per request gives the per-request figures.
+ * the adapter actually sent); one per request gives the per-request figures. Given the
+ * request's deadline, it also refuses every call that would start after it.
  */
 export class CountingStore extends StoreDecorator {
   private count = 0;
   private readonly tally: StatementTally = { statements: 0 };
+
+  constructor(
+    inner: Store,
+    private readonly deadline?: RequestDeadline,
+  ) {
+    super(inner);
+  }
 
   /** Round trips made through this wrapper so far. */
   get roundTrips(): number {
@@ -118,6 +127,7 @@ export class CountingStore extends StoreDecorator {
   }
 
   protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
+    if (this.deadline && Date.now() >= this.deadline.at) return Promise.reject(new DeadlineExceededError(this.deadline.timeoutMs));
     this.count++;
     return run();
   }

@@ -12,11 +12,11 @@ import { describeEachStore } from '../support/stores.js';
 describe('QueryHashes', () => {
   it('gives the SHA-256 Apollo computes, and holds the text under it', async () => {
     const hashes = new QueryHashes();
-    const hash = hashes.pin('{ viewer { id } }');
+    const hash = hashes.pin('{ viewer { id } }')?.sha256Hash;
     expect(hash).toBe(createHash('sha256').update('{ viewer { id } }').digest('hex'));
     expect(queryHash('{ viewer { id } }')).toBe(hash);
     // Asked again, the same hash from the memo.
-    expect(hashes.pin('{ viewer { id } }')).toBe(hash);
+    expect(hashes.pin('{ viewer { id } }')).toEqual({ version: 1, sha256Hash: hash });
     expect(await hashes.get(hash!)).toBe('{ viewer { id } }');
   });
 
@@ -29,9 +29,9 @@ describe('QueryHashes', () => {
 
   it('drops the oldest unpinned texts beyond its size, never a pinned one', async () => {
     const hashes = new QueryHashes(3);
-    const first = hashes.pin('q0')!; // pinned, as by a request in flight
+    const first = hashes.pin('q0')!.sha256Hash; // pinned, as by a request in flight
     const others = ['q1', 'q2', 'q3', 'q4', 'q5'].map((q) => {
-      const h = hashes.pin(q)!;
+      const h = hashes.pin(q)!.sha256Hash;
       hashes.unpin(h);
       return h;
     });
@@ -49,7 +49,7 @@ describe('QueryHashes', () => {
 
   it('keeps a text over its size while every entry is pinned, and lets it go after', async () => {
     const hashes = new QueryHashes(2);
-    const pinned = ['a', 'b', 'c'].map((q) => hashes.pin(q)!);
+    const pinned = ['a', 'b', 'c'].map((q) => hashes.pin(q)!.sha256Hash);
     expect(hashes.size).toBe(3);
     for (const h of pinned) expect(await hashes.get(h)).toBeDefined();
     expect(await hashes.delete(pinned[0]!)).toBe(false);
