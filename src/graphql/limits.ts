@@ -4,7 +4,7 @@
  * (or the default page size) multiplies the cost of what each edge selects, as does
  * the number of ids given to `nodes`. Every refusal says which limit and by how much.
  */
-import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
+import type { ApolloServerPlugin, BaseContext, GraphQLRequestContextDidResolveOperation, GraphQLRequestListener } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens';
 import { GraphQLError, getNamedType, type OperationDefinitionNode, type ValidationRule } from 'graphql';
@@ -73,9 +73,9 @@ interface OperationCosts {
  * of a cached query text the same document) under that shape: variables it does not
  * declare cannot change it and never reach the key.
  */
-function costCheck(limit: number): NonNullable<GraphQLRequestListener<BaseContext>['didResolveOperation']> {
+function costCheck(limit: number): (context: GraphQLRequestContextDidResolveOperation<BaseContext>) => void {
   const known = new WeakMap<OperationDefinitionNode, OperationCosts>();
-  return async ({ request, document, schema, operation }) => {
+  return ({ request, document, schema, operation }) => {
     // No operation: checkOperation (run first) refuses the request.
     if (!operation) return;
     let costs = known.get(operation);
@@ -120,11 +120,14 @@ function costCheck(limit: number): NonNullable<GraphQLRequestListener<BaseContex
   };
 }
 
-/** The operation check first, then the cost check: one `didResolveOperation` hook. */
-function resolveOperation(cost: ReturnType<typeof costCheck>): ReturnType<typeof costCheck> {
+/**
+ * The operation check first, then the cost check: one `didResolveOperation` hook. Both
+ * are synchronous (a refusal is thrown), so the hook awaits nothing of its own.
+ */
+function resolveOperation(cost: ReturnType<typeof costCheck>): NonNullable<GraphQLRequestListener<BaseContext>['didResolveOperation']> {
   return async (context) => {
-    await checkOperation(context);
-    await cost(context);
+    checkOperation(context);
+    cost(context);
   };
 }
 

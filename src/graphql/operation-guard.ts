@@ -24,7 +24,7 @@ export function operationResolutionMessage(operationName: string | null | undefi
  * once and answers with the first refusal, so this one speaks before guards that would
  * stumble on a missing operation.
  */
-export async function checkOperation({ request, operation }: Pick<GraphQLRequestContextDidResolveOperation<BaseContext>, 'request' | 'operation'>): Promise<void> {
+export function checkOperation({ request, operation }: Pick<GraphQLRequestContextDidResolveOperation<BaseContext>, 'request' | 'operation'>): void {
   if (!operation) {
     throw new GraphQLError(operationResolutionMessage(request.operationName), {
       extensions: { code: 'OPERATION_RESOLUTION_FAILURE', http: { status: 400 } },
