@@ -86,7 +86,9 @@ function requestPlugin(
       }
     },
   };
-  return { requestDidStart: async () => listener };
+  // One settled promise of the listener for every request: nothing to allocate per request.
+  const started = Promise.resolve(listener);
+  return { requestDidStart: () => started };
 }
 
 /** Wire the application; `store` may be injected (tests pass an in-memory one). */
