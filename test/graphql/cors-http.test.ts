@@ -85,4 +85,18 @@ describe('CORS on /graphql', () => {
       'CORS_ORIGINS must be "*" or comma-separated origins such as https://app.example.com (scheme and host, no path), got "https://app.example.com/path"',
     );
   });
+
+  it('sends its CORS headers with refusals too, such as 405 with its allow header', async () => {
+    const server = await serverWith({});
+    const put = await fetch(server.url, { method: 'PUT', headers: { origin: 'http://localhost:5173' }, body: '{}' });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, POST');
+    expect(put.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
+    expect(put.headers.get('vary')).toBe('Origin');
+    expect(((await put.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0]!.extensions.code).toBe('BAD_REQUEST');
+    const bad = await fetch(server.url, { method: 'POST', headers: { origin: 'http://localhost:5173', 'content-type': 'application/json' }, body: '{' });
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
+    expect(bad.headers.get('content-type')).toBe('application/json; charset=utf-8');
+  });
 });
