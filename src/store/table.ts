@@ -38,6 +38,12 @@ export interface TableSpec {
    * by hand without it gets DEFAULT_GC_GRACE_SECONDS (see `gcGraceSecondsOf`).
    */
   readonly gcGraceSeconds?: number;
+  /**
+   * Compact the table as a TTL'd time series: Cassandra's TimeWindowCompactionStrategy,
+   * one SSTable per window of this many minutes, so whole windows drop once every row
+   * in them has expired (a change log, say). Absent: Cassandra's default compaction.
+   */
+  readonly timeWindowMinutes?: number;
 }
 
 /**
@@ -91,6 +97,8 @@ export function defineTable(spec: {
   clustering?: Array<ClusteringColumn | string>;
   /** Cassandra's `gc_grace_seconds` for this table; DEFAULT_GC_GRACE_SECONDS when absent. */
   gcGraceSeconds?: number;
+  /** Time-window compaction with windows of this many minutes (TTL'd time series). */
+  timeWindowMinutes?: number;
 }): TableSpec {
   const clustering = (spec.clustering ?? []).map((c) =>
     typeof c === 'string' ? { column: c, order: 'ASC' as const } : { ...c },
@@ -101,6 +109,7 @@ export function defineTable(spec: {
     partitionKey: Object.freeze([...spec.partitionKey]),
     clustering: Object.freeze(clustering.map((c) => Object.freeze(c))),
     gcGraceSeconds: spec.gcGraceSeconds ?? DEFAULT_GC_GRACE_SECONDS,
+    ...(spec.timeWindowMinutes !== undefined && { timeWindowMinutes: spec.timeWindowMinutes }),
   });
   checkTableSpec(table);
   return table;
@@ -127,6 +136,10 @@ export function checkTableSpec(spec: TableSpec): void {
   const grace = gcGraceSecondsOf(spec);
   if (!Number.isInteger(grace) || grace < 0 || grace > MAX_GC_GRACE_SECONDS) {
     throw new Error(`table ${spec.name}: gcGraceSeconds must be an integer between 0 and ${MAX_GC_GRACE_SECONDS}, got ${grace}`);
+  }
+  const window = spec.timeWindowMinutes;
+  if (window !== undefined && (!Number.isInteger(window) || window < 1 || window > 525_600)) {
+    throw new Error(`table ${spec.name}: timeWindowMinutes must be an integer between 1 and 525600, got ${window}`);
   }
   const regular = regularColumnsOf(spec);
   const counters = regular.filter((c) => spec.columns[c] === 'counter');

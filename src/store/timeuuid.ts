@@ -44,3 +44,40 @@ export function microsOfTimeuuid(id: string): bigint {
   const ticks = (BigInt(`0x${h.slice(13, 16)}`) << 48n) | (BigInt(`0x${h.slice(8, 12)}`) << 32n) | BigInt(`0x${h.slice(0, 8)}`);
   return ticks / 10n - GREGORIAN_OFFSET_MS * 1000n;
 }
+
+const CLOCK_SEQ_AND_NODE_MIN = Buffer.from([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80]);
+
+/** The time fields of a timeuuid for `ticks` (100 ns intervals since 1582-10-15), as hex. */
+function timeFieldsHex(ticks: bigint): string {
+  const hex = (v: bigint, width: number) => v.toString(16).padStart(width, '0');
+  return `${hex(ticks & 0xffffffffn, 8)}-${hex((ticks >> 32n) & 0xffffn, 4)}-${hex(((ticks >> 48n) & 0x0fffn) | 0x1000n, 4)}`;
+}
+
+/** The 100 ns ticks of a time in microseconds since the epoch. */
+function ticksOfMicros(micros: bigint): bigint {
+  if (micros < -GREGORIAN_OFFSET_MS * 1000n || micros >= 1n << 56n) throw new Error(`timeuuid needs a time after 1582, got ${micros} µs`);
+  return (micros + GREGORIAN_OFFSET_MS * 1000n) * 10n;
+}
+
+/**
+ * A timeuuid for an exact microsecond (not a millisecond with a sequence, as
+ * `newTimeuuid`): for ids taken from a microsecond clock, whose order they keep. Its
+ * clock sequence and node are random, so two servers never make the same one.
+ */
+export function timeuuidOfMicros(micros: bigint, random: (n: number) => Buffer = randomBytes): string {
+  const rand = random(8);
+  const clockSeq = (((rand[0]! << 8) | rand[1]!) & 0x3fff) | 0x8000;
+  rand[2]! |= 0x01; // multicast bit: a random node, not a MAC address
+  return `${timeFieldsHex(ticksOfMicros(micros))}-${clockSeq.toString(16).padStart(4, '0')}-${rand.subarray(2, 8).toString('hex')}`;
+}
+
+/**
+ * The lowest timeuuid of a microsecond in Cassandra's order (its `minTimeuuid`): the
+ * time fields, then a clock sequence and node of 0x80 bytes, which Cassandra compares
+ * as signed bytes. A clustering bound `>= minTimeuuidOfMicros(t)` takes every timeuuid
+ * made at or after `t`, whatever its random part.
+ */
+export function minTimeuuidOfMicros(micros: bigint): string {
+  const lsb = CLOCK_SEQ_AND_NODE_MIN.toString('hex');
+  return `${timeFieldsHex(ticksOfMicros(micros))}-${lsb.slice(0, 4)}-${lsb.slice(4)}`;
+}

@@ -23,6 +23,7 @@ import {
   type Row,
   type TableSpec,
 } from '../../src/store/table.js';
+import { microsOfTimeuuid, minTimeuuidOfMicros, timeuuidOfMicros } from '../../src/store/timeuuid.js';
 import { tuplesBetween } from '../support/clustering-model.js';
 import type { StoreOptions, StoreUnderTest } from '../support/stores.js';
 
@@ -751,6 +752,19 @@ export function defineStoreContract(name: string, createStore: (options?: StoreO
           middle,
           late,
         ]);
+      });
+
+      it('starts a slice bounded by the lowest timeuuid of a microsecond at every timeuuid of that microsecond, whatever its random part', async () => {
+        const p = randomUUID();
+        const t = 1_700_000_000_123_456n;
+        // Random parts at the extremes of Cassandra's signed-byte order, and in between.
+        const parts = [Buffer.alloc(8, 0x80), Buffer.alloc(8, 0x7f), Buffer.alloc(8, 0x00), Buffer.alloc(8, 0xff), Buffer.from('0123456789abcdef', 'hex')];
+        const at = parts.map((bytes) => timeuuidOfMicros(t, () => Buffer.from(bytes)));
+        const before = timeuuidOfMicros(t - 1n, () => Buffer.alloc(8, 0x7f));
+        for (const [i, k] of [...at, before].entries()) await store.upsert(byTimeuuid, { p, k, v: i });
+        const rows = await store.slice(byTimeuuid, { partition: { p }, lower: { values: [minTimeuuidOfMicros(t)], inclusive: true }, limit: 10 });
+        expect(rows.map((r) => r.k).sort()).toEqual([...at].sort());
+        expect(rows.map((r) => microsOfTimeuuid(r.k as string))).toEqual(at.map(() => t));
       });
 
       it('orders negative integers numerically (and DESC reverses it)', async () => {

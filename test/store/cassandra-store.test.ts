@@ -178,4 +178,27 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
       await client.shutdown();
     }
   }, 120_000);
+  it('creates a table declared as a TTL\'d time series with TimeWindowCompactionStrategy and its window', async () => {
+    const client = await cassandraClient(await target.contactPoints!());
+    const keyspace = uniqueKeyspace('twcs');
+    const log = defineTable({
+      name: 'changes',
+      columns: { feed: 'text', change_id: 'timeuuid', v: 'text' },
+      partitionKey: ['feed'],
+      clustering: ['change_id'],
+      gcGraceSeconds: 10_800,
+      timeWindowMinutes: 60,
+    });
+    try {
+      await new CassandraStore({ client, keyspace, schema: 'create' }).ensureTables([log]);
+      const row = (await client.execute('SELECT compaction, gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?', [keyspace, 'changes'])).rows[0]!;
+      const compaction = row.get('compaction') as Record<string, string>;
+      expect(compaction.class).toMatch(/TimeWindowCompactionStrategy$/);
+      expect({ unit: compaction.compaction_window_unit, size: compaction.compaction_window_size }).toEqual({ unit: 'MINUTES', size: '60' });
+      expect(Number(row.get('gc_grace_seconds'))).toBe(10_800);
+    } finally {
+      await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+      await client.shutdown();
+    }
+  }, 120_000);
 });

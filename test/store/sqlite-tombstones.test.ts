@@ -65,13 +65,30 @@ describe('compaction of the embedded store', () => {
     await store.close();
   });
 
+  it('purges a row whose cells all expired (TTL) once the grace period has passed since, and keeps one with a live cell', async () => {
+    const { db, store, clock } = await aStore();
+    const p = randomUUID();
+    await store.upsert(queue, { p, k: 1, v: 'expires' }, { ttl: 60 });
+    await store.upsert(queue, { p, k: 2, v: 'stays' });
+    const stored = () => Number((db.prepare('SELECT count(*) AS n FROM t_queue').get() as { n: number | bigint }).n);
+
+    clock.ms += 60_000 + HOUR_MS - 1_000;
+    expect(store.compact()).toEqual({ purged: 0 });
+    expect(stored()).toBe(2);
+    clock.ms += 2_000;
+    expect(store.compact()).toEqual({ purged: 1 });
+    expect(stored()).toBe(1);
+    expect(await store.slice(queue, { partition: { p }, limit: 10 })).toEqual([{ p, k: 2, v: 'stays' }]);
+    await store.close();
+  });
+
   it('runs on its own timer when given an interval, and logs what it purged', async () => {
     const lines: string[] = [];
     const { store, clock } = await aStore({ compactionIntervalMs: 20, log: (m) => lines.push(m) });
     await store.delete(queue, { p: randomUUID(), k: 1 });
     clock.ms += 2 * HOUR_MS;
     for (let i = 0; i < 100 && lines.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(lines).toEqual(["compaction purged 1 tombstone(s) past their tables' gc_grace_seconds"]);
+    expect(lines).toEqual(["compaction purged 1 tombstone(s) and expired row(s) past their tables' gc_grace_seconds"]);
     await store.close();
   });
 });

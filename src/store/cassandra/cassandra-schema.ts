@@ -23,6 +23,11 @@ export function createTableCql(keyspace: string, table: TableSpec): string {
   const partition = `(${table.partitionKey.join(', ')})`;
   const key = [partition, ...table.clustering.map((c) => c.column)].join(', ');
   const options = [`gc_grace_seconds = ${gcGraceSecondsOf(table)}`];
+  if (table.timeWindowMinutes !== undefined) {
+    options.push(
+      `compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'MINUTES', 'compaction_window_size': ${table.timeWindowMinutes}}`,
+    );
+  }
   if (table.clustering.length > 0) {
     options.unshift(`CLUSTERING ORDER BY (${table.clustering.map((c) => `${c.column} ${c.order}`).join(', ')})`);
   }

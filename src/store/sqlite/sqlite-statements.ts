@@ -189,6 +189,19 @@ export class LayoutStatements {
   }
 
   /**
+   * Purge the rows whose every cell (and row marker) expired, by TTL, before `cutoff`
+   * (epoch seconds): an expired cell is a tombstone as of its expiry, which compaction
+   * drops once the grace period is past, as Cassandra does. Binds cutoff.
+   */
+  get purgeExpired(): SqliteStatementLike {
+    return this.once('expired:purge', 'write', () => {
+      const gone = (w: string, x: string) => `(${w} IS NULL OR (${x} IS NOT NULL AND ${x} < @cutoff))`;
+      const cells = [gone('row_w', 'row_x'), ...this.layout.regular.map((c) => gone(`"w_${c}"`, `"x_${c}"`))];
+      return `DELETE FROM "${this.layout.dataTable}" WHERE ${cells.join(' AND ')}`;
+    });
+  }
+
+  /**
    * Apply a tombstone to the stored cells of a range: every cell written at or below it
    * becomes a deletion at its timestamp (a counter table's rows simply go). Binds pk,
    * lo, hi, and ts unless counter.

@@ -146,7 +146,7 @@ export class SqliteStore implements Store {
             intervalMs: interval,
             pass: async () => {
               const { purged } = this.compact();
-              if (purged > 0) this.log(`compaction purged ${purged} tombstone(s) past their tables' gc_grace_seconds`);
+              if (purged > 0) this.log(`compaction purged ${purged} tombstone(s) and expired row(s) past their tables' gc_grace_seconds`);
             },
             onError: (err) => this.log(`compaction failed: ${err instanceof Error ? err.message : String(err)}`),
           })
@@ -343,7 +343,8 @@ export class SqliteStore implements Store {
   /**
    * A compaction pass, as Cassandra runs on its own (and `nodetool compact` on demand):
    * purge every tombstone whose local deletion time lies more than its table's
-   * `gcGraceSeconds` in the past. A write older than a purged tombstone that arrives
+   * `gcGraceSeconds` in the past, and every row whose cells all expired (TTL) longer ago
+   * than that. A write older than a purged tombstone that arrives
    * afterwards is visible again, exactly as on Cassandra after gc_grace. (Tombstones a
    * newer one covers are merged away when it is written, so none is left to drop here.)
    * Not part of the port: Cassandra needs no such call.
@@ -355,8 +356,9 @@ export class SqliteStore implements Store {
       const s = this.prepared.get(name);
       if (!s) continue;
       this.write(() => {
-        const result = s.purgeTombstones.run({ cutoff: nowSec - gcGraceSecondsOf(s.layout.table) }) as { changes: number };
-        purged += result.changes;
+        const cutoff = nowSec - gcGraceSecondsOf(s.layout.table);
+        purged += (s.purgeTombstones.run({ cutoff }) as { changes: number }).changes;
+        if (!s.layout.counter) purged += (s.purgeExpired.run({ cutoff }) as { changes: number }).changes;
       });
     }
     return { purged };
