@@ -3,9 +3,10 @@
  * wires. Configuration enters here and flows down.
  */
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -18,6 +19,7 @@ import {
   ALL_TABLES,
   createAcceptanceVerifier,
   createListApplier,
+  createLiveLoaders,
   createRequestContext,
   createSagaRunner,
   createServices,
@@ -25,7 +27,8 @@ import {
   type Services,
 } from './composition-root.js';
 import type { Config } from './config.js';
-import { authKey, viewerFromAuthorization } from './graphql/auth.js';
+import { authKey, sessionFromAuthorization, viewerFromAuthorization } from './graphql/auth.js';
+import type { Loaders } from './graphql/loaders.js';
 import type { RequestContext } from './graphql/context.js';
 import { createFormatError } from './graphql/errors.js';
 import { jitResponder, stringifyResult } from './graphql/jit-executor.js';
@@ -39,6 +42,7 @@ import { demoGlobalIds } from './seed/demo.js';
 import { Presence } from './presence.js';
 import { createHttpHandler } from './server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
+import { createLiveServer, type LiveServer } from './ws-server.js';
 import type { Store } from './store/port.js';
 
 /** The SDL, read once from the project root (one level above src/ and dist/). */
@@ -50,6 +54,8 @@ export interface App {
   readonly codec: CursorCodec;
   readonly httpServer: Server;
   readonly services: Services;
+  /** Subscriptions over WebSocket, on the HTTP server's `/graphql`. */
+  readonly liveServer: LiveServer;
   /** Run one saga recovery pass now (also run at start-up and on a timer). */
   recoverSagas(): Promise<RecoveryReport>;
   /** Listen on the configured host and port; resolves to the bound port. */
@@ -105,9 +111,6 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   const presence = await Presence.claim(store, config.instanceId, { logger });
   if (clock instanceof MonotonicClock) clock.useNode(presence.identity.node);
   presence.start();
-  // The ledger-list applier, started with the server: woken after each append, and on a timer.
-  const applier = createListApplier({ store, clock, logger, cluster: config.cluster });
-  if (config.listApplier) applier.start(config.listApplierIntervalMs);
   const services = createServices(config, {
     store,
     logger,
@@ -115,6 +118,9 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     presence,
     onListAppend: config.listApplier ? (listId) => applier.wake(listId) : undefined,
   });
+  // The ledger-list applier, started with the server: woken after each append, and on a timer.
+  const applier = createListApplier(services);
+  if (config.listApplier) applier.start(config.listApplierIntervalMs);
   // Settles acceptance counts once their window is past the clock-skew bound.
   const verifier = createAcceptanceVerifier(services);
   verifier.start();
@@ -132,6 +138,34 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
   const schema = makeExecutableSchema({ typeDefs, resolvers: resolvers as never });
   const formatError = createFormatError(logger);
   const queryHashes = new QueryHashes();
+  // The handler is set once Apollo has started; no request arrives before `listen`.
+  let handle: (req: IncomingMessage, res: ServerResponse) => unknown = () => undefined;
+  const httpServer = createServer(
+    // A slow client cannot hold a connection forever.
+    { requestTimeout: config.requestTimeoutMs, headersTimeout: Math.min(config.requestTimeoutMs, 20_000) },
+    (req, res) => void handle(req, res),
+  );
+  // Subscriptions: the same schema, limits and error formatting, over WebSocket.
+  const liveLoaders = new WeakMap<object, Loaders>();
+  const liveServer = createLiveServer<RequestContext>(httpServer, {
+    schema,
+    settings: config.live,
+    cors: config.corsOrigins,
+    logger,
+    validationRules: limits.validationRules,
+    checkCost: limits.checkCost,
+    checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
+    formatError,
+    hideSuggestions: !config.introspection,
+    authenticate: (authorization) => sessionFromAuthorization(authorization, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs),
+    contextFor: (viewer, onSlowConsumer) => createRequestContext(services, viewer, { onSlowConsumer }),
+    eventContextFor(viewer, batch) {
+      // Every subscriber of a feed renders one poll's changes through the same loaders.
+      let loaders = liveLoaders.get(batch);
+      if (!loaders) liveLoaders.set(batch, (loaders = createLiveLoaders(services)));
+      return createRequestContext(services, viewer, { loaders });
+    },
+  });
   const apollo = new ApolloServer<RequestContext>({
     // Apollo's plain schema mode; the request plugin executes with graphql-jit.
     schema,
@@ -152,6 +186,9 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       ApolloServerPluginCacheControlDisabled(),
       // Only a federation subgraph traces inline; this schema is not one.
       ApolloServerPluginInlineTraceDisabled(),
+      // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
+      ApolloServerPluginDrainHttpServer({ httpServer }),
+      { serverWillStart: async () => ({ drainServer: () => liveServer.close() }) },
       requestPlugin(limits, schema, formatError),
     ],
   });
@@ -178,18 +215,16 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       return createRequestContext(services, viewer, { deadline: { at: deadline, timeoutMs: config.requestTimeoutMs } });
     },
   });
-  const loggedHandler = withRequestLog(handler, logger);
-  const httpServer = createServer(
-    // A slow client cannot hold a connection forever.
-    { requestTimeout: config.requestTimeoutMs, headersTimeout: Math.min(config.requestTimeoutMs, 20_000) },
-    (req, res) => void loggedHandler(req, res),
-  );
+  handle = withRequestLog(handler, logger);
+  // The live hub polls the change log of the feeds subscribed to here.
+  services.live.start();
 
   return {
     store,
     codec: services.codec,
     httpServer,
     services,
+    liveServer,
     recoverSagas,
     listen(port = config.port, host = config.host) {
       return new Promise((resolve, reject) => {
@@ -202,11 +237,9 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
       applier.stop();
       verifier.stop();
       presence.stop();
-      await new Promise<void>((resolve) => {
-        httpServer.close(() => resolve());
-        httpServer.closeIdleConnections();
-      });
+      // Stops taking requests and sockets, closes every socket with 1001, finishes in-flight requests.
       await apollo.stop();
+      services.live.stop();
       await store.close();
     },
   };

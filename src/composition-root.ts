@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings, type Config } from './config.js';
+import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, type ClusterSettings, type Config, type LiveSettings } from './config.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
@@ -27,7 +27,11 @@ import { userTables } from './features/users/users-tables.js';
 import { Users } from './features/users/users.js';
 import type { Viewer } from './graphql/auth.js';
 import type { RequestContext } from './graphql/context.js';
-import { createLoaders } from './graphql/loaders.js';
+import { createLoaders, type Loaders } from './graphql/loaders.js';
+import { liveTables } from './live/change-log-tables.js';
+import { ChangeClock, createChangeWriter, type ChangeWriter } from './live/change-log.js';
+import { LiveHub } from './live/live-hub.js';
+import { LiveSubscriptions } from './live/subscriptions.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
 import { presenceTable, type Presence } from './presence.js';
 import { KeyedLock } from './saga/keyed-lock.js';
@@ -51,6 +55,7 @@ export const ALL_TABLES: readonly TableSpec[] = [
   ...directoryTables,
   ...listTables,
   ...sagaLogTables,
+  ...liveTables,
   seedProgressTable,
   presenceTable,
 ];
@@ -60,9 +65,9 @@ export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas, ...directoryS
 
 /**
  * The settings features are built with: the part of the configuration they read
- * (`cluster` defaults to DEFAULT_CLUSTER_SETTINGS).
+ * (`cluster` defaults to DEFAULT_CLUSTER_SETTINGS, `live` to DEFAULT_LIVE_SETTINGS).
  */
-export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> & Partial<Pick<Config, 'cluster'>>;
+export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> & Partial<Pick<Config, 'cluster' | 'live'>>;
 
 /**
  * Build the configured store adapter, its default write timestamps taken from `clock`
@@ -101,6 +106,12 @@ export interface Services {
   readonly cluster: ClusterSettings;
   /** This process's presence in the cluster (saga ownership, liveness). */
   readonly presence?: Presence;
+  /** Appends changes to the live change log (every write that changes a connection). */
+  readonly changes: ChangeWriter;
+  /** Polls the change log of the feeds subscribed to here and fans them out (the server starts it). */
+  readonly live: LiveHub;
+  /** The live settings the hub and the WebSocket server run with. */
+  readonly liveSettings: LiveSettings;
 }
 
 /** The process-wide services, over a store that is already open (and its tables created). */
@@ -108,18 +119,35 @@ export function createServices(
   settings: FeatureSettings,
   deps: { store: Store; logger: Logger; clock?: Clock; onListAppend?: (listId: string) => void; presence?: Presence },
 ): Services {
+  const clock = deps.clock ?? new MonotonicClock();
+  const codec = createCursorCodec(settings.cursorSecret);
+  const cluster = settings.cluster ?? DEFAULT_CLUSTER_SETTINGS;
+  const liveSettings = settings.live ?? DEFAULT_LIVE_SETTINGS;
   return {
     store: deps.store,
     settings,
-    codec: createCursorCodec(settings.cursorSecret),
+    codec,
     logger: deps.logger,
-    clock: deps.clock ?? new MonotonicClock(),
+    clock,
     sagasInFlight: new Set(),
     userLock: new KeyedLock(),
     acceptanceTokens: new TokenSequence(),
     onListAppend: deps.onListAppend,
-    cluster: settings.cluster ?? DEFAULT_CLUSTER_SETTINGS,
+    cluster,
     presence: deps.presence,
+    changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
+    live: new LiveHub({
+      store: deps.store,
+      codec,
+      clock,
+      cluster,
+      pollMs: liveSettings.pollMs,
+      retentionSeconds: liveSettings.retentionSeconds,
+      fanout: liveSettings.fanout,
+      maxQueued: liveSettings.maxQueued,
+      logger: deps.logger,
+    }),
+    liveSettings,
   };
 }
 
@@ -132,12 +160,23 @@ export function createSagaRunner(services: Services, store: Store = services.sto
     presence: services.presence,
     logger: services.logger,
     cluster: services.cluster,
+    environment: { changes: services.changes },
   });
 }
 
+/** Loaders over the process's store for work shared by many callers (a live feed's poll). */
+export function createLiveLoaders(services: Services): Loaders {
+  return createLoaders(services.store);
+}
+
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
-export function createListApplier(deps: Pick<Services, 'store' | 'clock' | 'logger'> & Partial<Pick<Services, 'cluster'>>): ListApplier {
-  return new ListApplier(deps.store, { clock: deps.clock, logger: deps.logger, cluster: deps.cluster ?? DEFAULT_CLUSTER_SETTINGS });
+export function createListApplier(deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster'>>): ListApplier {
+  return new ListApplier(deps.store, {
+    clock: deps.clock,
+    logger: deps.logger,
+    cluster: deps.cluster ?? DEFAULT_CLUSTER_SETTINGS,
+    changes: deps.changes,
+  });
 }
 
 /** The acceptance verifier of a process (the server starts its timer). */
@@ -149,21 +188,24 @@ export function createAcceptanceVerifier(deps: Pick<Services, 'store' | 'clock' 
  * The features of one unit of work (a GraphQL request, or a seeding job) for one
  * caller: a round-trip-counting view of the store, fresh loaders, and every feature
  * over them. `cache: false` for long jobs: loaders then batch but remember nothing.
+ * `loaders` shares loaders between units of work: every subscriber of a live feed
+ * renders one poll's changes through the same ones (`createLiveLoaders`);
+ * `onSlowConsumer` is told when a subscription of this context falls too far behind.
  */
 export function createRequestContext(
   services: Services,
   viewer: Viewer | null,
-  options: { cache?: boolean; deadline?: RequestDeadline } = {},
+  options: { cache?: boolean; deadline?: RequestDeadline; loaders?: Loaders; onSlowConsumer?: () => void } = {},
 ): RequestContext {
   const { codec, settings } = services;
   // The request's store stops at its deadline (REQUEST_TIMEOUT_MS), when it has one.
   const store = new CountingStore(services.store, options.deadline);
-  const loaders = createLoaders(store, options);
+  const loaders = options.loaders ?? createLoaders(store, options);
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
   const sagas = createSagaRunner(services, store);
   const directory = new Directory({ store, codec, actor, users: loaders.userById, sagas, logger: services.logger });
   const users = new Users({ store, actor, loaders, directory });
-  const timeline = new Timeline({ store, codec, loaders });
+  const timeline = new Timeline({ store, codec, loaders, changes: services.changes });
   const suspensions = new Suspensions({
     store,
     codec,
@@ -182,6 +224,7 @@ export function createRequestContext(
     tokens: services.acceptanceTokens,
     strategy: settings.acceptanceStrategy,
     cluster: services.cluster,
+    changes: services.changes,
   });
   const lists = new Lists({ store, codec, actor, loaders, clock: services.clock, onAppend: services.onListAppend });
   return {
@@ -193,6 +236,7 @@ export function createRequestContext(
     meetings,
     directory,
     lists,
+    live: new LiveSubscriptions({ hub: services.live, codec, onSlowConsumer: options.onSlowConsumer }),
     storeRoundTrips: () => store.roundTrips,
     storeStatements: () => store.statements,
   };

@@ -104,7 +104,44 @@ export interface Config {
    * recovers at once the sagas its previous incarnation left open.
    */
   readonly instanceId: string;
+  /** Live connections: subscriptions over WebSocket and the change log behind them. */
+  readonly live: LiveSettings;
 }
+
+/** How live connections run (README, "Live connections"). */
+export interface LiveSettings {
+  /** How often each server polls the change log of its live feeds (`LIVE_POLL_MS`). */
+  readonly pollMs: number;
+  /** How long the change log keeps a change, in seconds (`LIVE_RETENTION_S`): a cursor older is expired. */
+  readonly retentionSeconds: number;
+  /** Which layout the poller reads: per feed, the shards, or whichever costs less (`LIVE_FANOUT`). */
+  readonly fanout: 'auto' | 'feeds' | 'shards';
+  /** Subscriptions one socket may hold (`LIVE_MAX_PER_SOCKET`). */
+  readonly maxPerSocket: number;
+  /** Sockets one server accepts (`LIVE_MAX_SOCKETS`). */
+  readonly maxSockets: number;
+  /** How long a socket may take to send `connection_init`, in ms (`LIVE_INIT_TIMEOUT_MS`). */
+  readonly initTimeoutMs: number;
+  /** The largest message a client may send, in bytes (`LIVE_MAX_MESSAGE_BYTES`). */
+  readonly maxMessageBytes: number;
+  /** Bytes a socket may have waiting to be sent before it is closed as too slow (`LIVE_MAX_BUFFERED_BYTES`). */
+  readonly maxBufferedBytes: number;
+  /** Changes a subscription may have waiting before its socket is closed as too slow (`LIVE_MAX_QUEUED`). */
+  readonly maxQueued: number;
+}
+
+/** The defaults of live connections (the composition root's, for processes without a configuration). */
+export const DEFAULT_LIVE_SETTINGS: LiveSettings = Object.freeze({
+  pollMs: 500,
+  retentionSeconds: 86_400,
+  fanout: 'auto',
+  maxPerSocket: 100,
+  maxSockets: 10_000,
+  initTimeoutMs: 3_000,
+  maxMessageBytes: 65_536,
+  maxBufferedBytes: 1_048_576,
+  maxQueued: 1_000,
+});
 
 /** The embedded store's tombstone limits and compaction, as Cassandra's cassandra.yaml sets them. */
 export interface EmbeddedStoreSettings {
@@ -308,6 +345,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       recoveryGraceMs: int(env, 'SAGA_RECOVERY_GRACE_MS', 10_000, 0, 86_400_000),
     }),
     instanceId: env.INSTANCE_ID || `${hostname()}:${env.PORT || 4000}`,
+    live: Object.freeze({
+      pollMs: int(env, 'LIVE_POLL_MS', DEFAULT_LIVE_SETTINGS.pollMs, 10, 60_000),
+      retentionSeconds: int(env, 'LIVE_RETENTION_S', DEFAULT_LIVE_SETTINGS.retentionSeconds, 60, 2_592_000),
+      fanout: oneOf(env, 'LIVE_FANOUT', ['auto', 'feeds', 'shards'] as const, DEFAULT_LIVE_SETTINGS.fanout),
+      maxPerSocket: int(env, 'LIVE_MAX_PER_SOCKET', DEFAULT_LIVE_SETTINGS.maxPerSocket, 1, 100_000),
+      maxSockets: int(env, 'LIVE_MAX_SOCKETS', DEFAULT_LIVE_SETTINGS.maxSockets, 0, 1_000_000),
+      initTimeoutMs: int(env, 'LIVE_INIT_TIMEOUT_MS', DEFAULT_LIVE_SETTINGS.initTimeoutMs, 100, 600_000),
+      maxMessageBytes: int(env, 'LIVE_MAX_MESSAGE_BYTES', DEFAULT_LIVE_SETTINGS.maxMessageBytes, 1_024, 100_000_000),
+      maxBufferedBytes: int(env, 'LIVE_MAX_BUFFERED_BYTES', DEFAULT_LIVE_SETTINGS.maxBufferedBytes, 1_024, 1_000_000_000),
+      maxQueued: int(env, 'LIVE_MAX_QUEUED', DEFAULT_LIVE_SETTINGS.maxQueued, 1, 1_000_000),
+    }),
     cluster: Object.freeze({
       clockSkewMs: int(env, 'CLOCK_SKEW_MS', DEFAULT_CLUSTER_SETTINGS.clockSkewMs, 0, 600_000),
       writeTimeoutMs: int(env, 'STORE_WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000),

@@ -29,7 +29,8 @@ export function parseCorsOrigins(raw: string): CorsOrigins {
   return Object.freeze(entries.map((e) => new URL(e).origin));
 }
 
-function allows(origins: CorsOrigins, origin: string): boolean {
+/** Whether a browser on `origin` may call the API (HTTP or WebSocket). */
+export function allows(origins: CorsOrigins, origin: string): boolean {
   return origins === '*' || origins.includes(origin);
 }
 

@@ -4,7 +4,7 @@
  */
 
 /** The codes a feature may raise. */
-export type DomainErrorCode = 'BAD_USER_INPUT' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT';
+export type DomainErrorCode = 'BAD_USER_INPUT' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT' | 'CURSOR_EXPIRED';
 
 /** A refusal the caller can act on; `argument` names the offending input when there is one. */
 export class DomainError extends Error {

@@ -32,6 +32,25 @@ export async function viewerFromAuthorization(
   maxAgeSeconds: number,
   clockSkewMs = 0,
 ): Promise<Viewer | null> {
+  return (await sessionFromAuthorization(header, key, maxAgeSeconds, clockSkewMs))?.viewer ?? null;
+}
+
+/** A verified token: who, and until when (epoch ms, its `exp`). */
+export interface Session {
+  readonly viewer: Viewer;
+  readonly expiresAt: number;
+}
+
+/**
+ * `viewerFromAuthorization` with the token's expiry: for a connection that outlives a
+ * request (a WebSocket), which must end when its token does.
+ */
+export async function sessionFromAuthorization(
+  header: string | undefined,
+  key: Uint8Array,
+  maxAgeSeconds: number,
+  clockSkewMs = 0,
+): Promise<Session | null> {
   if (header === undefined || header === '') return null;
   const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(header);
   if (!match) throw unauthenticated('the Authorization header must be "Bearer <JWT>"');
@@ -54,7 +73,7 @@ export async function viewerFromAuthorization(
   }
   if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated('the token is invalid');
   const roles = Array.isArray(payload.roles) ? payload.roles : [];
-  return { username: payload.sub, isAdmin: roles.includes('admin') };
+  return { viewer: { username: payload.sub, isAdmin: roles.includes('admin') }, expiresAt: payload.exp! * 1000 };
 }
 
 /** Sign a token (development tool and tests). */

@@ -10,6 +10,7 @@ import type { Meetings } from '../features/meetings/meetings.js';
 import type { Suspensions } from '../features/suspensions/suspensions.js';
 import type { Timeline } from '../features/timeline/timeline.js';
 import type { Users } from '../features/users/users.js';
+import type { LiveSubscriptions } from '../live/subscriptions.js';
 import type { Loaders } from './loaders.js';
 
 /** The context of one request. */
@@ -23,6 +24,8 @@ export interface RequestContext {
   readonly directory: Directory;
   readonly lists: Lists;
   readonly loaders: Loaders;
+  /** Subscribing to live feeds (subscriptions over WebSocket). */
+  readonly live: LiveSubscriptions;
   /** Store round trips this request has made so far (`extensions.storeRoundTrips`). */
   readonly storeRoundTrips: () => number;
   /** Statements the store sent for them so far (`extensions.storeStatements`). */

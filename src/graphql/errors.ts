@@ -33,6 +33,8 @@ const REQUEST_CODES = new Set([
   'FORBIDDEN',
   'NOT_FOUND',
   'CONFLICT',
+  'CURSOR_EXPIRED',
+  'TOO_MANY_SUBSCRIPTIONS',
 ]);
 
 /** Build Apollo Server's `formatError`: keep known refusals, mask the rest. */

@@ -7,7 +7,7 @@
 import type { ApolloServerPlugin, BaseContext, GraphQLRequestContextDidResolveOperation, GraphQLRequestListener } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens';
-import { GraphQLError, getNamedType, type OperationDefinitionNode, type ValidationRule } from 'graphql';
+import { GraphQLError, getNamedType, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type ValidationRule } from 'graphql';
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import { DEFAULT_PAGE_SIZE } from '../paging/engine.js';
 import { checkOperation } from './operation-guard.js';
@@ -161,6 +161,11 @@ export interface LimitProtections {
   readonly didResolveOperation: NonNullable<GraphQLRequestListener<BaseContext>['didResolveOperation']>;
   /** Hides field suggestions from error messages (graphql-armor's plugin, run only when there are errors). */
   readonly didEncounterErrors: NonNullable<GraphQLRequestListener<BaseContext>['didEncounterErrors']>;
+  /**
+   * The cost check alone, for an operation that does not pass through Apollo (a
+   * subscription over WebSocket): throws the same refusal as HTTP gets.
+   */
+  readonly checkCost: (resolved: { schema: GraphQLSchema; document: DocumentNode; operation: OperationDefinitionNode; variables?: Record<string, unknown> | null; operationName?: string | null }) => void;
 }
 
 /** Validation rules and request hooks enforcing the limits. */
@@ -177,11 +182,14 @@ export function limitProtections(limits: RequestLimits, options: { hideSuggestio
     blockFieldSuggestion: { enabled: options.hideSuggestions },
   });
   const { plugins, validationRules } = armor.protect();
+  const cost = costCheck(limits.cost);
   // armor types its plugins against Apollo's CommonJS build; they are the same objects.
   const armorPlugins = plugins as unknown as ApolloServerPlugin[];
   return {
     validationRules,
-    didResolveOperation: resolveOperation(costCheck(limits.cost)),
+    didResolveOperation: resolveOperation(cost),
+    checkCost: ({ schema, document, operation, variables, operationName }) =>
+      cost({ schema, document, operation, request: { variables: variables ?? undefined, operationName: operationName ?? undefined } } as unknown as GraphQLRequestContextDidResolveOperation<BaseContext>),
     // armor's plugins only rewrite errors: instead of one more plugin on every request,
     // they run here, on the requests that have errors.
     async didEncounterErrors(context) {

@@ -1,7 +1,7 @@
 /**
  * Refuses, before anything executes, a request whose operation cannot run here:
  * an `operationName` that names no operation of the document (or a name on an
- * anonymous one, or `""`), and subscriptions, which this server does not serve.
+ * anonymous one, or `""`), and subscriptions, which this server serves over WebSocket.
  * Without this, the executor would pick an operation on its own while every guard
  * that reads the resolved operation (the cost limit among them) saw none.
  */
@@ -19,7 +19,8 @@ export function operationResolutionMessage(operationName: string | null | undefi
 }
 
 /**
- * Refuses a request whose operationName resolves to no operation, and subscriptions.
+ * Refuses a request whose operationName resolves to no operation, and subscriptions
+ * (served over WebSocket, see ws-server.ts).
  * Must run before every other `didResolveOperation` hook: Apollo runs those hooks at
  * once and answers with the first refusal, so this one speaks before guards that would
  * stumble on a missing operation.
@@ -31,7 +32,7 @@ export function checkOperation({ request, operation }: Pick<GraphQLRequestContex
     });
   }
   if (operation.operation === OperationTypeNode.SUBSCRIPTION) {
-    throw new GraphQLError('subscriptions are not supported: this server answers queries and mutations only', {
+    throw new GraphQLError('subscriptions are served over WebSocket (protocol graphql-transport-ws) at /graphql, not over HTTP', {
       extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
     });
   }

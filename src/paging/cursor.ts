@@ -21,7 +21,8 @@ import type { CursorKey, CursorKeyPart } from './types.js';
 const VERSION = 2;
 const LEGACY_VERSION = 1;
 const MAC_BYTES = 16;
-const MAX_CURSOR_LENGTH = 4096;
+/** The longest connection cursor accepted, in characters. */
+export const MAX_CURSOR_LENGTH = 4096;
 
 // One tag byte per key part.
 const NULL = 0;
@@ -40,8 +41,12 @@ const BASE64URL = /^[A-Za-z0-9_-]+$/;
 export interface CursorCodec {
   /** The cursor text for `key` in connection `connectionId`. */
   encodeCursor(connectionId: string, key: CursorKey): string;
-  /** The key inside `cursor`, or null when it is malformed, forged or from another connection. */
-  decodeCursor(connectionId: string, cursor: string): CursorKey | null;
+  /**
+   * The key inside `cursor`, or null when it is malformed, forged or from another
+   * connection. `maxLength` raises the length accepted (MAX_CURSOR_LENGTH) for cursors
+   * that carry more than a row's key (a live feed's position).
+   */
+  decodeCursor(connectionId: string, cursor: string, options?: { maxLength?: number }): CursorKey | null;
 }
 
 /** A growable scratch buffer: cursors are built in place, then copied out once. */
@@ -224,8 +229,8 @@ export function createCursorCodec(secret: string): CursorCodec {
       w.buf.copy(out, 1 + MAC_BYTES, keyStart, w.at);
       return out.toString('base64url');
     },
-    decodeCursor(connectionId: string, cursor: string): CursorKey | null {
-      if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH) return null;
+    decodeCursor(connectionId: string, cursor: string, options?: { maxLength?: number }): CursorKey | null {
+      if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > (options?.maxLength ?? MAX_CURSOR_LENGTH)) return null;
       if (!BASE64URL.test(cursor)) return null;
       const raw = Buffer.from(cursor, 'base64url');
       // Re-encoding must give the same text: refuses non-canonical base64.

@@ -78,16 +78,22 @@ export function resolvePageArgs<N>(source: OrderedSource<N>, args: PageArgs, opt
 }
 
 /**
+ * The edge of `node` in `source`'s connection: the cursor a page of that connection
+ * gives it, character for character (a live change carries edges a client merges into
+ * pages it already holds, matching cursors by string equality).
+ */
+export function edgeFromNode<N>(source: OrderedSource<N>, node: N, codec: CursorCodec): Edge<N> {
+  return { cursor: codec.encodeCursor(source.id, source.keyOf(node)), node };
+}
+
+/**
  * One page of `source` for Relay arguments, with exact flags. Invalid arguments throw
  * `PagingArgumentError` before any read.
  */
 export async function pageFromSource<N>(source: OrderedSource<N>, args: PageArgs, options: PagingOptions): Promise<Page<N>> {
   const resolved = resolvePageArgs(source, args, options);
   const window = await readWindow(source, resolved);
-  const edges: Array<Edge<N>> = window.rows.map((node) => ({
-    cursor: options.codec.encodeCursor(source.id, source.keyOf(node)),
-    node,
-  }));
+  const edges = window.rows.map((node) => edgeFromNode(source, node, options.codec));
   return {
     edges,
     pageInfo: {

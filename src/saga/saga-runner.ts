@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { DomainError, SagaAbortedError } from '../errors.js';
 import { startPeriodicTask, type PeriodicTask } from '../periodic-task.js';
 import type { Presence } from '../presence.js';
+import type { ChangeWriter } from '../live/change-log.js';
 import type { Store } from '../store/port.js';
 import { newTimeuuid } from '../store/timeuuid.js';
 import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings } from '../config.js';
@@ -34,7 +35,14 @@ export interface SagaDefinition<P> {
    * and recovery finishes it. Without a pivot every step can be compensated.
    */
   readonly pivot?: number;
-  steps(store: Store): ReadonlyArray<SagaStep<P>>;
+  /** The steps over a store, with what else they may write (the live change log). */
+  steps(store: Store, environment: SagaEnvironment): ReadonlyArray<SagaStep<P>>;
+}
+
+/** What a saga's steps may use besides the store. */
+export interface SagaEnvironment {
+  /** Appends changes to the live change log, in the step that makes them. */
+  readonly changes: ChangeWriter;
 }
 
 export { SagaAbortedError };
@@ -77,6 +85,8 @@ export interface SagaRunnerOptions {
   readonly logger?: Logger;
   /** The clock-skew and write-timeout bounds the saga log's low-water marks rely on. */
   readonly cluster?: ClusterSettings;
+  /** What the steps may use besides the store (the live change log's writer). */
+  readonly environment: SagaEnvironment;
 }
 
 /** What one recovery pass did. */
@@ -134,7 +144,7 @@ export class SagaRunner {
     if (!SagaLog.canStart(sagaId)) {
       throw new Error(`saga ${sagaId} was made over ${SAGA_START_WINDOW_MS} ms ago: make its id just before running it`);
     }
-    const saga: ActiveSaga<P> = { sagaId, definition, payload, steps: definition.steps(this.options.store) };
+    const saga: ActiveSaga<P> = { sagaId, definition, payload, steps: definition.steps(this.options.store, this.options.environment) };
     this.options.inFlight.add(sagaId);
     try {
       const failed = await this.forward(saga, 0);
@@ -246,7 +256,7 @@ export class SagaRunner {
       legacy: record.legacy,
       definition,
       payload: record.payload,
-      steps: definition.steps(this.options.store),
+      steps: definition.steps(this.options.store, this.options.environment),
     };
     this.options.inFlight.add(record.sagaId);
     try {

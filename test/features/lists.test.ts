@@ -30,6 +30,7 @@ import { readListItems, type Lists } from '../../src/features/lists/lists.js';
 import type { Mutation, Store } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { modelPage } from '../support/paging-model.js';
+import { liveTables } from '../../src/live/change-log-tables.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { MoveSteps } from '../support/move-steps.js';
@@ -74,7 +75,7 @@ function timeOf(id: string): number {
 
 async function setup(pool: StorePool, applierOptions: ConstructorParameters<typeof ListApplier>[1] = {}) {
   const base = (await pool.create()).store;
-  await base.ensureTables(listTables);
+  await base.ensureTables([...listTables, ...liveTables]);
   const store = new TxRecorder(base);
   const { lists } = featuresOver(store);
   const steps = new MoveSteps(store);

@@ -80,6 +80,8 @@ describeEachStore('suspension sagas', (target) => {
             'get status_buckets',
             'readCells suspended_users',
             'upsert suspended_users',
+            // Then announced to live subscribers.
+            'batch live_changes',
           ]);
         } else {
           // The sorted-set row goes first, then the reverse lookup.
@@ -89,7 +91,8 @@ describeEachStore('suspension sagas', (target) => {
             // Its row's key follows from its id; the log's previous layout is asked too.
             'getMany saga_log_by_bucket',
             'getMany saga_log',
-            'delete users_by_status',
+            // With the change that announces it, in one logged batch.
+            'batch users_by_status',
             // Only by its owner, and conditionally: the lookup was written by a lightweight transaction.
             'deleteIf suspended_users',
             // The bucket emptied: its entry is dropped, then the bucket checked again.
@@ -104,7 +107,7 @@ describeEachStore('suspension sagas', (target) => {
         const { before, after, calls } = await cleanRun(pool, operation);
         // Unsuspend commits when the sorted-set row is deleted; recovery finishes the rest.
         const committedFrom =
-          operation === 'unsuspend' ? calls.findIndex((c) => c.operation === 'delete' && c.table === 'users_by_status') + 1 : calls.length;
+          operation === 'unsuspend' ? calls.findIndex((c) => c.operation === 'batch' && c.table === 'users_by_status') + 1 : calls.length;
         for (let k = 0; k < calls.length; k++) {
           const what = `failing call ${k} (${calls[k]!.operation} ${calls[k]!.table})`;
           const w = await world(pool, operation);

@@ -1,5 +1,5 @@
 /**
- * An `operationName` that resolves to no operation, and subscriptions: refused with a
+ * An `operationName` that resolves to no operation, and subscriptions over HTTP: refused with a
  * 4xx before anything executes, mutations included, over POST and GET, and before the
  * cost limit could be skipped (issue 16, defects 1 and 8; operation-name.test.ts has
  * the messages).
@@ -74,11 +74,11 @@ describeEachStore('operation resolution', (target) => {
     expect(named.errors?.[0]?.message).toMatch(/Query cost limit of 10000 exceeded/);
   });
 
-  it('says subscriptions are not supported, with a 400', async () => {
-    const res = await post({ query: `subscription { viewer { id } }` });
+  it('says subscriptions are served over WebSocket, with a 400', async () => {
+    const res = await post({ query: `subscription { suspensionsChanged { cursor } }` });
     expect(res.status).toBe(400);
     expect(res.errors?.[0]).toMatchObject({
-      message: 'subscriptions are not supported: this server answers queries and mutations only',
+      message: 'subscriptions are served over WebSocket (protocol graphql-transport-ws) at /graphql, not over HTTP',
       extensions: { code: 'BAD_REQUEST' },
     });
   });

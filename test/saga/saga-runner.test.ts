@@ -3,6 +3,8 @@
  * definition by TypeScript, a definition missing from the registry is refused before
  * anything is written, and `isOpen` tells whether a saga is still in the log.
  */
+import { ChangeClock, createChangeWriter } from '../../src/live/change-log.js';
+import { MonotonicClock } from '../../src/store/clock.js';
 import { describe, expect, it } from 'vitest';
 import { sagaLogTables } from '../../src/saga/saga-log.js';
 import { newTimeuuid } from '../../src/store/timeuuid.js';
@@ -34,7 +36,7 @@ async function runnerWith(definitions: Array<SagaDefinition<any>>) {
   const base = memorySqliteStore();
   await base.ensureTables(sagaLogTables);
   const store = new FaultyStore(base);
-  return { store, runner: new SagaRunner({ store, registry: new SagaRegistry(definitions), inFlight: new Set() }) };
+  return { store, runner: new SagaRunner({ store, registry: new SagaRegistry(definitions), inFlight: new Set(), environment: { changes: createChangeWriter(new ChangeClock(new MonotonicClock()), { retentionSeconds: 86_400 }) } }) };
 }
 
 describe('the saga runner', () => {

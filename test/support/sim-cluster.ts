@@ -213,7 +213,6 @@ export class SimInstance {
     readonly presence: Presence,
   ) {
     const logger = pino({ level: 'silent' });
-    this.applier = createListApplier({ store, clock, logger, cluster: cluster.settings.cluster });
     this.services = createServices(cluster.settings, {
       store,
       logger,
@@ -221,6 +220,7 @@ export class SimInstance {
       presence,
       onListAppend: (listId) => this.applier.wake(listId),
     });
+    this.applier = createListApplier(this.services);
     this.verifier = createAcceptanceVerifier(this.services);
   }
 

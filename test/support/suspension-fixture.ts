@@ -4,6 +4,7 @@
  * of seed 000's design: every sorted-set row has its reverse lookup and the reverse,
  * and every suspended user is reachable by paging.
  */
+import { liveTables } from '../../src/live/change-log-tables.js';
 import pino from 'pino';
 import { createRequestContext, createSagaRunner, createServices, type FeatureSettings } from '../../src/composition-root.js';
 import { createCursorCodec } from '../../src/paging/cursor.js';
@@ -43,7 +44,7 @@ export function suspensionsOver(store: Store, granularity: BucketGranularity = '
 
 /** Create the tables this feature needs. */
 export async function prepare(store: Store): Promise<void> {
-  await store.ensureTables([...userTables, ...suspensionTables, ...sagaLogTables]);
+  await store.ensureTables([...userTables, ...suspensionTables, ...sagaLogTables, ...liveTables]);
 }
 
 /** Create n users; returns their ids. */

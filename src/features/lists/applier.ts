@@ -22,7 +22,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings } from '../../config.js';
+import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, type ClusterSettings } from '../../config.js';
+import { ChangeClock, createChangeWriter, readNewestChange, type ChangeWriter } from '../../live/change-log.js';
 import type { Clock } from '../../store/clock.js';
 import { MonotonicClock } from '../../store/clock.js';
 import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
@@ -40,7 +41,7 @@ import {
   visitTransactionsAbove,
   type ListTx,
 } from './ledger.js';
-import { readListItems } from './lists.js';
+import { listChangeOf, listFeedOf, readListItems } from './lists.js';
 import { planRebalance } from './rebalance.js';
 import {
   PENDING_SHARDS,
@@ -95,10 +96,22 @@ export class ListApplier {
       cluster?: ClusterSettings;
       /** TTL of a lease: how long a crashed applier can hold a list. */
       leaseSeconds?: number;
+      /** Appends each applied change to the list's live feed (the process's writer; a writer of its own when absent). */
+      changes?: ChangeWriter;
     } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
+    this.changes = options.changes ?? createChangeWriter(new ChangeClock(this.clock), { retentionSeconds: DEFAULT_LIVE_SETTINGS.retentionSeconds });
   }
+
+  private readonly changes: ChangeWriter;
+  /**
+   * The id of the last change this applier announced per list it holds: the next one
+   * goes above it, so a list's changes reach subscribers in the order it applied them.
+   * Read back from the feed whenever the lease is claimed anew (another server's
+   * applier may have announced changes since, with a clock ahead of ours).
+   */
+  private readonly lastChange = new Map<string, string | null>();
 
   private get leaseSeconds(): number {
     return this.options.leaseSeconds ?? LEASE_SECONDS;
@@ -189,6 +202,7 @@ export class ListApplier {
       this.held.delete(listId);
       if (!(await this.claim(listId))) return null;
       this.held.set(listId, this.nowMs());
+      this.lastChange.delete(listId);
     }
     const keep = async () => {
       const at = this.held.get(listId);
@@ -362,12 +376,58 @@ export class ListApplier {
   }
 
   /**
+   * The change that announces an applied transaction to the list's feed: its id goes
+   * above the last change announced for the list (read back from the feed when this
+   * applier has none: the lease was claimed anew).
+   */
+  private async announce(listId: string, tx: ListTx, item: { label: string; weight: bigint; seq: bigint } | null): Promise<Mutation[]> {
+    let last = this.lastChange.get(listId);
+    if (last === undefined) {
+      const { clockSkewMs, writeTimeoutMs } = this.options.cluster ?? DEFAULT_CLUSTER_SETTINGS;
+      const now = this.clock.nowMicros();
+      // A change of the last holder's, made with a clock up to the skew ahead, and its
+      // lease lapsed at least LEASE_SECONDS ago: it lies within this range.
+      const reach = BigInt(2 * clockSkewMs + writeTimeoutMs + this.leaseSeconds * 1000) * 1000n;
+      last = (await readNewestChange(this.store, listFeedOf(listId).feed, now - reach, now + BigInt(clockSkewMs) * 1000n))?.id ?? null;
+    }
+    const previousItemId = item && (tx.kind === 'add' || tx.kind === 'move') ? await this.itemBefore(listId, { ...tx.to, itemId: tx.itemId }) : null;
+    const change = listChangeOf(listId, this.changes.nextId(last ?? undefined), tx, item, previousItemId);
+    this.lastChange.set(listId, change.id);
+    return this.changes.mutations(change);
+  }
+
+  /**
+   * The item right before a position as the applied rows stand (the item moving there
+   * and soft-deleted rows left out): where a subscriber places an added or moved item.
+   */
+  private async itemBefore(listId: string, at: { weight: bigint; seq: bigint; itemId: string }): Promise<string | null> {
+    let upper: ClusteringBound = { values: [at.weight, at.seq, at.itemId], inclusive: false };
+    for (let limit = 8; ; limit = Math.min(limit * 4, 1_024)) {
+      const rows = await this.store.slice(listItemsTable, { partition: { list_id: listId }, upper, reverse: true, limit });
+      // Newest first in reverse: a soft-delete marker comes right before the row it shadows.
+      const shadowed = new Set<string>();
+      for (const row of rows) {
+        const id = row.item_id as string;
+        const key = `${row.weight}|${row.seq}|${id}`;
+        if (row.deleted === true) shadowed.add(key);
+        else if (id !== at.itemId && !shadowed.has(key)) return id;
+      }
+      if (rows.length < limit) return null;
+      const last = rows[rows.length - 1]!;
+      upper = { values: [last.weight!, last.seq!, last.item_id!, last.deleted!], inclusive: false };
+    }
+  }
+
+  /**
    * Apply one transaction. Its writes and deletes of the item's rows all carry one
    * timestamp T, above the write time of the item's index row, which every earlier
    * transaction of the item wrote (with its own T) next to the item's rows. So T beats
    * every row this transaction deletes, whichever server wrote it with whatever clock:
    * a move applied on a server whose clock is behind still removes the old position.
    * A change applied in one batch is marked applied in that batch (true returned).
+   * The batch that makes the change (a move's step 2) also announces it to the list's
+   * live feed; a step run again after a failure announces it again, which subscribers
+   * receive once (a change is identified by its transaction).
    */
   private async apply(listId: string, tx: ListTx): Promise<boolean> {
     const { store } = this;
@@ -397,46 +457,60 @@ export class ListApplier {
       seq: p.seq,
       label: l,
     });
-    const batch = (mutations: Mutation[]) => store.batch(mutations.map((m) => ({ ...m, options: stamp })));
-    const finalBatch = async (mutations: Mutation[]) => {
-      await store.batch([...mutations.map((m) => ({ ...m, options: stamp })), appliedMark(listId, tx.txId)]);
+    const stamped = (mutations: Mutation[]) => mutations.map((m) => ({ ...m, options: stamp }));
+    const finalBatch = async (mutations: Mutation[], announced: Mutation[]) => {
+      await store.batch([...stamped(mutations), ...announced, appliedMark(listId, tx.txId)]);
       return true;
     };
     switch (tx.kind) {
       case 'add':
-        return finalBatch([
-          { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label: tx.label } },
-          { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, tx.label) },
-        ]);
+        return finalBatch(
+          [
+            { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label: tx.label } },
+            { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, tx.label) },
+          ],
+          await this.announce(listId, tx, { label: tx.label, ...tx.to }),
+        );
       case 'move': {
         // A move of an item that no longer exists, or one already through step 2: nothing to do.
         if (!at || (at.weight === tx.to.weight && at.seq === tx.to.seq)) break;
         // 1. Soft delete the old item and insert the new one.
-        await batch([
-          { kind: 'upsert', table: listItemsTable, row: { ...row(at, true), label } },
-          { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label } },
-        ]);
+        await store.batch(
+          stamped([
+            { kind: 'upsert', table: listItemsTable, row: { ...row(at, true), label } },
+            { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label } },
+          ]),
+        );
         // 2. Hard delete the old item and the soft delete marker.
-        await batch([
-          { kind: 'delete', table: listItemsTable, key: row(at, false) },
-          { kind: 'delete', table: listItemsTable, key: row(at, true) },
-          { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, label) },
+        await store.batch([
+          ...stamped([
+            { kind: 'delete', table: listItemsTable, key: row(at, false) },
+            { kind: 'delete', table: listItemsTable, key: row(at, true) },
+            { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, label) },
+          ]),
+          ...(await this.announce(listId, tx, { label, ...tx.to })),
         ]);
         break;
       }
       case 'rename':
         if (!at) break;
-        return finalBatch([
-          { kind: 'upsert', table: listItemsTable, row: { ...row(at, false), label: tx.label } },
-          { kind: 'upsert', table: listItemIndexTable, row: indexRow(at, tx.label) },
-        ]);
+        return finalBatch(
+          [
+            { kind: 'upsert', table: listItemsTable, row: { ...row(at, false), label: tx.label } },
+            { kind: 'upsert', table: listItemIndexTable, row: indexRow(at, tx.label) },
+          ],
+          await this.announce(listId, tx, { label: tx.label, ...at }),
+        );
       case 'remove':
         if (!at) break;
-        return finalBatch([
-          { kind: 'delete', table: listItemsTable, key: row(at, false) },
-          { kind: 'delete', table: listItemsTable, key: row(at, true) },
-          { kind: 'delete', table: listItemIndexTable, key: { item_id: tx.itemId } },
-        ]);
+        return finalBatch(
+          [
+            { kind: 'delete', table: listItemsTable, key: row(at, false) },
+            { kind: 'delete', table: listItemsTable, key: row(at, true) },
+            { kind: 'delete', table: listItemIndexTable, key: { item_id: tx.itemId } },
+          ],
+          await this.announce(listId, tx, null),
+        );
     }
     return false;
   }

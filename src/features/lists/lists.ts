@@ -6,9 +6,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DomainError, badInput, checkText } from '../../errors.js';
+import type { Change } from '../../live/change-log.js';
+import type { FeedSpec } from '../../live/live-hub.js';
 import type { CursorCodec } from '../../paging/cursor.js';
-import { pageFromSource } from '../../paging/engine.js';
-import type { CursorKey, Direction, OrderedSource, Page, PageArgs } from '../../paging/types.js';
+import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
+import type { CursorKey, Direction, Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
@@ -70,6 +72,62 @@ export interface ListsDeps {
   readonly clock: Clock;
   /** Called after a transaction is appended (the server wakes its applier). */
   readonly onAppend?: (listId: string) => void;
+}
+
+/** What happened to an item, as a subscriber of the list sees it (the GraphQL enum's values). */
+export type ListChangeKind = 'ADDED' | 'MOVED' | 'RENAMED' | 'REMOVED';
+
+/**
+ * A change to a list as the applier applied it: the item where it now stands (not for
+ * a removal), and for an addition or a move the item now right before it (null: first).
+ */
+export interface ListChange {
+  readonly kind: ListChangeKind;
+  readonly listId: string;
+  readonly itemId: string;
+  readonly item: ListItem | null;
+  readonly previousItemId: string | null;
+}
+
+const CHANGE_KINDS: Readonly<Record<ListTx['kind'], ListChangeKind>> = { add: 'ADDED', move: 'MOVED', rename: 'RENAMED', remove: 'REMOVED' };
+
+/** The live feed of a list's items. */
+export function listFeedOf(listId: string): FeedSpec {
+  return { feed: `list:${listId}` };
+}
+
+/**
+ * The change announcing an applied transaction: identified by the transaction, so an
+ * announcement repeated by a step run again reaches subscribers once.
+ */
+export function listChangeOf(
+  listId: string,
+  id: string,
+  tx: ListTx,
+  item: { label: string; weight: bigint; seq: bigint } | null,
+  previousItemId: string | null,
+): Change {
+  return {
+    feed: listFeedOf(listId).feed,
+    id,
+    kind: CHANGE_KINDS[tx.kind],
+    item: tx.txId,
+    payload: {
+      itemId: tx.itemId,
+      ...(item && { label: item.label, weight: item.weight.toString(), seq: item.seq.toString() }),
+      ...(tx.kind === 'add' || tx.kind === 'move' ? { previousItemId } : {}),
+    },
+  };
+}
+
+/** A change read from a list's feed, in the list's own terms. */
+export function listChangeFrom(listId: string, change: Change): ListChange {
+  const p = change.payload as { itemId: string; label?: string; weight?: string; seq?: string; previousItemId?: string | null };
+  const item: ListItem | null =
+    p.label !== undefined && p.weight !== undefined && p.seq !== undefined
+      ? { listId, itemId: p.itemId, label: p.label, weight: BigInt(p.weight), seq: BigInt(p.seq) }
+      : null;
+  return { kind: change.kind as ListChangeKind, listId, itemId: p.itemId, item, previousItemId: p.previousItemId ?? null };
 }
 
 function listFromRow(row: Row): OrderedList {
@@ -170,6 +228,18 @@ export class Lists {
       },
       args,
     );
+  }
+
+  /** The live feed of a list's items (readable by anyone, like the list). NOT_FOUND for an unknown list. */
+  async feed(listId: string): Promise<FeedSpec> {
+    const list = await this.deps.loaders.listById.load(listId);
+    if (!list) throw new DomainError('NOT_FOUND', 'no such list', 'listId');
+    return listFeedOf(listId);
+  }
+
+  /** The `OrderedList.items` edge of an item, cursor and all, as a page of that connection gives it. */
+  itemEdge(item: ListItem): Edge<ListItem> {
+    return edgeFromNode(ledgerSource(this.deps.store, item.listId), item, this.deps.codec);
   }
 
   /** One page of a list's items, in order. */

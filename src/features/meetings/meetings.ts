@@ -7,10 +7,12 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DomainError, checkText } from '../../errors.js';
+import type { Change, ChangeWriter } from '../../live/change-log.js';
+import type { Admission, FeedSpec } from '../../live/live-hub.js';
 import type { CursorCodec } from '../../paging/cursor.js';
-import { pageFromSource } from '../../paging/engine.js';
+import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
-import type { Page, PageArgs } from '../../paging/types.js';
+import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { Clock } from '../../store/clock.js';
 import { MAX_TIMESTAMP, type Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
@@ -70,6 +72,44 @@ export interface MeetingsDeps {
   readonly tokens: TokenSequence;
   readonly strategy: AcceptanceStrategy;
   readonly cluster: ClusterSettings;
+  /** Appends acceptances to the meeting's live feed. */
+  readonly changes: ChangeWriter;
+}
+
+/** The live feed's name of a meeting's acceptances. */
+function meetingFeed(meetingId: string): string {
+  return `meeting:${meetingId}`;
+}
+
+/** A newly counted acceptor of a meeting, as a subscriber sees it. */
+export interface AcceptanceChange {
+  readonly acceptance: Acceptance;
+}
+
+/** A change read from a meeting's feed, in the feature's own terms. */
+export function acceptanceChangeFrom(meetingId: string, change: Change): AcceptanceChange {
+  const p = change.payload as { userId: string; acceptedAt: number };
+  return { acceptance: { meetingId, userId: p.userId, acceptedAt: new Date(p.acceptedAt) } };
+}
+
+/**
+ * Which announced acceptances to deliver: the one whose write won, once per user. Every
+ * attempt announces itself in the batch that writes it (a process may die before it
+ * learns whether it won), with its token; the winner is the attempt whose token the
+ * (meeting, user) row holds. A row not there yet (a batch is not isolated across
+ * partitions) is asked about again at the next poll; a losing attempt never wins later
+ * (only an earlier timestamp could displace the winner, and the loser's is later).
+ */
+async function admitAcceptances(store: Store, meetingId: string, changes: readonly Change[]): Promise<Admission[]> {
+  const rows = await store.getMany(
+    meetingUsersTable,
+    changes.map((c) => ({ meeting_id: meetingId, user_id: (c.payload as { userId: string }).userId })),
+  );
+  return changes.map((c, i) => {
+    const row = rows[i];
+    if (!row) return 'wait';
+    return row.write_token === (c.payload as { writeToken: string }).writeToken ? 'deliver' : 'skip';
+  });
 }
 
 /**
@@ -157,9 +197,18 @@ export class Meetings {
     const micros = this.deps.clock.nowMicros();
     const acceptedAt = new Date(Number(micros / 1000n));
     const marks = marksOf(meetingId, acceptedAt.getTime());
+    // Every attempt is announced to the meeting's feed with its token, in the batch
+    // that writes it; readers deliver only the winner's (admitAcceptances).
+    const announced = this.deps.changes.mutations({
+      feed: meetingFeed(meetingId),
+      id: this.deps.changes.nextId(),
+      kind: 'accepted',
+      item: userId,
+      payload: { userId, writeToken: token, acceptedAt: acceptedAt.getTime() },
+    });
     let won: boolean;
     if (this.deps.strategy === 'lwt') {
-      await store.batch(marks);
+      await store.batch([...marks, ...announced]);
       const result = await store.insertIfNotExists(meetingUsersTable, { ...key, accepted_at: acceptedAt, write_token: token });
       won = result.applied;
     } else {
@@ -167,7 +216,11 @@ export class Meetings {
       // The verifier's marks travel in the same logged batch: if the acceptance lands,
       // so do they, even if this process dies before counting.
       const timestamp = MAX_TIMESTAMP - micros;
-      await store.batch([...marks, { kind: 'upsert', table: meetingUsersTable, row: { ...key, accepted_at: acceptedAt, write_token: token }, options: { timestamp } }]);
+      await store.batch([
+        ...marks,
+        ...announced,
+        { kind: 'upsert', table: meetingUsersTable, row: { ...key, accepted_at: acceptedAt, write_token: token }, options: { timestamp } },
+      ]);
       // Did my write win? Its write time and its token must both be mine: two requests
       // in one microsecond share a timestamp, and then the token decides.
       const cells = await store.readCells(meetingUsersTable, key, ['write_token']);
@@ -241,9 +294,9 @@ export class Meetings {
     );
   }
 
-  /** One page of the users who accepted, in clustering order (by user id). */
-  acceptedBy(meetingId: string, args: PageArgs): Promise<Page<Acceptance>> {
-    const source = sliceSource<Acceptance>({
+  /** The connection of a meeting's acceptors (`Meeting.acceptedBy`). */
+  private acceptedBySource(meetingId: string): OrderedSource<Acceptance> {
+    return sliceSource<Acceptance>({
       id: `Meeting.acceptedBy:${meetingId}`,
       store: this.deps.store,
       table: meetingUsersTable,
@@ -251,6 +304,22 @@ export class Meetings {
       toNode: acceptanceFromRow,
       rowOf: (a) => ({ user_id: a.userId }),
     });
-    return pageFromSource(source, args, { connectionName: 'acceptedBy', codec: this.deps.codec });
+  }
+
+  /** One page of the users who accepted, in clustering order (by user id). */
+  acceptedBy(meetingId: string, args: PageArgs): Promise<Page<Acceptance>> {
+    return pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec });
+  }
+
+  /** The `Meeting.acceptedBy` edge of an acceptance, as a page of that connection gives it. */
+  acceptedEdge(acceptance: Acceptance): Edge<Acceptance> {
+    return edgeFromNode(this.acceptedBySource(acceptance.meetingId), acceptance, this.deps.codec);
+  }
+
+  /** The live feed of a meeting's newly counted acceptors. NOT_FOUND for an unknown meeting. */
+  async feed(meetingId: string): Promise<FeedSpec> {
+    await this.requireMeeting(meetingId);
+    const { store } = this.deps;
+    return { feed: meetingFeed(meetingId), admit: (changes) => admitAcceptances(store, meetingId, changes) };
   }
 }

@@ -22,7 +22,8 @@
  */
 import { DomainError } from '../../errors.js';
 import type { SagaDefinition } from '../../saga/saga-runner.js';
-import type { Store } from '../../store/port.js';
+import type { ChangeWriter } from '../../live/change-log.js';
+import type { Mutation, Store } from '../../store/port.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { amendIfOwned, deleteIfOwned } from '../../store/owned-rows.js';
 import { ensureRegistered, pruneIfEmpty, type BucketRegistry } from '../bucket-registry.js';
@@ -37,6 +38,33 @@ export interface SuspensionPayload {
   readonly bucket: string;
   /** The saga that created the suspension (owner of the reverse lookup). */
   readonly ownerSagaId: string;
+  /** For an unsuspension: the live change that announced the suspension, if any (its change goes above). */
+  readonly changeId?: string;
+}
+
+/** The live feed of suspensions (one for all: suspending is an admin's act, rare). */
+export const SUSPENSIONS_FEED = 'suspensions';
+
+/** The change announcing a suspension, identified by the saga that made it. */
+function suspendedChange(changes: ChangeWriter, p: SuspensionPayload, id: string): Mutation[] {
+  return changes.mutations({
+    feed: SUSPENSIONS_FEED,
+    id,
+    kind: 'suspended',
+    item: `${p.ownerSagaId}+`,
+    payload: { userId: p.userId, reason: p.reason, occurredOn: p.occurredOn, bucket: p.bucket },
+  });
+}
+
+/** The change announcing that a suspension ended (lifted, or undone by a compensation). */
+function unsuspendedChange(changes: ChangeWriter, p: SuspensionPayload): Mutation[] {
+  return changes.mutations({
+    feed: SUSPENSIONS_FEED,
+    id: changes.nextId(p.changeId),
+    kind: 'unsuspended',
+    item: `${p.ownerSagaId}-`,
+    payload: { userId: p.userId },
+  });
 }
 
 /** The registry of suspension buckets: entries in status_buckets, rows in users_by_status. */
@@ -71,16 +99,22 @@ async function releaseLookup(store: Store, p: SuspensionPayload): Promise<void> 
   await deleteIfOwned(store, suspendedUsersTable, { user_id: p.userId }, 'saga_id', p.ownerSagaId);
 }
 
+/** The delete of a suspension's sorted-set row, at its own timestamp (see above). */
+function sortedSetDelete(p: SuspensionPayload): Mutation {
+  return { kind: 'delete', table: usersByStatusTable, key: sortedSetKey(p), options: { timestamp: sortedSetTimestamp(p) } };
+}
+
 /** Delete the suspension's sorted-set row at its own timestamp (see above). */
 function deleteSortedSetRow(store: Store, p: SuspensionPayload): Promise<void> {
-  return store.delete(usersByStatusTable, sortedSetKey(p), { timestamp: sortedSetTimestamp(p) });
+  const { table, key, options } = sortedSetDelete(p) as Mutation & { kind: 'delete' };
+  return store.delete(table, key, options);
 }
 
 export const suspendSaga: SagaDefinition<SuspensionPayload> = {
   kind: 'suspendUser',
   // A crash means the admin never saw a success: undo rather than finish.
   recovery: 'backward',
-  steps: (store) => [
+  steps: (store, { changes }) => [
     {
       name: 'claim the reverse lookup',
       async run(p) {
@@ -114,11 +148,17 @@ export const suspendSaga: SagaDefinition<SuspensionPayload> = {
       // From here on reads show the suspension. Stamped like the claim, so releasing
       // the lookup removes the confirmation with it.
       // First the bucket's entry again: a prune may have dropped it between the first
-      // registration and the row (bucket-registry.ts, step w3).
+      // registration and the row (bucket-registry.ts, step w3). Then the confirmation,
+      // which records the id of the change announcing the suspension, and the change.
       run: async (p) => {
         await ensureRegistered(store, suspensionBuckets, p.bucket);
-        await amendIfOwned(store, suspendedUsersTable, { user_id: p.userId }, 'saga_id', p.ownerSagaId, { confirmed: true });
+        const changeId = changes.nextId();
+        await amendIfOwned(store, suspendedUsersTable, { user_id: p.userId }, 'saga_id', p.ownerSagaId, { confirmed: true, change_id: changeId });
+        await store.batch(suspendedChange(changes, p, changeId));
       },
+      // Undone (a failure or a crash before the saga closed): subscribers that saw the
+      // suspension announced learn that it ended.
+      compensate: (p) => store.batch(unsuspendedChange(changes, p)),
     },
   ],
 };
@@ -131,10 +171,11 @@ export const unsuspendSaga: SagaDefinition<SuspensionPayload> = {
   // written at the row's own timestamp, which its tombstone hides. Whatever fails
   // after it, recovery finishes.
   pivot: 0,
-  steps: (store) => [
+  steps: (store, { changes }) => [
     {
       name: 'delete the sorted-set row',
-      run: (p) => deleteSortedSetRow(store, p),
+      // With the change announcing it: one logged batch, committed together.
+      run: (p) => store.batch([sortedSetDelete(p), ...unsuspendedChange(changes, p)]),
     },
     {
       name: 'delete the reverse lookup',

@@ -21,10 +21,20 @@ export const usersByStatusTable = defineTable({
  * unsuspension needs no secondary index. `saga_id` marks which suspension owns the row,
  * so a compensation never deletes another saga's lookup. `confirmed` is set by the
  * suspension's last step: until then (and if it never comes) reads do not show it.
+ * `change_id` is the live change that announced the suspension (set with `confirmed`):
+ * the unsuspension's change goes above it, so subscribers see the two in order.
  */
 export const suspendedUsersTable = defineTable({
   name: 'suspended_users',
-  columns: { user_id: 'uuid', occurred_on: 'timestamp', bucket: 'text', reason: 'text', saga_id: 'timeuuid', confirmed: 'boolean' },
+  columns: {
+    user_id: 'uuid',
+    occurred_on: 'timestamp',
+    bucket: 'text',
+    reason: 'text',
+    saga_id: 'timeuuid',
+    confirmed: 'boolean',
+    change_id: 'timeuuid',
+  },
   partitionKey: ['user_id'],
 });
 

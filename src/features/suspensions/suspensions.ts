@@ -5,11 +5,13 @@
  */
 import { DomainError, badInput, checkText } from '../../errors.js';
 import { bucketedSource } from '../../paging/bucketed-source.js';
+import type { Change } from '../../live/change-log.js';
+import type { FeedSpec } from '../../live/live-hub.js';
 import type { CursorCodec } from '../../paging/cursor.js';
-import { pageFromSource } from '../../paging/engine.js';
+import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { filteredSource } from '../../paging/filtered-source.js';
 import { sliceSource } from '../../paging/slice-source.js';
-import type { Page, PageArgs } from '../../paging/types.js';
+import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
 import { openSagaIds } from '../../saga/saga-log.js';
 import type { SagaRunner } from '../../saga/saga-runner.js';
@@ -21,7 +23,7 @@ import type { KeyLoader } from '../key-loader.js';
 import type { User } from '../users/users.js';
 import { bucketOf, type BucketGranularity } from './buckets.js';
 import { listRegistered } from '../bucket-registry.js';
-import { suspendSaga, suspensionBuckets, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
+import { SUSPENSIONS_FEED, suspendSaga, suspensionBuckets, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
 import { SUSPENDED, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
 /** A suspension as the API shows it. */
@@ -48,6 +50,16 @@ export interface SuspensionsDeps {
   /** Shared by every request of the process: serialises sagas per user. */
   readonly lock: KeyedLock;
   readonly granularity: BucketGranularity;
+}
+
+/** A change to the suspended users, as a subscriber sees it. */
+export type SuspensionChange = { readonly kind: 'suspended'; readonly suspension: Suspension } | { readonly kind: 'unsuspended'; readonly userId: string };
+
+/** A change read from the suspensions feed, in the feature's own terms. */
+export function suspensionChangeFrom(change: Change): SuspensionChange {
+  const p = change.payload as { userId: string; reason?: string; occurredOn?: number; bucket?: string };
+  if (change.kind === 'unsuspended') return { kind: 'unsuspended', userId: p.userId };
+  return { kind: 'suspended', suspension: { userId: p.userId, reason: p.reason!, suspendedAt: new Date(p.occurredOn!), bucket: p.bucket! } };
 }
 
 /** The longest reason accepted. */
@@ -135,6 +147,7 @@ export class Suspensions {
         occurredOn: (lookup.occurred_on as Date).getTime(),
         bucket: lookup.bucket as string,
         ownerSagaId: lookup.saga_id as string,
+        ...(typeof lookup.change_id === 'string' && { changeId: lookup.change_id }),
       };
       await this.deps.sagas.run(unsuspendSaga, payload);
     });
@@ -169,7 +182,23 @@ export class Suspensions {
    */
   page(args: PageArgs): Promise<Page<Suspension>> {
     requireAdmin(this.deps.actor);
-    const { store, codec, loaders } = this.deps;
+    return pageFromSource(this.source(), args, { connectionName: 'suspendedUsers', codec: this.deps.codec });
+  }
+
+  /** The `suspendedUsers` edge of a suspension, cursor and all, as a page of that connection gives it. */
+  suspensionEdge(suspension: Suspension): Edge<Suspension> {
+    return edgeFromNode(this.source(), suspension, this.deps.codec);
+  }
+
+  /** The live feed of suspensions and unsuspensions (admins only). */
+  feed(): FeedSpec {
+    requireAdmin(this.deps.actor);
+    return { feed: SUSPENSIONS_FEED };
+  }
+
+  /** The `suspendedUsers` connection: registered buckets, each a slice, rows shown with their confirmed lookup. */
+  private source(): OrderedSource<Suspension> {
+    const { store, loaders } = this.deps;
     const rows = bucketedSource<Suspension>({
       id: 'Query.suspendedUsers',
       listBuckets: (from, direction, limit) => listRegistered(store, suspensionBuckets, from, direction, limit),
@@ -186,11 +215,10 @@ export class Suspensions {
         }),
       bucketOf: (s) => s.bucket,
     });
-    const source = filteredSource(rows, async (nodes) => {
+    return filteredSource(rows, async (nodes) => {
       const lookups = await Promise.all(nodes.map((n) => loaders.suspensionByUserId.load(n.userId)));
       // The lookup must be this very suspension's (a user suspended anew has another).
       return nodes.map((n, i) => lookups[i]?.suspendedAt.getTime() === n.suspendedAt.getTime());
     });
-    return pageFromSource(source, args, { connectionName: 'suspendedUsers', codec });
   }
 }

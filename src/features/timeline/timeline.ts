@@ -2,13 +2,17 @@
  * The timeline (seed 000): posts per author, newest first, paged by the shared engine
  * as one partition slice from the cursor.
  */
+import type { Change, ChangeWriter } from '../../live/change-log.js';
+import type { FeedPosition } from '../../live/feed-cursor.js';
+import type { FeedSpec } from '../../live/live-hub.js';
 import type { CursorCodec } from '../../paging/cursor.js';
-import { pageFromSource } from '../../paging/engine.js';
+import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
-import type { Page, PageArgs } from '../../paging/types.js';
+import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
-import { dateOfTimeuuid, newTimeuuid } from '../../store/timeuuid.js';
+import { dateOfTimeuuid, microsOfTimeuuid, newTimeuuid } from '../../store/timeuuid.js';
+import { isTimeuuid } from '../../store/values.js';
 import { DomainError, checkText } from '../../errors.js';
 import type { KeyLoader } from '../key-loader.js';
 import { timelineTable } from './timeline-tables.js';
@@ -43,6 +47,23 @@ export interface TimelineDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
   readonly loaders: { readonly postByKey: KeyLoader<{ authorId: string; postId: string }, Post | null> };
+  /** Appends the timeline's changes to the live change log. */
+  readonly changes: ChangeWriter;
+}
+
+/** A change to an author's timeline, as a subscriber sees it. */
+export type TimelineChange = { readonly kind: 'added'; readonly post: Post } | { readonly kind: 'deleted'; readonly authorId: string; readonly postId: string };
+
+/** The live feed of an author's timeline. */
+export function postsFeedOf(authorId: string): FeedSpec {
+  return { feed: `posts:${authorId}` };
+}
+
+/** A change read from an author's feed, as the timeline's own terms. */
+export function timelineChangeFrom(authorId: string, change: Change): TimelineChange {
+  const postId = change.payload.postId as string;
+  if (change.kind === 'deleted') return { kind: 'deleted', authorId, postId };
+  return { kind: 'added', post: { authorId, postId, content: change.payload.content as string, createdAt: dateOfTimeuuid(postId) } };
 }
 
 /** The timeline feature. */
@@ -55,29 +76,54 @@ export class Timeline {
     this.codec = deps.codec;
   }
 
-  /** Publish a post as `authorId` (who must exist: the caller checks). */
-  async createPost(authorId: string, content: string, at: Date = new Date()): Promise<Post> {
+  /**
+   * Publish a post as `authorId` (who must exist: the caller checks), and announce it
+   * to the author's live feed in the same logged batch. A post made now takes its id
+   * from the change clock, and the change the same id: a `posts` cursor is then also a
+   * position in the feed ("everything newer than this post"). A post dated in the past
+   * (an import) keeps its date, and its change an id of now.
+   */
+  async createPost(authorId: string, content: string, at?: Date): Promise<Post> {
     const text = checkText('content', content, 1, MAX_POST_LENGTH, { multiline: true });
-    const postId = newTimeuuid(at);
-    await this.store.upsert(timelineTable, { user_id: authorId, post_id: postId, content: text });
+    const { changes } = this.deps;
+    const changeId = changes.nextId();
+    const postId = at === undefined ? changeId : newTimeuuid(at);
+    await this.store.batch([
+      { kind: 'upsert', table: timelineTable, row: { user_id: authorId, post_id: postId, content: text } },
+      ...changes.mutations({ feed: postsFeedOf(authorId).feed, id: changeId, kind: 'added', item: `${postId}+`, payload: { postId, content: text } }),
+    ]);
     const post: Post = { authorId, postId, content: text, createdAt: dateOfTimeuuid(postId) };
     this.deps.loaders.postByKey.prime(post, post);
     return post;
   }
 
-  /** Delete a post; only its author may. NOT_FOUND when it does not exist. */
+  /**
+   * Delete a post; only its author may. NOT_FOUND when it does not exist. The deletion
+   * is announced in the same batch, with a change id above the post's own, so the two
+   * reach subscribers in that order whichever servers made them.
+   */
   async deletePost(viewerId: string, key: { authorId: string; postId: string }): Promise<void> {
     const post = await this.deps.loaders.postByKey.load(key);
     if (!post) throw new DomainError('NOT_FOUND', 'no such post', 'id');
     if (post.authorId !== viewerId) throw new DomainError('FORBIDDEN', 'only the author may delete a post', 'id');
-    await this.store.delete(timelineTable, { user_id: key.authorId, post_id: key.postId });
+    const { changes } = this.deps;
+    await this.store.batch([
+      { kind: 'delete', table: timelineTable, key: { user_id: key.authorId, post_id: key.postId } },
+      ...changes.mutations({
+        feed: postsFeedOf(key.authorId).feed,
+        id: changes.nextId(key.postId),
+        kind: 'deleted',
+        item: `${key.postId}-`,
+        payload: { postId: key.postId },
+      }),
+    ]);
     this.deps.loaders.postByKey.clear(key);
     this.deps.loaders.postByKey.prime(key, null);
   }
 
-  /** One page of an author's posts, newest first. */
-  posts(authorId: string, args: PageArgs): Promise<Page<Post>> {
-    const source = sliceSource<Post>({
+  /** The connection of an author's posts (`User.posts`). */
+  private source(authorId: string): OrderedSource<Post> {
+    return sliceSource<Post>({
       id: `User.posts:${authorId}`,
       store: this.store,
       table: timelineTable,
@@ -85,6 +131,27 @@ export class Timeline {
       toNode: postFromRow,
       rowOf: (p) => ({ post_id: p.postId }),
     });
-    return pageFromSource(source, args, { connectionName: 'posts', codec: this.codec });
+  }
+
+  /** The `User.posts` edge of a post, cursor and all, as a page of that connection gives it. */
+  postEdge(post: Post): Edge<Post> {
+    return edgeFromNode(this.source(post.authorId), post, this.codec);
+  }
+
+  /**
+   * The feed position a `User.posts` cursor stands for: just after that post, so a
+   * subscription from a page's `startCursor` gets everything newer than the page
+   * shows. Null when `cursor` is not one of this author's `posts` cursors.
+   */
+  positionAfterPostCursor(authorId: string, cursor: string): FeedPosition | null {
+    const key = this.codec.decodeCursor(this.source(authorId).id, cursor);
+    const postId = key?.length === 1 ? key[0] : undefined;
+    if (typeof postId !== 'string' || !isTimeuuid(postId)) return null;
+    return { floor: microsOfTimeuuid(postId) + 1n, received: [] };
+  }
+
+  /** One page of an author's posts, newest first. */
+  posts(authorId: string, args: PageArgs): Promise<Page<Post>> {
+    return pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec });
   }
 }

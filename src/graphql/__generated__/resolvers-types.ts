@@ -175,6 +175,17 @@ export type ListItem = Node & {
   list: OrderedList;
 };
 
+/** What happened to a list item. */
+export type ListItemChangeKind =
+  /** The item was added to the list. */
+  | 'ADDED'
+  /** The item moved to another place in the list. */
+  | 'MOVED'
+  /** The item was removed from the list. */
+  | 'REMOVED'
+  /** The item's label changed; it stayed where it was. */
+  | 'RENAMED';
+
 /** A page of list items. */
 export type ListItemConnection = {
   __typename?: 'ListItemConnection';
@@ -191,6 +202,27 @@ export type ListItemEdge = {
   cursor: Scalars['String']['output'];
   /** The list item at this edge. */
   node: ListItem;
+};
+
+/** A change to a list's items. */
+export type ListItemsChange = {
+  __typename?: 'ListItemsChange';
+  /** The position after this change: pass it as `after` to resume from here. */
+  cursor: Scalars['String']['output'];
+  /**
+   * The item where it now stands: an edge of `OrderedList.items` (its cursor pages that
+   * connection). Set for `ADDED`, `MOVED` and `RENAMED`.
+   */
+  edge?: Maybe<ListItemEdge>;
+  /** What happened. */
+  kind: ListItemChangeKind;
+  /**
+   * For `ADDED` and `MOVED`: the global ID of the item now right before this one, or null
+   * when it is now first. Place the item after it without reading the list again.
+   */
+  previousItemId?: Maybe<Scalars['ID']['output']>;
+  /** For `REMOVED`: the global ID of the item removed, for Relay's `@deleteEdge`. */
+  removedItemId?: Maybe<Scalars['ID']['output']>;
 };
 
 /**
@@ -224,6 +256,17 @@ export type MeetingAcceptedByArgs = {
   before?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+/** A newly counted acceptor of a meeting. */
+export type MeetingChange = {
+  __typename?: 'MeetingChange';
+  /** The user who accepted: an edge of `Meeting.acceptedBy`. */
+  acceptedEdge?: Maybe<UserEdge>;
+  /** The position after this change: pass it as `after` to resume from here. */
+  cursor: Scalars['String']['output'];
+  /** The meeting as it stands when the change is delivered (its `acceptanceCount` counts this acceptor). */
+  meeting: Meeting;
 };
 
 /** A page of meetings. */
@@ -516,6 +559,17 @@ export type PostEdge = {
   node: Post;
 };
 
+/** A change to a user's timeline: exactly one of `addedEdge` and `deletedPostId` is set. */
+export type PostsChange = {
+  __typename?: 'PostsChange';
+  /** A post published: an edge of `User.posts` (its cursor pages that connection), for Relay's `@prependEdge`. */
+  addedEdge?: Maybe<PostEdge>;
+  /** The position after this change: pass it as `after` to resume from here. */
+  cursor: Scalars['String']['output'];
+  /** The global ID of a post deleted, for Relay's `@deleteEdge`. */
+  deletedPostId?: Maybe<Scalars['ID']['output']>;
+};
+
 /** The entry points for reading. */
 export type Query = {
   __typename?: 'Query';
@@ -646,6 +700,95 @@ export type RenameListItemPayload = {
   item: ListItem;
 };
 
+/**
+ * Live connections over WebSocket (protocol `graphql-transport-ws`, at `/graphql`): each
+ * subscription streams the changes of one connection, on whichever server the change was
+ * made. Every change carries a `cursor`: subscribe again with `after` set to the last one
+ * received (on any server, after a dropped socket or a restart) to get every later change
+ * once, in order. A cursor older than the retention is `CURSOR_EXPIRED` (reload the
+ * connection); a malformed or foreign one is `BAD_USER_INPUT`. Without `after`, a
+ * subscription starts now.
+ */
+export type Subscription = {
+  __typename?: 'Subscription';
+  /**
+   * A list's items, in the order the list's ledger applied the changes: each added, moved,
+   * renamed and removed item, with where it now stands.
+   */
+  listItemsChanged: ListItemsChange;
+  /**
+   * A meeting's acceptors: each user counted once, when their acceptance counts, with the
+   * meeting as it stands then.
+   */
+  meetingChanged: MeetingChange;
+  /**
+   * A user's timeline: each post published (`addedEdge`, an edge of `User.posts`) and each
+   * post deleted (`deletedPostId`). A post's deletion always follows its publication.
+   */
+  postsChanged: PostsChange;
+  /** Suspensions made and lifted (admins only, `FORBIDDEN` otherwise). */
+  suspensionsChanged: SuspensionsChange;
+};
+
+
+/**
+ * Live connections over WebSocket (protocol `graphql-transport-ws`, at `/graphql`): each
+ * subscription streams the changes of one connection, on whichever server the change was
+ * made. Every change carries a `cursor`: subscribe again with `after` set to the last one
+ * received (on any server, after a dropped socket or a restart) to get every later change
+ * once, in order. A cursor older than the retention is `CURSOR_EXPIRED` (reload the
+ * connection); a malformed or foreign one is `BAD_USER_INPUT`. Without `after`, a
+ * subscription starts now.
+ */
+export type SubscriptionListItemsChangedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  listId: Scalars['ID']['input'];
+};
+
+
+/**
+ * Live connections over WebSocket (protocol `graphql-transport-ws`, at `/graphql`): each
+ * subscription streams the changes of one connection, on whichever server the change was
+ * made. Every change carries a `cursor`: subscribe again with `after` set to the last one
+ * received (on any server, after a dropped socket or a restart) to get every later change
+ * once, in order. A cursor older than the retention is `CURSOR_EXPIRED` (reload the
+ * connection); a malformed or foreign one is `BAD_USER_INPUT`. Without `after`, a
+ * subscription starts now.
+ */
+export type SubscriptionMeetingChangedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  meetingId: Scalars['ID']['input'];
+};
+
+
+/**
+ * Live connections over WebSocket (protocol `graphql-transport-ws`, at `/graphql`): each
+ * subscription streams the changes of one connection, on whichever server the change was
+ * made. Every change carries a `cursor`: subscribe again with `after` set to the last one
+ * received (on any server, after a dropped socket or a restart) to get every later change
+ * once, in order. A cursor older than the retention is `CURSOR_EXPIRED` (reload the
+ * connection); a malformed or foreign one is `BAD_USER_INPUT`. Without `after`, a
+ * subscription starts now.
+ */
+export type SubscriptionPostsChangedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  authorId: Scalars['ID']['input'];
+};
+
+
+/**
+ * Live connections over WebSocket (protocol `graphql-transport-ws`, at `/graphql`): each
+ * subscription streams the changes of one connection, on whichever server the change was
+ * made. Every change carries a `cursor`: subscribe again with `after` set to the last one
+ * received (on any server, after a dropped socket or a restart) to get every later change
+ * once, in order. A cursor older than the retention is `CURSOR_EXPIRED` (reload the
+ * connection); a malformed or foreign one is `BAD_USER_INPUT`. Without `after`, a
+ * subscription starts now.
+ */
+export type SubscriptionSuspensionsChangedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+};
+
 /** The arguments of `suspendUser`. */
 export type SuspendUserInput = {
   /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
@@ -694,6 +837,17 @@ export type SuspensionEdge = {
   cursor: Scalars['String']['output'];
   /** The suspension at this edge. */
   node: Suspension;
+};
+
+/** A change to the suspended users: exactly one of `addedEdge` and `unsuspendedUserId` is set. */
+export type SuspensionsChange = {
+  __typename?: 'SuspensionsChange';
+  /** A suspension made: an edge of `suspendedUsers` (its cursor pages that connection). */
+  addedEdge?: Maybe<SuspensionEdge>;
+  /** The position after this change: pass it as `after` to resume from here. */
+  cursor: Scalars['String']['output'];
+  /** The global ID of a user whose suspension was lifted (or undone). */
+  unsuspendedUserId?: Maybe<Scalars['ID']['output']>;
 };
 
 /** The arguments of `unsuspendUser`. */
@@ -925,9 +1079,12 @@ export type ResolversTypes = {
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
   ListEnd: ListEnd;
   ListItem: ResolverTypeWrapper<ListItemModel>;
+  ListItemChangeKind: ListItemChangeKind;
   ListItemConnection: ResolverTypeWrapper<Omit<ListItemConnection, 'edges'> & { edges: Array<ResolversTypes['ListItemEdge']> }>;
   ListItemEdge: ResolverTypeWrapper<Omit<ListItemEdge, 'node'> & { node: ResolversTypes['ListItem'] }>;
+  ListItemsChange: ResolverTypeWrapper<Omit<ListItemsChange, 'edge'> & { edge?: Maybe<ResolversTypes['ListItemEdge']> }>;
   Meeting: ResolverTypeWrapper<MeetingModel>;
+  MeetingChange: ResolverTypeWrapper<Omit<MeetingChange, 'acceptedEdge' | 'meeting'> & { acceptedEdge?: Maybe<ResolversTypes['UserEdge']>, meeting: ResolversTypes['Meeting'] }>;
   MeetingConnection: ResolverTypeWrapper<Omit<MeetingConnection, 'edges'> & { edges: Array<ResolversTypes['MeetingEdge']> }>;
   MeetingEdge: ResolverTypeWrapper<EdgeModel<{ meetingId: string }>>;
   MoveListItemInput: MoveListItemInput;
@@ -941,6 +1098,7 @@ export type ResolversTypes = {
   Post: ResolverTypeWrapper<PostModel>;
   PostConnection: ResolverTypeWrapper<Omit<PostConnection, 'edges'> & { edges: Array<ResolversTypes['PostEdge']> }>;
   PostEdge: ResolverTypeWrapper<Omit<PostEdge, 'node'> & { node: ResolversTypes['Post'] }>;
+  PostsChange: ResolverTypeWrapper<Omit<PostsChange, 'addedEdge'> & { addedEdge?: Maybe<ResolversTypes['PostEdge']> }>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   ReconcileMeetingInput: ReconcileMeetingInput;
   ReconcileMeetingPayload: ResolverTypeWrapper<Omit<ReconcileMeetingPayload, 'meeting'> & { meeting: ResolversTypes['Meeting'] }>;
@@ -949,11 +1107,13 @@ export type ResolversTypes = {
   RenameListItemInput: RenameListItemInput;
   RenameListItemPayload: ResolverTypeWrapper<Omit<RenameListItemPayload, 'item'> & { item: ResolversTypes['ListItem'] }>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
+  Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
   SuspendUserInput: SuspendUserInput;
   SuspendUserPayload: ResolverTypeWrapper<Omit<SuspendUserPayload, 'suspension'> & { suspension: ResolversTypes['Suspension'] }>;
   Suspension: ResolverTypeWrapper<SuspensionModel>;
   SuspensionConnection: ResolverTypeWrapper<Omit<SuspensionConnection, 'edges'> & { edges: Array<ResolversTypes['SuspensionEdge']> }>;
   SuspensionEdge: ResolverTypeWrapper<Omit<SuspensionEdge, 'node'> & { node: ResolversTypes['Suspension'] }>;
+  SuspensionsChange: ResolverTypeWrapper<Omit<SuspensionsChange, 'addedEdge'> & { addedEdge?: Maybe<ResolversTypes['SuspensionEdge']> }>;
   UnsuspendUserInput: UnsuspendUserInput;
   UnsuspendUserPayload: ResolverTypeWrapper<Omit<UnsuspendUserPayload, 'user'> & { user: ResolversTypes['User'] }>;
   UpdateUserInput: UpdateUserInput;
@@ -986,7 +1146,9 @@ export type ResolversParentTypes = {
   ListItem: ListItemModel;
   ListItemConnection: Omit<ListItemConnection, 'edges'> & { edges: Array<ResolversParentTypes['ListItemEdge']> };
   ListItemEdge: Omit<ListItemEdge, 'node'> & { node: ResolversParentTypes['ListItem'] };
+  ListItemsChange: Omit<ListItemsChange, 'edge'> & { edge?: Maybe<ResolversParentTypes['ListItemEdge']> };
   Meeting: MeetingModel;
+  MeetingChange: Omit<MeetingChange, 'acceptedEdge' | 'meeting'> & { acceptedEdge?: Maybe<ResolversParentTypes['UserEdge']>, meeting: ResolversParentTypes['Meeting'] };
   MeetingConnection: Omit<MeetingConnection, 'edges'> & { edges: Array<ResolversParentTypes['MeetingEdge']> };
   MeetingEdge: EdgeModel<{ meetingId: string }>;
   MoveListItemInput: MoveListItemInput;
@@ -1000,6 +1162,7 @@ export type ResolversParentTypes = {
   Post: PostModel;
   PostConnection: Omit<PostConnection, 'edges'> & { edges: Array<ResolversParentTypes['PostEdge']> };
   PostEdge: Omit<PostEdge, 'node'> & { node: ResolversParentTypes['Post'] };
+  PostsChange: Omit<PostsChange, 'addedEdge'> & { addedEdge?: Maybe<ResolversParentTypes['PostEdge']> };
   Query: Record<PropertyKey, never>;
   ReconcileMeetingInput: ReconcileMeetingInput;
   ReconcileMeetingPayload: Omit<ReconcileMeetingPayload, 'meeting'> & { meeting: ResolversParentTypes['Meeting'] };
@@ -1008,11 +1171,13 @@ export type ResolversParentTypes = {
   RenameListItemInput: RenameListItemInput;
   RenameListItemPayload: Omit<RenameListItemPayload, 'item'> & { item: ResolversParentTypes['ListItem'] };
   String: Scalars['String']['output'];
+  Subscription: Record<PropertyKey, never>;
   SuspendUserInput: SuspendUserInput;
   SuspendUserPayload: Omit<SuspendUserPayload, 'suspension'> & { suspension: ResolversParentTypes['Suspension'] };
   Suspension: SuspensionModel;
   SuspensionConnection: Omit<SuspensionConnection, 'edges'> & { edges: Array<ResolversParentTypes['SuspensionEdge']> };
   SuspensionEdge: Omit<SuspensionEdge, 'node'> & { node: ResolversParentTypes['Suspension'] };
+  SuspensionsChange: Omit<SuspensionsChange, 'addedEdge'> & { addedEdge?: Maybe<ResolversParentTypes['SuspensionEdge']> };
   UnsuspendUserInput: UnsuspendUserInput;
   UnsuspendUserPayload: Omit<UnsuspendUserPayload, 'user'> & { user: ResolversParentTypes['User'] };
   UpdateUserInput: UpdateUserInput;
@@ -1079,12 +1244,26 @@ export type ListItemEdgeResolvers<ContextType = RequestContext, ParentType exten
   node?: Resolver<ResolversTypes['ListItem'], ParentType, ContextType>;
 };
 
+export type ListItemsChangeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ListItemsChange'] = ResolversParentTypes['ListItemsChange']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  edge?: Resolver<Maybe<ResolversTypes['ListItemEdge']>, ParentType, ContextType>;
+  kind?: Resolver<ResolversTypes['ListItemChangeKind'], ParentType, ContextType>;
+  previousItemId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
+  removedItemId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
+};
+
 export type MeetingResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Meeting'] = ResolversParentTypes['Meeting']> = {
   acceptanceCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   acceptedBy?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, Partial<MeetingAcceptedByArgs>>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   title?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
+export type MeetingChangeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['MeetingChange'] = ResolversParentTypes['MeetingChange']> = {
+  acceptedEdge?: Resolver<Maybe<ResolversTypes['UserEdge']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  meeting?: Resolver<ResolversTypes['Meeting'], ParentType, ContextType>;
 };
 
 export type MeetingConnectionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['MeetingConnection'] = ResolversParentTypes['MeetingConnection']> = {
@@ -1166,6 +1345,12 @@ export type PostEdgeResolvers<ContextType = RequestContext, ParentType extends R
   node?: Resolver<ResolversTypes['Post'], ParentType, ContextType>;
 };
 
+export type PostsChangeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['PostsChange'] = ResolversParentTypes['PostsChange']> = {
+  addedEdge?: Resolver<Maybe<ResolversTypes['PostEdge']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  deletedPostId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
+};
+
 export type QueryResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
   node?: Resolver<Maybe<ResolversTypes['Node']>, ParentType, ContextType, RequireFields<QueryNodeArgs, 'id'>>;
   nodes?: Resolver<Array<Maybe<ResolversTypes['Node']>>, ParentType, ContextType, RequireFields<QueryNodesArgs, 'ids'>>;
@@ -1192,6 +1377,13 @@ export type RenameListItemPayloadResolvers<ContextType = RequestContext, ParentT
   item?: Resolver<ResolversTypes['ListItem'], ParentType, ContextType>;
 };
 
+export type SubscriptionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
+  listItemsChanged?: SubscriptionResolver<ResolversTypes['ListItemsChange'], "listItemsChanged", ParentType, ContextType, RequireFields<SubscriptionListItemsChangedArgs, 'listId'>>;
+  meetingChanged?: SubscriptionResolver<ResolversTypes['MeetingChange'], "meetingChanged", ParentType, ContextType, RequireFields<SubscriptionMeetingChangedArgs, 'meetingId'>>;
+  postsChanged?: SubscriptionResolver<ResolversTypes['PostsChange'], "postsChanged", ParentType, ContextType, RequireFields<SubscriptionPostsChangedArgs, 'authorId'>>;
+  suspensionsChanged?: SubscriptionResolver<ResolversTypes['SuspensionsChange'], "suspensionsChanged", ParentType, ContextType, Partial<SubscriptionSuspensionsChangedArgs>>;
+};
+
 export type SuspendUserPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['SuspendUserPayload'] = ResolversParentTypes['SuspendUserPayload']> = {
   clientMutationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   suspension?: Resolver<ResolversTypes['Suspension'], ParentType, ContextType>;
@@ -1211,6 +1403,12 @@ export type SuspensionConnectionResolvers<ContextType = RequestContext, ParentTy
 export type SuspensionEdgeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['SuspensionEdge'] = ResolversParentTypes['SuspensionEdge']> = {
   cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Suspension'], ParentType, ContextType>;
+};
+
+export type SuspensionsChangeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['SuspensionsChange'] = ResolversParentTypes['SuspensionsChange']> = {
+  addedEdge?: Resolver<Maybe<ResolversTypes['SuspensionEdge']>, ParentType, ContextType>;
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  unsuspendedUserId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
 };
 
 export type UnsuspendUserPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['UnsuspendUserPayload'] = ResolversParentTypes['UnsuspendUserPayload']> = {
@@ -1259,7 +1457,9 @@ export type Resolvers<ContextType = RequestContext> = {
   ListItem?: ListItemResolvers<ContextType>;
   ListItemConnection?: ListItemConnectionResolvers<ContextType>;
   ListItemEdge?: ListItemEdgeResolvers<ContextType>;
+  ListItemsChange?: ListItemsChangeResolvers<ContextType>;
   Meeting?: MeetingResolvers<ContextType>;
+  MeetingChange?: MeetingChangeResolvers<ContextType>;
   MeetingConnection?: MeetingConnectionResolvers<ContextType>;
   MeetingEdge?: MeetingEdgeResolvers<ContextType>;
   MoveListItemPayload?: MoveListItemPayloadResolvers<ContextType>;
@@ -1272,14 +1472,17 @@ export type Resolvers<ContextType = RequestContext> = {
   Post?: PostResolvers<ContextType>;
   PostConnection?: PostConnectionResolvers<ContextType>;
   PostEdge?: PostEdgeResolvers<ContextType>;
+  PostsChange?: PostsChangeResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
   ReconcileMeetingPayload?: ReconcileMeetingPayloadResolvers<ContextType>;
   RemoveListItemPayload?: RemoveListItemPayloadResolvers<ContextType>;
   RenameListItemPayload?: RenameListItemPayloadResolvers<ContextType>;
+  Subscription?: SubscriptionResolvers<ContextType>;
   SuspendUserPayload?: SuspendUserPayloadResolvers<ContextType>;
   Suspension?: SuspensionResolvers<ContextType>;
   SuspensionConnection?: SuspensionConnectionResolvers<ContextType>;
   SuspensionEdge?: SuspensionEdgeResolvers<ContextType>;
+  SuspensionsChange?: SuspensionsChangeResolvers<ContextType>;
   UnsuspendUserPayload?: UnsuspendUserPayloadResolvers<ContextType>;
   UpdateUserPayload?: UpdateUserPayloadResolvers<ContextType>;
   User?: UserResolvers<ContextType>;

@@ -5,6 +5,7 @@ import { listItemType, listMutations, orderedListEdgeType, orderedListType } fro
 import { meetingEdgeType, meetingMutations, meetingType, userEdgeType } from './meeting-resolvers.js';
 import { nodeInterface, nodeQueries } from './node-resolvers.js';
 import { suspensionMutations, suspensionQueries, suspensionType, userSuspensionField } from './suspension-resolvers.js';
+import { subscriptionType } from './subscription-resolvers.js';
 import { postType, timelineMutations } from './timeline-resolvers.js';
 import { userMutations, userQueries, userType } from './user-resolvers.js';
 
@@ -13,6 +14,7 @@ export const resolvers: Resolvers = {
   Node: nodeInterface,
   Query: { ...nodeQueries, ...userQueries, ...suspensionQueries },
   Mutation: { ...userMutations, ...timelineMutations, ...suspensionMutations, ...meetingMutations, ...listMutations },
+  Subscription: subscriptionType,
   User: { ...userType, ...userSuspensionField },
   Post: postType,
   Suspension: suspensionType,

@@ -1,0 +1,225 @@
+/**
+ * Writing and reading the change log (change-log-tables.ts). A feature describes a
+ * change to one of its connections as a `Change` and appends the writer's mutations to
+ * the logged batch (or saga step) that makes the change; pollers and resuming clients
+ * read the log back from a position.
+ *
+ * Change ids are timeuuids from a hybrid logical clock per process (`ChangeClock`):
+ * never below the process clock, strictly increasing per process, and above any id the
+ * caller names (`after`), so a change to an item made after another change to it sorts
+ * after it even when the two servers' clocks disagree (a post deleted on a server whose
+ * clock is behind the one that created it). An id is thus at least its writer's clock
+ * at the time of the write, which is what bounds how late a change can land behind the
+ * ids already read (live-hub.ts).
+ */
+import { createHash } from 'node:crypto';
+import type { Clock } from '../store/clock.js';
+import type { Mutation, Store } from '../store/port.js';
+import type { Row, TableSpec } from '../store/table.js';
+import { microsOfTimeuuid, minTimeuuidOfMicros, timeuuidOfMicros } from '../store/timeuuid.js';
+import { CHANGE_SHARDS, FEED_BUCKET_MS, SHARD_BUCKET_MS, liveChangeShardsTable, liveChangesTable } from './change-log-tables.js';
+
+/** A change to one connection, as it travels through the log. */
+export interface Change {
+  /** The feed: which connection changed (`posts:<authorId>`, `list:<listId>`, …). */
+  readonly feed: string;
+  /** Its position in the feed: a timeuuid from the writer's `ChangeClock`. */
+  readonly id: string;
+  /** What happened, in the feature's words (`added`, `deleted`, `MOVED`, …). */
+  readonly kind: string;
+  /**
+   * The change's identity within its feed, the same for every attempt at the same
+   * change (a retried or recovered write): a reader delivers one change per item.
+   */
+  readonly item: string;
+  /** What a subscriber needs to render the change without reading anything else. */
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
+/** A process's hybrid logical clock for change ids (see the file comment). */
+export class ChangeClock {
+  private last = 0n;
+
+  constructor(private readonly clock: Clock) {}
+
+  /** Microseconds for a new change id: above the last one, above `after`, never below the clock. */
+  nextMicros(after?: bigint): bigint {
+    let t = this.clock.nowMicros();
+    if (t <= this.last) t = this.last + 1n;
+    if (after !== undefined && t <= after) t = after + 1n;
+    this.last = t;
+    return t;
+  }
+
+  /** A new change id (timeuuid), above the change id `after` when given. */
+  next(after?: string): string {
+    return timeuuidOfMicros(this.nextMicros(after === undefined ? undefined : microsOfTimeuuid(after)));
+  }
+}
+
+/** The partition bucket (ms) of a change id's time in `live_changes`. */
+export function feedBucketOf(micros: bigint): bigint {
+  const ms = micros / 1000n;
+  return ms - (((ms % BigInt(FEED_BUCKET_MS)) + BigInt(FEED_BUCKET_MS)) % BigInt(FEED_BUCKET_MS));
+}
+
+/** The partition bucket (ms) of a change id's time in `live_change_shards`. */
+export function shardBucketOf(micros: bigint): bigint {
+  const ms = micros / 1000n;
+  return ms - (((ms % BigInt(SHARD_BUCKET_MS)) + BigInt(SHARD_BUCKET_MS)) % BigInt(SHARD_BUCKET_MS));
+}
+
+/** The shard of a feed: a stable hash, the same on every server. */
+export function shardOf(feed: string): number {
+  return createHash('sha1').update(feed).digest().readUInt32BE(0) % CHANGE_SHARDS;
+}
+
+/** Appends changes to the log: what a feature's write path is given. */
+export interface ChangeWriter {
+  /** A new change id from the process's change clock, above the change id `after` when given. */
+  nextId(after?: string): string;
+  /** The mutations that append `change` to its feed (and its shard), to go in the write's logged batch. */
+  mutations(change: Change): Mutation[];
+}
+
+/** A writer over the process's change clock, with the retention as every row's TTL. */
+export function createChangeWriter(clock: ChangeClock, options: { retentionSeconds: number }): ChangeWriter {
+  const ttl = options.retentionSeconds;
+  return {
+    nextId: (after) => clock.next(after),
+    mutations(change) {
+      const micros = microsOfTimeuuid(change.id);
+      const cells = { change_id: change.id, kind: change.kind, item: change.item, payload: JSON.stringify(change.payload) };
+      return [
+        { kind: 'upsert', table: liveChangesTable, row: { feed: change.feed, bucket: feedBucketOf(micros), ...cells }, options: { ttl } },
+        {
+          kind: 'upsert',
+          table: liveChangeShardsTable,
+          row: { shard: shardOf(change.feed), bucket: shardBucketOf(micros), feed: change.feed, ...cells },
+          options: { ttl },
+        },
+      ];
+    },
+  };
+}
+
+/** A change from a row of either table. */
+export function changeFromRow(row: Row): Change {
+  return {
+    feed: row.feed as string,
+    id: row.change_id as string,
+    kind: row.kind as string,
+    item: row.item as string,
+    payload: JSON.parse(row.payload as string) as Record<string, unknown>,
+  };
+}
+
+/** What a read of the log returned. */
+export interface LogRead {
+  /**
+   * The changes read, in id order, each below `completeBelow`: what a partition held
+   * beyond the point where another stopped at its limit is left for the next read, so
+   * no change is passed over by one read and then delivered after a later one.
+   */
+  readonly changes: Change[];
+  /**
+   * Every change with an id below this (µs) that existed when the read began is among
+   * `changes`: the end of the range asked for, or where a read stopped at its limit.
+   */
+  readonly completeBelow: bigint;
+}
+
+/** The buckets (ms) from the one holding `from` through the one holding `through`, both µs, `width` ms apart. */
+function bucketsBetween(from: bigint, through: bigint, bucketOf: (micros: bigint) => bigint, width: number): bigint[] {
+  const out: bigint[] = [];
+  for (let b = bucketOf(from); b <= bucketOf(through); b += BigInt(width)) out.push(b);
+  return out;
+}
+
+/**
+ * One partition's changes from `from` (µs, inclusive) on, up to `limit`: what it read,
+ * and below which id it is complete.
+ */
+async function readPartition(store: Store, table: TableSpec, partition: Row, from: bigint, limit: number, bucketEnd: bigint): Promise<LogRead> {
+  const rows = await store.slice(table, { partition, lower: { values: [minTimeuuidOfMicros(from)], inclusive: true }, limit });
+  const changes = rows.map(changeFromRow);
+  if (rows.length < limit) return { changes, completeBelow: bucketEnd };
+  // Cut at its limit: rows sharing the last one's microsecond may lie beyond it.
+  const completeBelow = microsOfTimeuuid(changes[changes.length - 1]!.id);
+  return { changes: changes.filter((c) => microsOfTimeuuid(c.id) < completeBelow), completeBelow };
+}
+
+/**
+ * A feed's changes with ids from `from` through `through` (µs), in id order: one slice
+ * per hour bucket (normally one), each up to `limit` rows. The read is complete below
+ * `completeBelow`, which is past `through` unless a bucket filled its limit.
+ */
+export async function readFeed(store: Store, feed: string, from: bigint, through: bigint, limit: number): Promise<LogRead & { reads: number }> {
+  const changes: Change[] = [];
+  let reads = 0;
+  for (const bucket of bucketsBetween(from, through, feedBucketOf, FEED_BUCKET_MS)) {
+    const bucketEnd = (bucket + BigInt(FEED_BUCKET_MS)) * 1000n;
+    const read = await readPartition(store, liveChangesTable, { feed, bucket }, from, limit - changes.length, bucketEnd);
+    reads++;
+    changes.push(...read.changes);
+    if (read.completeBelow < bucketEnd || changes.length >= limit) {
+      return { changes, completeBelow: read.completeBelow < bucketEnd ? read.completeBelow : bucketEnd, reads };
+    }
+  }
+  return { changes, completeBelow: (feedBucketOf(through) + BigInt(FEED_BUCKET_MS)) * 1000n, reads };
+}
+
+/**
+ * Every feed's changes with ids from `from` through `through` (µs), from every shard:
+ * the shards' partitions are read side by side, each up to `limit` rows, and merged in
+ * id order. Complete below the lowest point where a partition stopped at its limit.
+ */
+export async function readShards(store: Store, from: bigint, through: bigint, limit: number): Promise<LogRead & { reads: number }> {
+  const buckets = bucketsBetween(from, through, shardBucketOf, SHARD_BUCKET_MS);
+  const reads = await Promise.all(
+    Array.from({ length: CHANGE_SHARDS }, (_, shard) =>
+      Promise.all(
+        buckets.map((bucket) =>
+          readPartition(store, liveChangeShardsTable, { shard, bucket }, from, limit, (bucket + BigInt(SHARD_BUCKET_MS)) * 1000n),
+        ),
+      ),
+    ),
+  );
+  let completeBelow = (shardBucketOf(through) + BigInt(SHARD_BUCKET_MS)) * 1000n;
+  const changes: Change[] = [];
+  for (const shard of reads) {
+    for (const [i, read] of shard.entries()) {
+      changes.push(...read.changes);
+      const bucketEnd = (buckets[i]! + BigInt(SHARD_BUCKET_MS)) * 1000n;
+      // A bucket cut short: nothing of this shard is known past its last row.
+      if (read.completeBelow < bucketEnd && read.completeBelow < completeBelow) completeBelow = read.completeBelow;
+    }
+  }
+  changes.sort(compareChanges);
+  return { changes: changes.filter((c) => microsOfTimeuuid(c.id) < completeBelow), completeBelow, reads: CHANGE_SHARDS * buckets.length };
+}
+
+/** Order of two changes: by id time, then by id (any fixed order serves for ties). */
+export function compareChanges(a: Change, b: Change): number {
+  const ta = microsOfTimeuuid(a.id);
+  const tb = microsOfTimeuuid(b.id);
+  return ta < tb ? -1 : ta > tb ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/**
+ * The newest change of a feed with an id from `from` through `through` (µs), or null:
+ * newest bucket first, one row each.
+ */
+export async function readNewestChange(store: Store, feed: string, from: bigint, through: bigint): Promise<Change | null> {
+  const buckets = bucketsBetween(from, through, feedBucketOf, FEED_BUCKET_MS).reverse();
+  for (const bucket of buckets) {
+    const [row] = await store.slice(liveChangesTable, {
+      partition: { feed, bucket },
+      lower: { values: [minTimeuuidOfMicros(from)], inclusive: true },
+      reverse: true,
+      limit: 1,
+    });
+    if (row) return changeFromRow(row);
+  }
+  return null;
+}

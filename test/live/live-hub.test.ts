@@ -1,0 +1,207 @@
+/**
+ * The live hub on the embedded store, driven poll by poll with clocks the test moves:
+ * one read per feed per poll whatever the number of subscribers (and a fixed number of
+ * shard reads whatever the number of feeds), changes that land late still delivered
+ * once, positions that resume exactly, expiry, and a consumer too slow to keep.
+ */
+import fc from 'fast-check';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { CHANGE_SHARDS, liveTables } from '../../src/live/change-log-tables.js';
+import { ChangeClock, createChangeWriter, type Change } from '../../src/live/change-log.js';
+import { changeKey, decodeFeedCursor, encodeFeedCursor } from '../../src/live/feed-cursor.js';
+import { CursorExpiredError, LiveHub, type Delivery, type Fanout, type FeedSpec } from '../../src/live/live-hub.js';
+import { createCursorCodec } from '../../src/paging/cursor.js';
+import { MonotonicClock } from '../../src/store/clock.js';
+import { CountingStore } from '../../src/store/store-decorator.js';
+import { memorySqliteStore } from '../support/stores.js';
+
+const codec = createCursorCodec('live-hub-test-secret-0123456789');
+const CLUSTER = { clockSkewMs: 1_000, writeTimeoutMs: 2_000 };
+
+/** A hub and writers over one in-memory store, with a wall clock the test moves. */
+async function aHub(options: { fanout?: Fanout; maxQueued?: number; retentionSeconds?: number } = {}) {
+  // Off every bucket's edge: a window reaches back into no earlier partition.
+  const time = { ms: Date.UTC(2026, 5, 1, 12, 32) };
+  const base = memorySqliteStore({ now: () => time.ms });
+  await base.ensureTables(liveTables);
+  const counted = new CountingStore(base);
+  const hub = new LiveHub({
+    store: counted,
+    codec,
+    clock: new MonotonicClock({ now: () => time.ms }),
+    cluster: CLUSTER,
+    pollMs: 500,
+    retentionSeconds: options.retentionSeconds ?? 86_400,
+    fanout: options.fanout ?? 'feeds',
+    maxQueued: options.maxQueued ?? 1_000,
+    logger: pino({ level: 'silent' }),
+  });
+  /** A writer whose clock is `offsetMs` off the true time. */
+  const writer = (offsetMs = 0) => createChangeWriter(new ChangeClock(new MonotonicClock({ now: () => time.ms + offsetMs })), { retentionSeconds: 86_400 });
+  const write = async (w: ReturnType<typeof writer>, feed: string, item: string, id = w.nextId()): Promise<Change> => {
+    const change: Change = { feed, id, kind: 'added', item, payload: { item } };
+    await base.batch(w.mutations(change));
+    return change;
+  };
+  return { time, base, counted, hub, writer, write };
+}
+
+/** Let the hub's pushes and the collectors' pulls run. */
+const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+/**
+ * Pull a subscription continuously, as a transport does; `take()` hands over (and
+ * forgets) what arrived so far, once the hub's pushes have settled.
+ */
+function collect(iterator: AsyncIterableIterator<Delivery>) {
+  const got: Delivery[] = [];
+  void (async () => {
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return;
+      got.push(next.value);
+    }
+  })();
+  return {
+    async take(): Promise<Delivery[]> {
+      await settled();
+      return got.splice(0);
+    },
+    /** What arrived so far (after `settled()`), forgotten as it is read. */
+    taken: (): Delivery[] => got.splice(0),
+  };
+}
+
+const items = (deliveries: readonly Delivery[]) => deliveries.map((d) => d.change.item);
+
+describe('the live hub', () => {
+  it('reads a feed once per poll whether it has 1 subscriber or 1,000, and hands each of them every change', async () => {
+    const { hub, writer, write, counted, time } = await aHub();
+    const spec: FeedSpec = { feed: 'posts:one' };
+    const first = collect(hub.subscribe(spec, { kind: 'now' }));
+    time.ms += 10;
+    await write(writer(), spec.feed, 'a');
+    const before = counted.roundTrips;
+    const alone = await hub.pollOnce();
+    const readsAlone = counted.roundTrips - before;
+    expect(items(await first.take())).toEqual(['a']);
+
+    // Later than the skew bound after 'a': the newcomers start after it.
+    time.ms += 2_000;
+    const many = Array.from({ length: 999 }, () => collect(hub.subscribe(spec, { kind: 'now' })));
+    time.ms += 10;
+    await write(writer(), spec.feed, 'b');
+    const again = counted.roundTrips;
+    const crowded = await hub.pollOnce();
+    expect({ reads: counted.roundTrips - again, reported: crowded.reads, delivered: crowded.delivered }).toEqual({ reads: readsAlone, reported: alone.reads, delivered: 1_000 });
+    expect(readsAlone).toBe(1);
+    expect(items(await first.take())).toEqual(['b']);
+    for (const s of many) expect(items(s.taken())).toEqual(['b']);
+  });
+
+  it('delivers a change that lands behind ones already delivered (a writer whose clock is behind), once', async () => {
+    const { hub, writer, write, time } = await aHub();
+    const spec: FeedSpec = { feed: 'posts:late' };
+    const sub = collect(hub.subscribe(spec, { kind: 'now' }));
+    const behind = writer(-800);
+    time.ms += 900;
+    const lateId = behind.nextId(); // chosen now, lands after the next poll
+    await write(writer(), spec.feed, 'on time');
+    await hub.pollOnce();
+    expect(items(await sub.take())).toEqual(['on time']);
+    await write(behind, spec.feed, 'late', lateId);
+    time.ms += 500;
+    await hub.pollOnce();
+    time.ms += 500;
+    await hub.pollOnce();
+    expect(items(await sub.take())).toEqual(['late']);
+  });
+
+  it('resumes from any change cursor with exactly the changes not yet received, late ones included (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ offsetMs: fc.integer({ min: -900, max: 900 }), delayMs: fc.integer({ min: 0, max: 1_900 }), stepMs: fc.integer({ min: 0, max: 400 }) }), { minLength: 1, maxLength: 12 }),
+        fc.nat(),
+        async (writes, cut) => {
+          const { hub, writer, write, time } = await aHub();
+          const spec: FeedSpec = { feed: 'posts:prop' };
+          const sub = collect(hub.subscribe(spec, { kind: 'now' }));
+          time.ms += 1;
+          // Each write takes its id now and lands `delayMs` later; polls run every 500 ms.
+          const pending: Array<{ at: number; land: () => Promise<unknown> }> = [];
+          for (const [i, w] of writes.entries()) {
+            const wr = writer(w.offsetMs);
+            const id = wr.nextId();
+            pending.push({ at: time.ms + w.delayMs, land: () => write(wr, spec.feed, `c${i}`, id) });
+            time.ms += w.stepMs;
+          }
+          const delivered: Delivery[] = [];
+          for (let t = 0; t < 10; t++) {
+            for (const p of pending.filter((p) => p.at <= time.ms)) await p.land();
+            pending.splice(0, pending.length, ...pending.filter((p) => p.at > time.ms));
+            await hub.pollOnce();
+            delivered.push(...(await sub.take()));
+            time.ms += 500;
+          }
+          // Every change once.
+          expect(items(delivered).sort()).toEqual(writes.map((_, i) => `c${i}`).sort());
+          // Resuming after the k-th delivery gives exactly the ones after it.
+          const k = cut % delivered.length;
+          const resumed = collect(hub.subscribe(spec, { kind: 'after', position: decodeFeedCursor(codec, spec.feed, delivered[k]!.cursor)! }));
+          expect(items(await resumed.take()).sort()).toEqual(items(delivered.slice(k + 1)).sort());
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('reads a fixed number of shard partitions per poll whatever the number of feeds, and delivers the same changes', async () => {
+    const { hub, writer, write, time } = await aHub({ fanout: 'shards' });
+    const subs = Array.from({ length: 50 }, (_, i) => collect(hub.subscribe({ feed: `posts:f${i}` }, { kind: 'now' })));
+    time.ms += 10;
+    const w = writer();
+    for (let i = 0; i < 50; i++) await write(w, `posts:f${i}`, `x${i}`);
+    await write(w, 'posts:nobody-here', 'unwatched');
+    const report = await hub.pollOnce();
+    expect(report).toMatchObject({ mode: 'shards', feeds: 50, reads: CHANGE_SHARDS, rows: 51, delivered: 50 });
+    await settled();
+    for (const [i, s] of subs.entries()) expect(items(s.taken())).toEqual([`x${i}`]);
+  });
+
+  it('switches to the shards when many feeds are live and few changes flow, and back when the feeds are few', async () => {
+    const { hub, time } = await aHub({ fanout: 'auto' });
+    const subs = Array.from({ length: 40 }, (_, i) => hub.subscribe({ feed: `posts:g${i}` }, { kind: 'now' }));
+    time.ms += 10;
+    const modes: string[] = [];
+    for (let i = 0; i < 3; i++) modes.push((await hub.pollOnce()).mode);
+    expect(modes).toEqual(['shards', 'shards', 'shards']);
+    for (const s of subs.slice(4)) await s.return!();
+    expect((await hub.pollOnce()).mode).toBe('feeds');
+  });
+
+  it('refuses a position older than the retention, and drops a subscriber that does not keep up', async () => {
+    const { hub, writer, write, time } = await aHub({ retentionSeconds: 3_600, maxQueued: 2 });
+    const spec: FeedSpec = { feed: 'posts:old' };
+    expect(() => hub.subscribe(spec, { kind: 'after', position: { floor: BigInt(time.ms - 3_600_000) * 1000n, received: [] } })).toThrow(CursorExpiredError);
+    let dropped = 0;
+    const slow = hub.subscribe(spec, { kind: 'now' }, () => dropped++);
+    time.ms += 10;
+    for (const item of ['1', '2', '3']) await write(writer(), spec.feed, item);
+    await hub.pollOnce();
+    expect(dropped).toBe(1);
+    expect(hub.subscriptions).toBe(0);
+    expect(await slow.next()).toEqual({ done: true, value: undefined });
+  });
+
+  it('keeps a position through its cursor: the floor and the changes above it, signed and bound to the feed', () => {
+    const clock = new ChangeClock(new MonotonicClock());
+    const ids = [clock.next(), clock.next(), clock.next()];
+    const floor = BigInt(changeKey(ids[1]!).split(':')[0]!);
+    const position = { floor, received: ids.map(changeKey).filter((k) => BigInt(k.split(':')[0]!) >= floor) };
+    const cursor = encodeFeedCursor(codec, 'posts:a', position);
+    expect(decodeFeedCursor(codec, 'posts:a', cursor)).toEqual({ floor, received: [...position.received].sort() });
+    expect(decodeFeedCursor(codec, 'posts:b', cursor)).toBeNull();
+    expect(decodeFeedCursor(codec, 'posts:a', `${cursor.slice(0, -2)}AA`)).toBeNull();
+  });
+});
