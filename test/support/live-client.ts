@@ -71,7 +71,7 @@ export function liveClient(httpUrl: string, options: { token?: string; params?: 
             if (value.errors) received.errors.push(...value.errors);
             else received.values.push(value.data as T);
           },
-          error: (err) => received.errors.push(err),
+          error: (err) => received.errors.push(...(Array.isArray(err) ? err : [err])),
           complete: () => (received.completed = true),
         },
       );

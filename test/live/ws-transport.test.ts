@@ -1,0 +1,189 @@
+/**
+ * The WebSocket transport's rules, over real sockets: the token in `connection_init`
+ * (any case of the name; a bad one is anonymous), the socket closed with 4403 when the
+ * token expires, each configured limit refused with a clear error or close code while
+ * everything else keeps being served, malformed protocol messages, origins, the same
+ * validation and cost limits as HTTP, and a consumer too slow to keep.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { aUser } from '../../src/features/users/user-mother.js';
+import { liveClient, waitFor, type LiveClient } from '../support/live-client.js';
+import { startTestServer, type TestServer } from '../support/test-server.js';
+
+const CREATE_USER = `mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`;
+const CREATE_POST = `mutation ($content: String!) { createPost(input: { content: $content }) { post { id } } }`;
+const POSTS_CHANGED = `subscription ($authorId: ID!) { postsChanged(authorId: $authorId) { cursor addedEdge { node { content } } } }`;
+const SUSPENSIONS = `subscription { suspensionsChanged { cursor } }`;
+
+/** A raw WebSocket on the server's /graphql (protocol graphql-transport-ws), and how it closed. */
+function rawSocket(server: TestServer, headers: Record<string, string> = {}) {
+  const socket = new WebSocket(server.url.replace(/^http/, 'ws'), 'graphql-transport-ws', { headers });
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const opened = new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve());
+    socket.once('error', reject);
+  });
+  const refused = new Promise<number>((resolve) => socket.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)));
+  socket.on('error', () => undefined);
+  return { socket, opened, closed, refused };
+}
+
+/** A server with the given environment, a user and their token. */
+async function aServer(env: Record<string, string> = {}) {
+  const server = await startTestServer({ env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0', ...env } });
+  const input = aUser();
+  const token = await server.token(input.username);
+  const created = await server.gql(CREATE_USER, { input }, token);
+  return { server, token, authorId: created.data!.createUser.user.id as string };
+}
+
+describe('the WebSocket transport', () => {
+  const clients: LiveClient[] = [];
+  const servers: TestServer[] = [];
+  const connect = (server: TestServer, options: Parameters<typeof liveClient>[1] = {}) => {
+    const c = liveClient(server.url, options);
+    clients.push(c);
+    return c;
+  };
+  afterEach(async () => {
+    for (const c of clients.splice(0)) await c.dispose();
+    for (const s of servers.splice(0)) await s.close();
+  });
+
+  it('reads the token from connection_init whatever the case of its name, and treats a bad token as anonymous', async () => {
+    const { server } = await aServer();
+    servers.push(server);
+    const admin = await server.token('root', { admin: true });
+    const lower = connect(server, { params: { authorization: `Bearer ${admin}` } }).subscribe(SUSPENSIONS);
+    await waitFor(() => server.app.services.live.subscriptions === 1, 5_000, 'the admin subscription');
+    expect(lower.errors).toEqual([]);
+    const forged = connect(server, { params: { Authorization: `Bearer ${admin.slice(0, -4)}AAAA` } }).subscribe(SUSPENSIONS);
+    await forged.ended();
+    expect(forged.errors[0]).toMatchObject({ extensions: { code: 'UNAUTHENTICATED' } });
+  });
+
+  it('closes a socket with 4403 when its token expires', async () => {
+    const { server, authorId } = await aServer();
+    servers.push(server);
+    const shortLived = await server.token('root', { admin: true, expiresIn: '2s' });
+    const client = connect(server, { token: shortLived });
+    client.subscribe(POSTS_CHANGED, { authorId });
+    await waitFor(() => client.closes.length > 0, 6_000, 'the socket to close');
+    expect(client.closes[0]).toMatchObject({ code: 4403 });
+  });
+
+  it('refuses a subscription beyond LIVE_MAX_PER_SOCKET on that operation only', async () => {
+    const { server, token, authorId } = await aServer({ LIVE_MAX_PER_SOCKET: '2' });
+    servers.push(server);
+    const client = connect(server);
+    const kept = [client.subscribe(POSTS_CHANGED, { authorId }), client.subscribe(POSTS_CHANGED, { authorId })];
+    await waitFor(() => server.app.services.live.subscriptions === 2, 5_000, 'two subscriptions');
+    const third = client.subscribe(POSTS_CHANGED, { authorId });
+    await third.ended();
+    expect(third.errors[0]).toMatchObject({ extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' } });
+    await server.gql(CREATE_POST, { content: 'still served' }, token);
+    for (const sub of kept) expect((await sub.next(1))[0]).toMatchObject({ postsChanged: { addedEdge: { node: { content: 'still served' } } } });
+  });
+
+  it('refuses a socket beyond LIVE_MAX_SOCKETS with 503, and one from an origin CORS_ORIGINS does not allow with 403', async () => {
+    const { server } = await aServer({ LIVE_MAX_SOCKETS: '1', CORS_ORIGINS: 'https://app.example.com' });
+    servers.push(server);
+    const first = rawSocket(server, { origin: 'https://app.example.com' });
+    await first.opened;
+    expect(await rawSocket(server).refused).toBe(503);
+    first.socket.close();
+    await first.closed;
+    expect(await rawSocket(server, { origin: 'https://evil.example.com' }).refused).toBe(403);
+    const allowed = rawSocket(server, { origin: 'https://app.example.com' });
+    await allowed.opened;
+    allowed.socket.close();
+  });
+
+  it('closes a socket that sends no connection_init in LIVE_INIT_TIMEOUT_MS (4408), a malformed message (4400), a subscribe before init (4401) and a message above LIVE_MAX_MESSAGE_BYTES (1009), and keeps serving others', async () => {
+    const { server, token, authorId } = await aServer({ LIVE_INIT_TIMEOUT_MS: '300', LIVE_MAX_MESSAGE_BYTES: '2048' });
+    servers.push(server);
+    const healthy = connect(server).subscribe(POSTS_CHANGED, { authorId });
+    await waitFor(() => server.app.services.live.subscriptions === 1, 5_000, 'the healthy subscription');
+
+    const silent = rawSocket(server);
+    await silent.opened;
+    expect((await silent.closed).code).toBe(4408);
+
+    const garbled = rawSocket(server);
+    await garbled.opened;
+    garbled.socket.send('{not json');
+    expect((await garbled.closed).code).toBe(4400);
+
+    const early = rawSocket(server);
+    await early.opened;
+    early.socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUSPENSIONS } }));
+    expect((await early.closed).code).toBe(4401);
+
+    const big = rawSocket(server);
+    await big.opened;
+    big.socket.send(JSON.stringify({ type: 'connection_init', payload: { padding: 'x'.repeat(4_096) } }));
+    expect((await big.closed).code).toBe(1009);
+
+    await server.gql(CREATE_POST, { content: 'after the noise' }, token);
+    expect((await healthy.next(1))[0]).toMatchObject({ postsChanged: { addedEdge: { node: { content: 'after the noise' } } } });
+  });
+
+  it('applies the HTTP limits and error codes: queries refused, depth, cost and parse errors coded', async () => {
+    const { server, authorId } = await aServer({ LIMIT_DEPTH: '4', LIMIT_COST: '50' });
+    servers.push(server);
+    const client = connect(server);
+    const cases: Array<[string, Record<string, unknown>, string]> = [
+      ['{ viewer { id } }', {}, 'BAD_REQUEST'],
+      ['subscription { postsChanged(authorId: "x") {', {}, 'GRAPHQL_PARSE_FAILED'],
+      ['subscription ($a: ID!) { postsChanged(authorId: $a) { addedEdge { node { author { posts { edges { node { id } } } } } } } }', { a: authorId }, 'GRAPHQL_VALIDATION_FAILED'],
+      ['subscription ($a: ID!) { postsChanged(authorId: $a) { nosuchfield } }', { a: authorId }, 'GRAPHQL_VALIDATION_FAILED'],
+      ['subscription ($a: ID!) { postsChanged(authorId: $a) { addedEdge { node { author { posts(first: 100) { edges { cursor } } } } } } }', { a: authorId }, 'GRAPHQL_VALIDATION_FAILED'],
+      ['subscription ($a: ID!) { postsChanged(authorId: $a) { cursor } }', { a: 'not-an-id' }, 'BAD_USER_INPUT'],
+    ];
+    for (const [query, variables, code] of cases) {
+      const sub = client.subscribe(query, variables);
+      await sub.ended();
+      expect(sub.errors[0], query).toMatchObject({ extensions: { code } });
+    }
+    // Refused operations, not sockets: the lazy client only ever closed normally (1000) when idle.
+    expect(client.closes.filter((c) => c.code !== 1000)).toEqual([]);
+  });
+
+  it('closes a socket whose subscription falls more than LIVE_MAX_QUEUED changes behind (1013), and no other', async () => {
+    const { server, token, authorId } = await aServer({ LIVE_MAX_QUEUED: '3', LIVE_POLL_MS: '300' });
+    servers.push(server);
+    const other = aUser();
+    const otherToken = await server.token(other.username);
+    const otherId = (await server.gql(CREATE_USER, { input: other }, otherToken)).data!.createUser.user.id as string;
+    const slow = connect(server);
+    slow.subscribe(POSTS_CHANGED, { authorId });
+    const bystander = connect(server).subscribe(POSTS_CHANGED, { authorId: otherId });
+    await waitFor(() => server.app.services.live.subscriptions === 2, 5_000, 'two subscriptions');
+    // Ten changes in one poll: more than the subscription may have waiting at once.
+    for (let i = 0; i < 10; i++) await server.gql(CREATE_POST, { content: `burst ${i}` }, token);
+    await waitFor(() => slow.closes.length > 0, 5_000, 'the slow socket to close');
+    expect(slow.closes[0]!.code).toBe(1013);
+    await server.gql(CREATE_POST, { content: 'unaffected' }, otherToken);
+    expect((await bystander.next(1))[0]).toMatchObject({ postsChanged: { addedEdge: { node: { content: 'unaffected' } } } });
+  });
+});
+
+describe('the WebSocket transport when the server stops', () => {
+  let server: TestServer;
+  let authorId: string;
+  beforeAll(async () => {
+    ({ server, authorId } = await aServer());
+  });
+  afterAll(async () => undefined);
+
+  it('refuses new sockets and closes the open ones with 1001', async () => {
+    const client = liveClient(server.url);
+    client.subscribe(POSTS_CHANGED, { authorId });
+    await waitFor(() => server.app.services.live.subscriptions === 1, 5_000, 'the subscription');
+    await server.close();
+    await waitFor(() => client.closes.length > 0, 5_000, 'the close');
+    expect(client.closes[0]).toMatchObject({ code: 1001 });
+    await client.dispose();
+  });
+});
