@@ -354,7 +354,7 @@ export class LiveHub {
       if (subscriber.state !== 'catching-up') return;
       const feed = this.feeds.get(subscriber.spec.feed);
       const { deliverable, completeBelow } = await this.admitted(subscriber.spec, feed?.decided ?? new Map(), read, started);
-      this.offer(subscriber, deliverable, started, completeBelow, {});
+      this.offer(subscriber, deliverable, started, completeBelow, {}, read.changes);
       if (read.completeBelow > through) this.attach(subscriber);
       else subscriber.catchUpFrom = read.completeBelow;
     } catch (err) {
@@ -398,10 +398,19 @@ export class LiveHub {
    * `completeBelow`: each change it has not received, once per item, with the position
    * after it; then raise its floor to what the read proved complete.
    */
-  private offer(subscriber: Subscriber, changes: readonly Change[], started: bigint, completeBelow: bigint, batch: object): number {
+  private offer(
+    subscriber: Subscriber,
+    changes: readonly Change[],
+    started: bigint,
+    completeBelow: bigint,
+    batch: object,
+    read: readonly Change[] = changes,
+  ): number {
     const settledBelow = started - this.windowMicros < completeBelow ? started - this.windowMicros : completeBelow;
-    // Learn the items of the changes a cursor named, before deciding any duplicate.
-    for (const change of changes) {
+    // Learn the items of the changes a cursor named, before deciding any duplicate: from
+    // every change read, delivered or not (an acceptance delivered before may have lost
+    // since to an earlier one that landed late, which must not be delivered again).
+    for (const change of read) {
       const key = changeKey(change.id);
       if (subscriber.received.get(key) === null) subscriber.remember(key, change.item);
     }
@@ -538,7 +547,7 @@ export class LiveHub {
       const { deliverable, completeBelow } = await this.admitted(feed.spec, feed.decided, read, started);
       const batch = {};
       for (const subscriber of [...feed.subscribers]) {
-        if (subscriber.state === 'live') delivered += this.offer(subscriber, deliverable, started, completeBelow, batch);
+        if (subscriber.state === 'live') delivered += this.offer(subscriber, deliverable, started, completeBelow, batch, read.changes);
       }
       // Forget admissions below every subscriber's floor: they are not read again.
       if (feed.subscribers.size > 0) {

@@ -44,7 +44,8 @@ export const PROPERTY_RUNS = { seed: 14_2026, numRuns: Number(process.env.SIM_RU
 
 /**
  * Assert a simulated-cluster property with the fixed seed. With SIM_TALLY=1 it instead
- * runs every generated case and prints how many failed (how often a defect shows).
+ * runs every generated case and prints how many failed (how often a defect shows), and
+ * for each failure its first lines and its case.
  */
 export async function assertSim<Ts extends [unknown, ...unknown[]]>(name: string, property: fc.IAsyncPropertyWithHooks<Ts>): Promise<void> {
   if (process.env.SIM_TALLY !== '1') {
@@ -53,6 +54,12 @@ export async function assertSim<Ts extends [unknown, ...unknown[]]>(name: string
   }
   let failed = 0;
   const samples = fc.sample(property, { seed: PROPERTY_RUNS.seed, numRuns: PROPERTY_RUNS.numRuns });
-  for (const sample of samples) if ((await property.run(sample)) !== null) failed++;
+  for (const sample of samples) {
+    const outcome = await property.run(sample);
+    if (outcome === null) continue;
+    failed++;
+    const reason = String((outcome as { error?: unknown }).error ?? outcome).split('\n').slice(0, 3).join(' / ');
+    console.log(`[tally] ${name} failed: ${reason}\n  case: ${JSON.stringify(sample, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`);
+  }
   console.log(`[tally] ${name}: ${failed} of ${samples.length} runs failed`);
 }

@@ -1,0 +1,231 @@
+/**
+ * Live connections on a simulated cluster: one instance holds subscriptions to a
+ * timeline, a list, a meeting and the suspensions, and polls; the others write, with
+ * skewed clocks, logged batches landing one partition at a time, late writes and a
+ * crash. After settling, every subscription received every change once (one per
+ * item), a post's addition before its deletion, a suspension before its lifting, a
+ * list's changes in the ledger's order; a client applying them holds what the server
+ * shows; and resuming from any change's cursor on another instance gives exactly the
+ * changes after it.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { listFeedOf, type ListItem } from '../../src/features/lists/lists.js';
+import { SUSPENSIONS_FEED } from '../../src/features/suspensions/suspension-sagas.js';
+import { postsFeedOf } from '../../src/features/timeline/timeline.js';
+import { aUser } from '../../src/features/users/user-mother.js';
+import { decodeFeedCursor } from '../../src/live/feed-cursor.js';
+import type { Delivery, FeedSpec, LiveHub } from '../../src/live/live-hub.js';
+import { assertSim, crashPoint, offsets, runAll, scheduled } from '../support/sim-arbitraries.js';
+import { SimCluster, type SimInstance } from '../support/sim-cluster.js';
+
+const USERS = 3;
+const ITEMS = 3;
+
+/** Pull a subscription continuously into an array. */
+function collect(iterator: AsyncIterableIterator<Delivery>): Delivery[] {
+  const got: Delivery[] = [];
+  void (async () => {
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return;
+      got.push(next.value);
+    }
+  })();
+  return got;
+}
+
+/** Poll a hub every few real ms until stopped (a server's poll timer, quickened). */
+function pollLoop(hub: LiveHub): () => Promise<void> {
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      await hub.pollOnce();
+      await new Promise((resolve) => setTimeout(resolve, 3));
+    }
+  })();
+  return async () => {
+    running = false;
+    await loop;
+  };
+}
+
+const settleTicks = () => new Promise((resolve) => setTimeout(resolve, 30));
+
+/** Each item at most once. */
+function itemsOf(deliveries: readonly Delivery[]): string[] {
+  return deliveries.map((d) => d.change.item);
+}
+
+/** A subscription resumed from `cursor` on `hub`: what it gives once caught up. */
+async function resumed(instance: SimInstance, spec: FeedSpec, cursor: string): Promise<string[]> {
+  const hub = instance.services.live;
+  const position = decodeFeedCursor(instance.services.codec, spec.feed, cursor);
+  if (!position) throw new Error('undecodable cursor');
+  const got = collect(hub.subscribe(spec, { kind: 'after', position }));
+  await hub.pollOnce();
+  await settleTicks();
+  await hub.pollOnce();
+  await settleTicks();
+  return itemsOf(got);
+}
+
+describe('live connections on a simulated cluster', () => {
+  it('deliver every change once, in order per item, and resume exactly on another server', async () => {
+    await assertSim(
+      'live',
+      fc.asyncProperty(
+        fc.integer(),
+        offsets,
+        crashPoint,
+        fc.array(
+          fc.record({
+            ...scheduled,
+            what: fc.constantFrom('post', 'unpost', 'add', 'move', 'remove', 'accept', 'suspend', 'lift'),
+            n: fc.nat(9),
+          }),
+          { minLength: 4, maxLength: 16 },
+        ),
+        fc.nat(),
+        async (seed, offsetsMs, crash, ops, cut) => {
+          // Instance 0 subscribes and is never crashed; the others write.
+          const cluster = await SimCluster.create({ seed, offsetsMs: [0, ...offsetsMs] });
+          const watcher = cluster.at(0);
+          const writers = (i: number): SimInstance => cluster.at(1 + (i % offsetsMs.length));
+          try {
+            const setup = await watcher.run(async (ctx) => {
+              const users: string[] = [];
+              for (let i = 0; i < USERS; i++) users.push((await ctx.users.create(aUser())).id);
+              const list = await ctx.lists.create('live', users[0]!);
+              const items: string[] = [];
+              for (let i = 0; i < ITEMS; i++) items.push((await ctx.lists.add(list.listId, `item ${i}`)).itemId);
+              const meeting = await ctx.meetings.create({ title: 'live' }, users[0]!);
+              return { users, listId: list.listId, items, meetingId: meeting.meetingId };
+            });
+            if (setup.kind !== 'ok') throw new Error('setup failed');
+            const { users, listId, items, meetingId } = setup.value;
+            await cluster.settle({ rounds: 1 });
+            // Past the skew bound: the subscriptions start after everything above.
+            cluster.time.advance(5_000);
+            const held = await watcher.run((ctx) => ctx.lists.items(listId, { first: 50 }));
+            if (held.kind !== 'ok') throw new Error('setup failed');
+            const meetingFeed = await watcher.run((ctx) => ctx.meetings.feed(meetingId));
+            if (meetingFeed.kind !== 'ok') throw new Error('setup failed');
+            const hub = watcher.services.live;
+            const specs = { posts: postsFeedOf(users[0]!), list: listFeedOf(listId), meeting: meetingFeed.value, suspensions: { feed: SUSPENSIONS_FEED } };
+            const got = {
+              posts: collect(hub.subscribe(specs.posts, { kind: 'now' })),
+              list: collect(hub.subscribe(specs.list, { kind: 'now' })),
+              meeting: collect(hub.subscribe(specs.meeting, { kind: 'now' })),
+              suspensions: collect(hub.subscribe(specs.suspensions, { kind: 'now' })),
+            };
+            const stopPolling = pollLoop(hub);
+            if (crash) writers(crash.instance).store.crashBeforeCall(crash.beforeCall);
+            const posts: string[] = [];
+            await runAll(cluster, ops.map((op, i) => ({ ...op, instance: 1 + (i % offsetsMs.length) })), (op, instance) =>
+              instance.run(async (ctx) => {
+                const user = users[op.n % USERS]!;
+                const item = items[op.n % ITEMS]!;
+                switch (op.what) {
+                  case 'post':
+                    posts.push((await ctx.timeline.createPost(users[0]!, `post ${op.n}`)).postId);
+                    return;
+                  case 'unpost': {
+                    const postId = posts[op.n % Math.max(1, posts.length)];
+                    if (postId) await ctx.timeline.deletePost(users[0]!, { authorId: users[0]!, postId });
+                    return;
+                  }
+                  case 'add':
+                    await ctx.lists.add(listId, `new ${op.n}`);
+                    return;
+                  case 'move':
+                    await ctx.lists.move(listId, item, { toEnd: op.n % 2 ? 'TOP' : 'BOTTOM' });
+                    return;
+                  case 'remove':
+                    await ctx.lists.remove(listId, item);
+                    return;
+                  case 'accept':
+                    await ctx.meetings.accept(meetingId, user);
+                    return;
+                  case 'suspend':
+                    await ctx.suspensions.suspend({ userId: user, reason: `by ${instance.name}` }, new Date(cluster.time.now()));
+                    return;
+                  case 'lift':
+                    await ctx.suspensions.unsuspend(user);
+                    return;
+                }
+              }),
+            );
+            await cluster.settle();
+            for (let round = 0; round < 3; round++) {
+              await hub.pollOnce();
+              await settleTicks();
+            }
+            await stopPolling();
+
+            // Once: no change twice, no item twice.
+            for (const [name, deliveries] of Object.entries(got)) {
+              const ids = deliveries.map((d) => d.change.id);
+              expect(new Set(ids).size, `${name}: a change twice`).toBe(ids.length);
+              expect(new Set(itemsOf(deliveries)).size, `${name}: an item twice`).toBe(deliveries.length);
+            }
+            // Timeline: a post's addition before its deletion; the live posts are the ones stored.
+            const shown = new Set<string>();
+            for (const d of got.posts) {
+              const postId = d.change.payload.postId as string;
+              if (d.change.kind === 'added') shown.add(postId);
+              else {
+                expect(shown.has(postId), `deleted ${postId} before it was added`).toBe(true);
+                shown.delete(postId);
+              }
+            }
+            const stored = await watcher.run((ctx) => ctx.timeline.posts(users[0]!, { first: 100 }));
+            if (stored.kind !== 'ok') throw new Error('read failed');
+            // Every post the author has was made after the subscription began (acknowledged or not).
+            expect([...shown].sort(), 'posts').toEqual(stored.value.edges.map((e) => e.node.postId).sort());
+            // Meeting: exactly the users who accepted, each once.
+            const accepted = await watcher.run((ctx) => ctx.meetings.acceptedBy(meetingId, { first: 50 }));
+            if (accepted.kind !== 'ok') throw new Error('read failed');
+            expect(got.meeting.map((d) => d.change.payload.userId).sort(), 'acceptors').toEqual(accepted.value.edges.map((e) => e.node.userId).sort());
+            // Suspensions: applied in order, the suspended users are the ones the server lists.
+            const suspended = new Set<string>();
+            for (const d of got.suspensions) {
+              if (d.change.kind === 'suspended') suspended.add(d.change.payload.userId as string);
+              else suspended.delete(d.change.payload.userId as string);
+            }
+            const listed = await watcher.run((ctx) => ctx.suspensions.page({ first: 50 }));
+            if (listed.kind !== 'ok') throw new Error('read failed');
+            expect([...suspended].sort(), 'suspended').toEqual(listed.value.edges.map((e) => e.node.userId).sort());
+            // List: a client applying the changes holds the list the server pages.
+            let list: Array<Pick<ListItem, 'itemId' | 'label'>> = held.value.edges.map((e) => ({ itemId: e.node.itemId, label: e.node.label }));
+            for (const d of got.list) {
+              const p = d.change.payload as { itemId: string; label?: string; previousItemId?: string | null };
+              const rest = list.filter((i) => i.itemId !== p.itemId);
+              if (d.change.kind === 'REMOVED') list = rest;
+              else if (d.change.kind === 'RENAMED') list = list.map((i) => (i.itemId === p.itemId ? { itemId: i.itemId, label: p.label! } : i));
+              else {
+                const at = p.previousItemId ? rest.findIndex((i) => i.itemId === p.previousItemId) + 1 : 0;
+                list = [...rest.slice(0, at), { itemId: p.itemId, label: p.label! }, ...rest.slice(at)];
+              }
+            }
+            const paged = await watcher.run((ctx) => ctx.lists.items(listId, { first: 50 }));
+            if (paged.kind !== 'ok') throw new Error('read failed');
+            expect(list, 'list').toEqual(paged.value.edges.map((e) => ({ itemId: e.node.itemId, label: e.node.label })));
+
+            // Resuming on another server from any change's cursor gives exactly the later changes.
+            const other = cluster.at(1);
+            for (const [name, deliveries] of Object.entries(got) as Array<[keyof typeof got, Delivery[]]>) {
+              if (deliveries.length === 0) continue;
+              const k = cut % deliveries.length;
+              expect((await resumed(other, specs[name], deliveries[k]!.cursor)).sort(), `${name} resumed after ${k}`).toEqual(
+                itemsOf(deliveries.slice(k + 1)).sort(),
+              );
+            }
+          } finally {
+            await cluster.close();
+          }
+        },
+      ),
+    );
+  }, 180_000);
+});
