@@ -16,24 +16,12 @@ import { postsFeedOf } from '../../src/features/timeline/timeline.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { decodeFeedCursor } from '../../src/live/feed-cursor.js';
 import type { Delivery, FeedSpec, LiveHub } from '../../src/live/live-hub.js';
+import { collectDeliveries } from '../support/live-client.js';
 import { assertSim, crashPoint, offsets, runAll, scheduled } from '../support/sim-arbitraries.js';
 import { SimCluster, type SimInstance } from '../support/sim-cluster.js';
 
 const USERS = 3;
 const ITEMS = 3;
-
-/** Pull a subscription continuously into an array. */
-function collect(iterator: AsyncIterableIterator<Delivery>): Delivery[] {
-  const got: Delivery[] = [];
-  void (async () => {
-    for (;;) {
-      const next = await iterator.next();
-      if (next.done) return;
-      got.push(next.value);
-    }
-  })();
-  return got;
-}
 
 /** Poll a hub every few real ms until stopped (a server's poll timer, quickened). */
 function pollLoop(hub: LiveHub): () => Promise<void> {
@@ -62,7 +50,7 @@ async function resumed(instance: SimInstance, spec: FeedSpec, cursor: string): P
   const hub = instance.services.live;
   const position = decodeFeedCursor(instance.services.codec, spec.feed, cursor);
   if (!position) throw new Error('undecodable cursor');
-  const got = collect(hub.subscribe(spec, { kind: 'after', position }));
+  const got = collectDeliveries(hub.subscribe(spec, { kind: 'after', position }));
   await hub.pollOnce();
   await settleTicks();
   await hub.pollOnce();
@@ -114,10 +102,10 @@ describe('live connections on a simulated cluster', () => {
             const hub = watcher.services.live;
             const specs = { posts: postsFeedOf(users[0]!), list: listFeedOf(listId), meeting: meetingFeed.value, suspensions: { feed: SUSPENSIONS_FEED } };
             const got = {
-              posts: collect(hub.subscribe(specs.posts, { kind: 'now' })),
-              list: collect(hub.subscribe(specs.list, { kind: 'now' })),
-              meeting: collect(hub.subscribe(specs.meeting, { kind: 'now' })),
-              suspensions: collect(hub.subscribe(specs.suspensions, { kind: 'now' })),
+              posts: collectDeliveries(hub.subscribe(specs.posts, { kind: 'now' })),
+              list: collectDeliveries(hub.subscribe(specs.list, { kind: 'now' })),
+              meeting: collectDeliveries(hub.subscribe(specs.meeting, { kind: 'now' })),
+              suspensions: collectDeliveries(hub.subscribe(specs.suspensions, { kind: 'now' })),
             };
             const stopPolling = pollLoop(hub);
             if (crash) writers(crash.instance).store.crashBeforeCall(crash.beforeCall);

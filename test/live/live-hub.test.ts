@@ -14,6 +14,7 @@ import { CursorExpiredError, LiveHub, type Delivery, type Fanout, type FeedSpec 
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { MonotonicClock } from '../../src/store/clock.js';
 import { CountingStore } from '../../src/store/store-decorator.js';
+import { collectDeliveries } from '../support/live-client.js';
 import { memorySqliteStore } from '../support/stores.js';
 
 const codec = createCursorCodec('live-hub-test-secret-0123456789');
@@ -50,19 +51,9 @@ async function aHub(options: { fanout?: Fanout; maxQueued?: number; retentionSec
 /** Let the hub's pushes and the collectors' pulls run. */
 const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
 
-/**
- * Pull a subscription continuously, as a transport does; `take()` hands over (and
- * forgets) what arrived so far, once the hub's pushes have settled.
- */
+/** A subscription pulled continuously; `take()` hands over (and forgets) what arrived, once settled. */
 function collect(iterator: AsyncIterableIterator<Delivery>) {
-  const got: Delivery[] = [];
-  void (async () => {
-    for (;;) {
-      const next = await iterator.next();
-      if (next.done) return;
-      got.push(next.value);
-    }
-  })();
+  const got = collectDeliveries(iterator);
   return {
     async take(): Promise<Delivery[]> {
       await settled();

@@ -4,6 +4,7 @@
  * completion, or for the socket's close.
  */
 import { createClient, type Client } from 'graphql-ws';
+import type { Delivery } from '../../src/live/live-hub.js';
 import WebSocket from 'ws';
 
 /** What one subscription received. */
@@ -81,4 +82,20 @@ export function liveClient(httpUrl: string, options: { token?: string; params?: 
       await client.dispose();
     },
   };
+}
+
+/**
+ * Pull a hub subscription continuously, as a transport does, into an array (what
+ * arrived so far; `splice(0)` to take it).
+ */
+export function collectDeliveries(iterator: AsyncIterableIterator<Delivery>): Delivery[] {
+  const got: Delivery[] = [];
+  void (async () => {
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return;
+      got.push(next.value);
+    }
+  })();
+  return got;
 }
