@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPTANCE_WINDOW_MS } from '../../src/features/meetings/acceptance-verifier.js';
 import { authKey, signToken } from '../../src/graphql/auth.js';
 import { startChildServer, type ChildServer } from '../support/child-server.js';
+import { liveClient } from '../support/live-client.js';
 import { TEST_AUTH_SECRET } from '../support/test-server.js';
 
 const SKEWED = 'test/support/skewed-main.ts';
@@ -143,5 +144,53 @@ describe('two servers on one store, one clock 300 ms behind', () => {
     }
     console.log(`[two servers] suspensions: made on the skewed server while the bucket was emptied, listed ${listed} of ${rounds}`);
     expect(listed).toBe(rounds);
+  }, 60_000);
+  it('stream a timeline written on both to a subscriber of one, and resume on the other after the first stops (SIGTERM)', async () => {
+    const author = `live_author`;
+    const authorId = (await createUser(a, author)).data.createUser.user.id as string;
+    const token = await signToken(authKey(TEST_AUTH_SECRET), author);
+    const POST = `mutation ($c: String!) { createPost(input: { content: $c }) { post { id } } }`;
+    const DELETE = `mutation ($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`;
+    const CHANGES = `subscription ($a: ID!, $after: String) { postsChanged(authorId: $a, after: $after) { cursor addedEdge { node { id content } } deletedPostId } }`;
+    type Change = { postsChanged: { cursor: string; addedEdge: { node: { id: string; content: string } } | null; deletedPostId: string | null } };
+    const seen: string[] = [];
+    const onA = liveClient(a.url);
+    const first = onA.subscribe<Change>(CHANGES, { a: authorId });
+    // Give the subscription time to be in place on A (its poll interval is the default).
+    await sleep(1_500);
+    // Posts alternate between the servers; each is deleted on the other one (B's clock is behind).
+    const made: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const on = i % 2 === 0 ? a : b;
+      made.push((await gql(on, POST, { c: `both ${i}` }, token)).data.createPost.post.id);
+    }
+    await gql(b, DELETE, { id: made[0] }, token);
+    await gql(a, DELETE, { id: made[1] }, token);
+    const before = await first.next(8, 15_000);
+    seen.push(...before.map((c) => c.postsChanged.addedEdge?.node.content ?? `-${made.indexOf(c.postsChanged.deletedPostId!)}`));
+    // A stops: its sockets close with 1001; meanwhile B takes more writes.
+    a.process.kill('SIGTERM');
+    await a.exited;
+    await sleep(100);
+    expect(onA.closes[0]?.code).toBe(1001);
+    await gql(b, POST, { c: 'while away' }, token);
+    await gql(b, DELETE, { id: made[2] }, token);
+    const onB = liveClient(b.url);
+    const resumed = onB.subscribe<Change>(CHANGES, { a: authorId, after: before[before.length - 1]!.postsChanged.cursor });
+    const after = await resumed.next(2, 15_000);
+    seen.push(...after.map((c) => c.postsChanged.addedEdge?.node.content ?? `-${made.indexOf(c.postsChanged.deletedPostId!)}`));
+    await sleep(1_500);
+    expect(resumed.values).toHaveLength(2);
+    console.log(`[two servers] live: ${seen.join(', ')}`);
+    // Every change once; each server's in the order it made them; a post's deletion after
+    // its addition. Changes from the two servers may interleave either way (their clocks differ).
+    expect([...seen].sort()).toEqual(['-0', '-1', '-2', 'both 0', 'both 1', 'both 2', 'both 3', 'both 4', 'both 5', 'while away']);
+    const madeOnA = ['both 0', 'both 2', 'both 4', '-1'];
+    const madeOnB = ['both 1', 'both 3', 'both 5', '-0', 'while away', '-2'];
+    expect(seen.filter((c) => madeOnA.includes(c))).toEqual(madeOnA);
+    expect(seen.filter((c) => madeOnB.includes(c))).toEqual(madeOnB);
+    for (const i of [0, 1, 2]) expect(seen.indexOf(`both ${i}`)).toBeLessThan(seen.indexOf(`-${i}`));
+    await onA.dispose();
+    await onB.dispose();
   }, 60_000);
 });
