@@ -99,6 +99,8 @@ interface SocketExtra {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** How often an idle socket is pinged; one that does not answer within this is dropped. */
 const KEEP_ALIVE_MS = 12_000;
+/** Query texts whose parse and validation are remembered (the oldest go first). */
+const DOCUMENT_CACHE_SIZE = 1_000;
 /** How long closing waits for sockets to close before terminating them. */
 const CLOSE_GRACE_MS = 2_000;
 
@@ -168,6 +170,26 @@ export function createLiveServer<C extends object>(httpServer: Server, options: 
       return options.hideSuggestions ? { ...formatted, message: formatted.message.replace(/ ?Did you mean .*\?$/, '') } : formatted;
     });
 
+  // A query text is parsed and validated once: thousands of subscriptions of the same
+  // operation share one document (its AST is most of an idle subscription's memory).
+  const documents = new Map<string, DocumentNode | GraphQLError[]>();
+  const checkDocument = (query: string): DocumentNode | GraphQLError[] => {
+    let checked = documents.get(query);
+    if (checked) return checked;
+    const tooLong = options.checkTokens(query);
+    if (tooLong) return [codedError('GRAPHQL_PARSE_FAILED', tooLong)];
+    try {
+      const document = parse(query);
+      const invalid = validate(schema, document, rules);
+      checked = invalid.length > 0 ? invalid.map((e) => codedError('GRAPHQL_VALIDATION_FAILED', e.message)) : document;
+    } catch (err) {
+      checked = [codedError('GRAPHQL_PARSE_FAILED', (err as Error).message)];
+    }
+    if (documents.size >= DOCUMENT_CACHE_SIZE) documents.delete(documents.keys().next().value!);
+    documents.set(query, checked);
+    return checked;
+  };
+
   const closeTooSlow = (socket: WebSocket) => {
     if (socket.readyState !== socket.OPEN) return;
     logger.warn('closing a WebSocket whose reader does not keep up (LIVE_MAX_BUFFERED_BYTES / LIVE_MAX_QUEUED)');
@@ -201,16 +223,9 @@ export function createLiveServer<C extends object>(httpServer: Server, options: 
           ),
         ];
       }
-      const tooLong = options.checkTokens(payload.query);
-      if (tooLong) return [codedError('GRAPHQL_PARSE_FAILED', tooLong)];
-      let document: DocumentNode;
-      try {
-        document = parse(payload.query);
-      } catch (err) {
-        return [codedError('GRAPHQL_PARSE_FAILED', (err as Error).message)];
-      }
-      const invalid = validate(schema, document, rules);
-      if (invalid.length > 0) return invalid.map((e) => codedError('GRAPHQL_VALIDATION_FAILED', e.message));
+      const checked = checkDocument(payload.query);
+      if (Array.isArray(checked)) return checked;
+      const document = checked as DocumentNode;
       const operation = getOperationAST(document, payload.operationName);
       if (!operation) return [codedError('OPERATION_RESOLUTION_FAILURE', operationResolutionMessage(payload.operationName))];
       if (operation.operation !== 'subscription') {
@@ -228,8 +243,11 @@ export function createLiveServer<C extends object>(httpServer: Server, options: 
     },
     async subscribe(args: ExecutionArgs) {
       const stream = await createSourceEventStream(args);
-      if (!(Symbol.asyncIterator in (stream as object))) return stream as ExecutionResult;
       const viewer = viewers.get(args.contextValue as object) ?? null;
+      // graphql-ws keeps these arguments as long as the subscription lives; the context
+      // it was set up in (loaders, features) is needed no more: each change gets its own.
+      (args as { contextValue: unknown }).contextValue = undefined;
+      if (!(Symbol.asyncIterator in (stream as object))) return stream as ExecutionResult;
       return renderEach(stream as AsyncIterableIterator<Delivery>, (delivery) =>
         Promise.resolve(execute({ ...args, rootValue: delivery, contextValue: options.eventContextFor(viewer, delivery.batch) })),
       );
