@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
+import { liveClient, waitFor } from '../support/live-client.js';
 import { startTestServer, type GqlResponse, type TestServer } from '../support/test-server.js';
 import { describeEachStore } from '../support/stores.js';
 
@@ -82,6 +83,22 @@ describeEachStore('authorization, as the README table says', (target) => {
   };
   const meeting = async () => (await as(tokens.owner!, `mutation { createMeeting(input: { title: "m" }) { meeting { id } } }`)).createMeeting.meeting.id as string;
 
+  /**
+   * Subscribe over WebSocket as a caller (the token in connection_init): refused when an
+   * error arrives, allowed once the server holds the subscription; then it is ended.
+   */
+  async function subscribeAs(token: string | undefined, query: string, variables: Record<string, unknown> = {}): Promise<GqlResponse> {
+    const client = liveClient(server.url, { token });
+    const held = server.app.services.live.subscriptions;
+    const sub = client.subscribe(query, variables);
+    await waitFor(() => sub.errors.length > 0 || server.app.services.live.subscriptions > held, 5_000, 'the subscription or its refusal');
+    sub.stop();
+    await client.dispose();
+    // Gone again before the next attempt counts.
+    await waitFor(() => server.app.services.live.subscriptions === held, 5_000, 'the subscription to end');
+    return { status: 101, ...(sub.errors.length > 0 && { errors: sub.errors as GqlResponse['errors'] }) };
+  }
+
   /** How to attempt each operation as a caller; the response decides allowed or not. */
   const scenarios: Record<string, (token: string | undefined, caller: Caller) => Promise<GqlResponse>> = {
     'Query.node': (t) => server.gql(`query ($id: ID!) { node(id: $id) { id } }`, { id: owner.id }, t),
@@ -125,6 +142,10 @@ describeEachStore('authorization, as the README table says', (target) => {
     },
     'Mutation.renameListItem': async (t) => server.gql(`mutation ($i: ID!) { renameListItem(input: { itemId: $i, label: "z" }) { item { id } } }`, { i: (await list()).a }, t),
     'Mutation.removeListItem': async (t) => server.gql(`mutation ($i: ID!) { removeListItem(input: { itemId: $i }) { removedItemId } }`, { i: (await list()).a }, t),
+    'Subscription.postsChanged': (t) => subscribeAs(t, `subscription ($a: ID!) { postsChanged(authorId: $a) { cursor } }`, { a: owner.id }),
+    'Subscription.listItemsChanged': async (t) => subscribeAs(t, `subscription ($l: ID!) { listItemsChanged(listId: $l) { cursor } }`, { l: (await list()).listId }),
+    'Subscription.meetingChanged': async (t) => subscribeAs(t, `subscription ($m: ID!) { meetingChanged(meetingId: $m) { cursor } }`, { m: await meeting() }),
+    'Subscription.suspensionsChanged': (t) => subscribeAs(t, `subscription { suspensionsChanged { cursor } }`),
   };
 
   it('has a scenario for every row of the table and a row for every scenario', () => {
