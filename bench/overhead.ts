@@ -75,7 +75,8 @@ export function pinning(): { server: string[]; pinned: boolean } {
   return { server: ['taskset', '-c', '0'], pinned: true };
 }
 
-function freePort(): Promise<number> {
+/** A free loopback port. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
@@ -111,7 +112,7 @@ async function startServer(spec: ServerSpec, file: string, prefix: string[]): Pr
 }
 
 /** utime + stime of a process, in ms (null where /proc is absent). */
-function cpuMs(pid: number): number | null {
+export function cpuMs(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

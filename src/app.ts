@@ -29,6 +29,7 @@ import {
 import type { Config } from './config.js';
 import { authKey, sessionFromAuthorization, viewerFromAuthorization } from './graphql/auth.js';
 import type { Loaders } from './graphql/loaders.js';
+import type { PollReport } from './live/live-hub.js';
 import type { RequestContext } from './graphql/context.js';
 import { createFormatError } from './graphql/errors.js';
 import { jitResponder, stringifyResult } from './graphql/jit-executor.js';
@@ -98,7 +99,10 @@ function requestPlugin(
 }
 
 /** Wire the application; `store` may be injected (tests pass an in-memory one). */
-export async function createApp(config: Config, deps: { logger: Logger; store?: Store; clock?: Clock }): Promise<App> {
+export async function createApp(
+  config: Config,
+  deps: { logger: Logger; store?: Store; clock?: Clock; onLivePoll?: (report: PollReport) => void },
+): Promise<App> {
   const { logger } = deps;
   for (const name of config.devSecrets) {
     logger.warn(`${name} is not set: using the development secret. Set it before exposing this server.`);
@@ -117,6 +121,7 @@ export async function createApp(config: Config, deps: { logger: Logger; store?: 
     clock,
     presence,
     onListAppend: config.listApplier ? (listId) => applier.wake(listId) : undefined,
+    onLivePoll: deps.onLivePoll,
   });
   // The ledger-list applier, started with the server: woken after each append, and on a timer.
   const applier = createListApplier(services);

@@ -30,7 +30,7 @@ import type { RequestContext } from './graphql/context.js';
 import { createLoaders, type Loaders } from './graphql/loaders.js';
 import { liveTables } from './live/change-log-tables.js';
 import { ChangeClock, createChangeWriter, type ChangeWriter } from './live/change-log.js';
-import { LiveHub } from './live/live-hub.js';
+import { LiveHub, type PollReport } from './live/live-hub.js';
 import { LiveSubscriptions } from './live/subscriptions.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
 import { presenceTable, type Presence } from './presence.js';
@@ -117,7 +117,15 @@ export interface Services {
 /** The process-wide services, over a store that is already open (and its tables created). */
 export function createServices(
   settings: FeatureSettings,
-  deps: { store: Store; logger: Logger; clock?: Clock; onListAppend?: (listId: string) => void; presence?: Presence },
+  deps: {
+    store: Store;
+    logger: Logger;
+    clock?: Clock;
+    onListAppend?: (listId: string) => void;
+    presence?: Presence;
+    /** Told what each live poll cost (metrics, benchmarks). */
+    onLivePoll?: (report: PollReport) => void;
+  },
 ): Services {
   const clock = deps.clock ?? new MonotonicClock();
   const codec = createCursorCodec(settings.cursorSecret);
@@ -146,6 +154,7 @@ export function createServices(
       fanout: liveSettings.fanout,
       maxQueued: liveSettings.maxQueued,
       logger: deps.logger,
+      onPoll: deps.onLivePoll,
     }),
     liveSettings,
   };

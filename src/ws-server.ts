@@ -161,6 +161,16 @@ export function createLiveServer<C extends object>(httpServer: Server, options: 
   const { settings, logger, schema } = options;
   const sockets = new Set<WebSocket>();
   const viewers = new WeakMap<object, Viewer | null>();
+  /** Each change's rendered results, per poll of its feed (`Delivery.batch`), by change, position and operation. */
+  const renders = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
+  /** A small number per distinct document (the cached documents are shared). */
+  const documentIds = new WeakMap<DocumentNode, number>();
+  const documentId = (document: DocumentNode): number => {
+    let id = documentIds.get(document);
+    if (id === undefined) documentIds.set(document, (id = nextDocumentId++));
+    return id;
+  };
+  let nextDocumentId = 0;
   let stopping = false;
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.maxMessageBytes, handleProtocols, perMessageDeflate: false });
   const rules = [...specifiedRules, ...options.validationRules];
@@ -248,9 +258,21 @@ export function createLiveServer<C extends object>(httpServer: Server, options: 
       // it was set up in (loaders, features) is needed no more: each change gets its own.
       (args as { contextValue: unknown }).contextValue = undefined;
       if (!(Symbol.asyncIterator in (stream as object))) return stream as ExecutionResult;
-      return renderEach(stream as AsyncIterableIterator<Delivery>, (delivery) =>
-        Promise.resolve(execute({ ...args, rootValue: delivery, contextValue: options.eventContextFor(viewer, delivery.batch) })),
-      );
+      // Subscribers of one feed who run the same operation with the same variables as the
+      // same caller, and stand at the same position, get the same result: it is computed
+      // once per change (Hasura's multiplexing, for the rendering side).
+      const operation = `${documentId(args.document)}|${JSON.stringify(args.variableValues ?? {})}|${viewer ? `${viewer.username}|${viewer.isAdmin}` : ''}`;
+      return renderEach(stream as AsyncIterableIterator<Delivery>, (delivery) => {
+        let rendered = renders.get(delivery.batch);
+        if (!rendered) renders.set(delivery.batch, (rendered = new Map()));
+        const key = `${delivery.change.id}|${delivery.cursor}|${operation}`;
+        let result = rendered.get(key);
+        if (!result) {
+          result = Promise.resolve(execute({ ...args, rootValue: delivery, contextValue: options.eventContextFor(viewer, delivery.batch) }));
+          rendered.set(key, result);
+        }
+        return result;
+      });
     },
     onNext: (_ctx, _id, _payload, _args, result) => (result.errors ? { ...result, errors: formatAll(result.errors) } : undefined),
     onError: (_ctx, _id, _payload, errors) => formatAll(errors),

@@ -12,7 +12,7 @@
  * at the time of the write, which is what bounds how late a change can land behind the
  * ids already read (live-hub.ts).
  */
-import { createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Clock } from '../store/clock.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { Row, TableSpec } from '../store/table.js';
@@ -36,11 +36,18 @@ export interface Change {
   readonly payload: Readonly<Record<string, unknown>>;
 }
 
-/** A process's hybrid logical clock for change ids (see the file comment). */
+/**
+ * A process's hybrid logical clock for change ids (see the file comment). Its ids share
+ * one random clock sequence and node, drawn once, as a version 1 uuid's do: its
+ * microseconds never repeat, so neither do its ids, and another process's node differs.
+ */
 export class ChangeClock {
   private last = 0n;
+  private readonly node: Buffer;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(private readonly clock: Clock) {
+    this.node = randomBytes(8);
+  }
 
   /** Microseconds for a new change id: above the last one, above `after`, never below the clock. */
   nextMicros(after?: bigint): bigint {
@@ -53,7 +60,7 @@ export class ChangeClock {
 
   /** A new change id (timeuuid), above the change id `after` when given. */
   next(after?: string): string {
-    return timeuuidOfMicros(this.nextMicros(after === undefined ? undefined : microsOfTimeuuid(after)));
+    return timeuuidOfMicros(this.nextMicros(after === undefined ? undefined : microsOfTimeuuid(after)), () => Buffer.from(this.node));
   }
 }
 
@@ -69,9 +76,11 @@ export function shardBucketOf(micros: bigint): bigint {
   return ms - (((ms % BigInt(SHARD_BUCKET_MS)) + BigInt(SHARD_BUCKET_MS)) % BigInt(SHARD_BUCKET_MS));
 }
 
-/** The shard of a feed: a stable hash, the same on every server. */
+/** The shard of a feed: a stable hash (32-bit FNV-1a of its UTF-16 units), the same on every server. */
 export function shardOf(feed: string): number {
-  return createHash('sha1').update(feed).digest().readUInt32BE(0) % CHANGE_SHARDS;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < feed.length; i++) hash = Math.imul(hash ^ feed.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % CHANGE_SHARDS;
 }
 
 /** Appends changes to the log: what a feature's write path is given. */

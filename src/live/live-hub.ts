@@ -105,8 +105,13 @@ export interface PollReport {
   readonly delivered: number;
 }
 
-/** Rows a read costs as much as (the cost model of `fanout: 'auto'`). */
-export const ROWS_PER_READ = 100;
+/**
+ * Rows a read costs as much as (the cost model of `fanout: 'auto'`). Measured on the
+ * embedded store: a read of an empty feed 43 µs, each row read 2 µs more (JSON payload
+ * included); a round trip to Cassandra weighs more against a row, so this prices rows
+ * on the dear side, keeping per-feed reads when the cluster writes a lot.
+ */
+export const ROWS_PER_READ = 20;
 /** Rows read per feed or shard partition per read. */
 const READ_LIMIT = 1_000;
 /** Feed reads a poll keeps in flight at once. */
