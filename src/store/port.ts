@@ -56,6 +56,14 @@ export interface ConditionalResult {
   readonly existing: Row | null;
 }
 
+/** One page of a full-table scan (`Store.scan`). */
+export interface ScanPage {
+  /** Rows of this page: whole partitions in the store's own order, clustering order within one. */
+  readonly rows: Row[];
+  /** Where the next page starts (pass it as `after`); null when the table has been read to its end. */
+  readonly next: string | null;
+}
+
 /** A mutation inside a logged batch. */
 export type Mutation =
   | { readonly kind: 'upsert'; readonly table: TableSpec; readonly row: Row; readonly options?: WriteOptions }
@@ -80,6 +88,14 @@ export interface Store {
   getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>>;
   /** Read one partition between optional clustering bounds, in order or reversed. */
   slice(table: TableSpec, query: SliceQuery): Promise<Row[]>;
+  /**
+   * Read a whole table, a page of up to `limit` rows at a time, from where the page
+   * before stopped (`after`: its `next`). Partitions come in the store's own order (the
+   * partitioner's token order on Cassandra), not by any column; a page may hold fewer
+   * rows than `limit` before the end. For maintenance jobs that must visit every row
+   * (recounts), never for a request: it reads the whole table.
+   */
+  scan(table: TableSpec, options: { readonly limit: number; readonly after?: string | null }): Promise<ScanPage>;
   /** Read one row with `WRITETIME` and `TTL` of the named regular columns. */
   readCells(table: TableSpec, key: Row, columns: readonly string[]): Promise<CellRead>;
   /** Insert or update (CQL INSERT: also writes the row marker). */

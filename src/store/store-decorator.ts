@@ -8,6 +8,7 @@ import type {
   ConditionalResult,
   DeleteOptions,
   Mutation,
+  ScanPage,
   SliceQuery,
   Store,
   WriteOptions,
@@ -62,6 +63,9 @@ export abstract class StoreDecorator implements Store {
   }
   slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
     return this.call('slice', table, () => this.inner.slice(table, query));
+  }
+  scan(table: TableSpec, options: { readonly limit: number; readonly after?: string | null }): Promise<ScanPage> {
+    return this.call('scan', table, () => this.inner.scan(table, options));
   }
   readCells(table: TableSpec, key: Row, columns: readonly string[]): Promise<CellRead> {
     return this.call('readCells', table, () => this.inner.readCells(table, key, columns));

@@ -103,6 +103,14 @@ const big = defineTable({
   ],
 });
 
+/** Rows a full-table scan must find: nothing else is ever written to it. */
+const scanned = defineTable({
+  name: 'contract_scanned',
+  columns: { p: 'uuid', k: 'int', v: 'text' },
+  partitionKey: ['p'],
+  clustering: ['k'],
+});
+
 /** A table with a grace period of its own (Cassandra's `gc_grace_seconds`), an hour. */
 const graced = defineTable({
   name: 'contract_graced',
@@ -128,7 +136,7 @@ function tombstoneWarning(lines: readonly string[], table: string): number | nul
   return null;
 }
 
-const CONTRACT_TABLES = [graced, kv, counters, gridAsc, gridDesc, gridMixed, typed, byText, byTimeuuid, byInt, byBigint, byTimestamp, big];
+const CONTRACT_TABLES = [scanned, graced, kv, counters, gridAsc, gridDesc, gridMixed, typed, byText, byTimeuuid, byInt, byBigint, byTimestamp, big];
 
 /** Microseconds "now", as a client would compute it. */
 function nowMicros(): bigint {
@@ -629,6 +637,51 @@ export function defineStoreContract(name: string, createStore: (options?: StoreO
         expect(back.map((r) => `${r.a}:${r.b}`)).toEqual(expected.slice(1).reverse());
         const limited = await store.slice(big, { partition: { p }, lower, limit: 7_000 });
         expect(limited.map((r) => `${r.a}:${r.b}`)).toEqual(expected.slice(1, 7_001));
+      });
+    });
+
+    describe('full-table scans', () => {
+      it('visit every live row once, a page at a time, each partition in clustering order, and end', async () => {
+        const partitions = Array.from({ length: 5 }, () => randomUUID());
+        const expected = new Set<string>();
+        for (const [i, p] of partitions.entries()) {
+          for (let k = 0; k < 4; k++) {
+            await store.upsert(scanned, { p, k, v: `${i}:${k}` });
+            expected.add(`${p}:${k}`);
+          }
+        }
+        // Deleted rows and partitions are not visited.
+        await store.delete(scanned, { p: partitions[0]!, k: 2 });
+        expected.delete(`${partitions[0]}:2`);
+        await store.deleteRange(scanned, { p: partitions[1]! }, {});
+        for (let k = 0; k < 4; k++) expected.delete(`${partitions[1]}:${k}`);
+        const seen: string[] = [];
+        const counting = new CountingStore(store);
+        let after: string | null = null;
+        let pages = 0;
+        do {
+          const page: { rows: Array<{ p?: unknown; k?: unknown; v?: unknown }>; next: string | null } = await counting.scan(scanned, { limit: 3, after });
+          expect(page.rows.length).toBeLessThanOrEqual(3);
+          for (const r of page.rows) seen.push(`${r.p}:${r.k}`);
+          after = page.next;
+          pages++;
+        } while (after !== null && pages < 50);
+        expect(after).toBeNull();
+        expect(counting.roundTrips).toBe(pages);
+        expect(seen.length).toBe(new Set(seen).size);
+        expect(new Set(seen)).toEqual(expected);
+        // Within a partition, clustering order; a partition's rows are not interleaved with another's.
+        const order = seen.map((s) => s.split(':'));
+        const firstAt = new Map<string, number>();
+        order.forEach(([p], i) => firstAt.has(p!) || firstAt.set(p!, i));
+        order.forEach(([p, k], i) => {
+          if (i > 0 && order[i - 1]![0] === p) expect(Number(k)).toBeGreaterThan(Number(order[i - 1]![1]));
+          else expect(firstAt.get(p!)).toBe(i);
+        });
+        // One page large enough for everything ends at once.
+        const whole = await store.scan(scanned, { limit: 100 });
+        expect(whole.rows.length).toBe(expected.size);
+        expect(whole.next).toBeNull();
       });
     });
 

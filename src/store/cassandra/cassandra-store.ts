@@ -13,6 +13,7 @@ import type {
   ConditionalResult,
   DeleteOptions,
   Mutation,
+  ScanPage,
   SliceQuery,
   Store,
   WriteOptions,
@@ -225,6 +226,24 @@ export class CassandraStore implements Store {
     return rows.slice(0, limit);
   }
 
+  async scan(table: TableSpec, options: { readonly limit: number; readonly after?: string | null }): Promise<ScanPage> {
+    const tally = activeTally();
+    const limit = limitOf(options.limit);
+    if (limit === 0) return { rows: [], next: options.after ?? null };
+    // One driver page: `fetchSize` rows from the paging state the page before returned.
+    const result = await this.run(
+      tally,
+      { query: `SELECT ${this.selectList(table)} FROM ${this.name(table)}`, params: [] },
+      { idempotent: true, fetchSize: limit, ...(options.after ? { pageState: options.after } : {}) },
+    );
+    const rows: Row[] = [];
+    for (const r of result.rows) {
+      const row = this.liveRow(table, r);
+      if (row) rows.push(row);
+    }
+    return { rows, next: result.pageState ?? null };
+  }
+
   async readCells(table: TableSpec, key: Row, columns: readonly string[]): Promise<CellRead> {
     const tally = activeTally();
     checkCellColumns(table, columns);
@@ -367,7 +386,7 @@ export class CassandraStore implements Store {
   private async run(
     tally: StatementTally | undefined,
     statement: Statement,
-    options: { idempotent: boolean; pageState?: string; consistency?: cassandra.types.consistencies; prepare?: boolean },
+    options: { idempotent: boolean; pageState?: string; fetchSize?: number; consistency?: cassandra.types.consistencies; prepare?: boolean },
   ): Promise<CassandraResultLike> {
     countStatements(tally);
     let result: CassandraResultLike;
@@ -377,7 +396,7 @@ export class CassandraStore implements Store {
         consistency: options.consistency ?? this.consistency,
         serialConsistency: this.serialConsistency,
         isIdempotent: options.idempotent,
-        fetchSize: this.fetchSize,
+        fetchSize: options.fetchSize ?? this.fetchSize,
         ...(options.pageState ? { pageState: options.pageState } : {}),
       });
     } catch (err) {

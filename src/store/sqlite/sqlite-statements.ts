@@ -83,6 +83,23 @@ export class LayoutStatements {
     return statement;
   }
 
+  /**
+   * Live rows of the whole table in (pk, ck) order, from just after a row's `pk` and
+   * `ck` when `resume` (a scan's next page), each followed by its raw pk and ck. Binds
+   * pk and ck when resuming, now, limit.
+   */
+  scan(resume: boolean): SqliteStatementLike {
+    return this.once(`scan:${resume}`, 'rows', () =>
+      `SELECT ${this.rowSelect}, pk, ck FROM "${this.layout.dataTable}" WHERE ${resume ? '(pk > @pk OR (pk = @pk AND ck > @ck)) AND ' : ''}${this.live} ` +
+      'ORDER BY pk, ck LIMIT @limit',
+    );
+  }
+
+  /** How many port columns a row-path result holds (a scan's pk and ck follow them). */
+  get rowWidth(): number {
+    return this.rowColumns.length;
+  }
+
   /** One live row by key. Binds pk, ck, now. */
   get getOne(): SqliteStatementLike {
     return this.once('get', 'rows', () => `SELECT ${this.rowSelect} FROM "${this.layout.dataTable}" WHERE pk = @pk AND ck = @ck AND ${this.live}`);

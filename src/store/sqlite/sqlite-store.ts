@@ -11,6 +11,7 @@ import type {
   ConditionalResult,
   DeleteOptions,
   Mutation,
+  ScanPage,
   SliceQuery,
   Store,
   WriteOptions,
@@ -105,6 +106,20 @@ interface TombstoneRow {
   readonly hi: Buffer | null;
   readonly ts: bigint;
   readonly ldt: bigint;
+}
+
+/** A scan's resume token: the last row's encoded keys, base64url. */
+function scanTokenOf(pk: Buffer, ck: Buffer): string {
+  return `${pk.toString('base64url')}.${ck.toString('base64url')}`;
+}
+
+/** The position a scan token names; a malformed token is refused. */
+function scanPositionOf(token: string): { pk: Buffer; ck: Buffer } {
+  const parts = token.split('.');
+  if (parts.length !== 2 || !parts.every((p) => /^[A-Za-z0-9_-]*$/.test(p))) {
+    throw new StoreRequestError(`not a scan position of this store: ${JSON.stringify(token.slice(0, 40))}`);
+  }
+  return { pk: Buffer.from(parts[0]!, 'base64url'), ck: Buffer.from(parts[1]!, 'base64url') };
 }
 
 /** The embedded store; construct with a better-sqlite3 database (file or `:memory:`). */
@@ -221,6 +236,22 @@ export class SqliteStore implements Store {
     const rows = raw.map((r) => s.rowFrom(r));
     this.checkTombstonesPassed(s, pk, range, query, rows);
     return rows;
+  }
+
+  async scan(table: TableSpec, options: { readonly limit: number; readonly after?: string | null }): Promise<ScanPage> {
+    this.count();
+    const s = this.statements(table);
+    const limit = limitOf(options.limit);
+    const after = options.after ? scanPositionOf(options.after) : null;
+    if (limit === 0) return { rows: [], next: options.after ?? null };
+    const raw = s.scan(after !== null).all({ ...after, now: this.nowSeconds(), limit }) as unknown[][];
+    const last = raw[raw.length - 1];
+    const width = s.rowWidth;
+    return {
+      rows: raw.map((r) => s.rowFrom(r)),
+      // A short page is the end: the statement's LIMIT counts live rows only.
+      next: last && raw.length === limit ? scanTokenOf(last[width] as Buffer, last[width + 1] as Buffer) : null,
+    };
   }
 
   async readCells(table: TableSpec, key: Row, columns: readonly string[]): Promise<CellRead> {
