@@ -11,13 +11,15 @@ import { createRequestContext, createServices } from '../src/composition-root.js
 import type { AcceptanceStrategy } from '../src/features/meetings/meetings.js';
 import { meetingTables } from '../src/features/meetings/meetings-tables.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { countTables } from '../src/counts/count-tables.js';
+import { windowedJobTables } from '../src/windowed-job.js';
 
 const ACCEPTANCES = 20_000;
 const CONCURRENCY = 32;
 
 async function measure(strategy: AcceptanceStrategy) {
   const store = new SqliteStore({ database: new Database(':memory:') });
-  await store.ensureTables(meetingTables);
+  await store.ensureTables([...meetingTables, ...countTables, ...windowedJobTables]);
   const settings = { cursorSecret: 'bench-cursor-secret-0123456789', suspensionBucket: 'month', acceptanceStrategy: strategy } as const;
   const services = createServices(settings, { store, logger: pino({ level: 'silent' }) });
   // Thousands of acceptances in one job: the loaders batch but keep nothing.
@@ -35,7 +37,7 @@ async function measure(strategy: AcceptanceStrategy) {
     }),
   );
   const seconds = (performance.now() - t) / 1000;
-  const [count] = await meetings.countsByIds([meeting.meetingId]);
+  const count = await meetings.acceptanceCount(meeting.meetingId);
   await store.close();
   if (counted !== users.length || count !== users.length) throw new Error(`${strategy} counted ${counted}/${count}, expected ${users.length}`);
   return { acceptances: work.length, distinctUsers: users.length, perSecond: Math.round(work.length / seconds), counted };

@@ -17,7 +17,6 @@ import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import {
   ALL_TABLES,
-  createAcceptanceVerifier,
   createListApplier,
   createLiveLoaders,
   createRequestContext,
@@ -126,8 +125,9 @@ export async function createApp(
   // The ledger-list applier, started with the server: woken after each append, and on a timer.
   const applier = createListApplier(services);
   if (config.listApplier) applier.start(config.listApplierIntervalMs);
-  // Settles acceptance counts once their window is past the clock-skew bound.
-  const verifier = createAcceptanceVerifier(services);
+  // Settles connection counts (acceptances among them) once their window is past the
+  // clock-skew bound plus the write timeout.
+  const verifier = services.countVerifier;
   verifier.start();
   const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
   // Sagas a crash left open: roll them forward or back before serving.

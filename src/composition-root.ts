@@ -9,6 +9,8 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, type ClusterSettings, type Config, type LiveSettings } from './config.js';
+import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
+import { countTables } from './counts/count-tables.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
@@ -16,7 +18,6 @@ import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
 import { meetingTables } from './features/meetings/meetings-tables.js';
-import { AcceptanceVerifier } from './features/meetings/acceptance-verifier.js';
 import { Meetings, TokenSequence } from './features/meetings/meetings.js';
 import { suspensionSagas } from './features/suspensions/suspension-sagas.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
@@ -45,6 +46,7 @@ import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { CountingStore } from './store/store-decorator.js';
 import type { RequestDeadline } from './store/deadline.js';
 import type { TableSpec } from './store/table.js';
+import { WindowedJob, windowedJobTables } from './windowed-job.js';
 
 /** Every table the product declares. */
 export const ALL_TABLES: readonly TableSpec[] = [
@@ -56,6 +58,8 @@ export const ALL_TABLES: readonly TableSpec[] = [
   ...listTables,
   ...sagaLogTables,
   ...liveTables,
+  ...countTables,
+  ...windowedJobTables,
   seedProgressTable,
   presenceTable,
 ];
@@ -108,6 +112,13 @@ export interface Services {
   readonly presence?: Presence;
   /** Appends changes to the live change log (every write that changes a connection). */
   readonly changes: ChangeWriter;
+  /** Records items added to and removed from counted connections (`totalCount`). */
+  readonly counts: CountWriter;
+  /**
+   * Settles the counts of closed windows (the server starts its timer); its progress
+   * tells this process's count reads which windows are settled.
+   */
+  readonly countVerifier: WindowedJob;
   /** Polls the change log of the feeds subscribed to here and fans them out (the server starts it). */
   readonly live: LiveHub;
   /** The live settings the hub and the WebSocket server run with. */
@@ -144,6 +155,9 @@ export function createServices(
     cluster,
     presence: deps.presence,
     changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
+    // The live cells of counts are per clock node: this process's own (node 0 without presence).
+    counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
+    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store), { clock, cluster, logger: deps.logger }),
     live: new LiveHub({
       store: deps.store,
       codec,
@@ -169,13 +183,18 @@ export function createSagaRunner(services: Services, store: Store = services.sto
     presence: services.presence,
     logger: services.logger,
     cluster: services.cluster,
-    environment: { changes: services.changes },
+    environment: { changes: services.changes, counts: services.counts },
   });
+}
+
+/** What count reads of this process need: its clock and its verifier's progress. */
+function countReading(services: Services): () => CountReadOptions {
+  return () => ({ nowMs: Number(services.clock.nowMicros() / 1000n), cluster: services.cluster, progress: services.countVerifier.progress() });
 }
 
 /** Loaders over the process's store for work shared by many callers (a live feed's poll). */
 export function createLiveLoaders(services: Services): Loaders {
-  return createLoaders(services.store);
+  return createLoaders(services.store, { counts: countReading(services) });
 }
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
@@ -188,10 +207,6 @@ export function createListApplier(deps: Pick<Services, 'store' | 'clock' | 'logg
   });
 }
 
-/** The acceptance verifier of a process (the server starts its timer). */
-export function createAcceptanceVerifier(deps: Pick<Services, 'store' | 'clock' | 'logger' | 'cluster'>): AcceptanceVerifier {
-  return new AcceptanceVerifier(deps.store, { clock: deps.clock, cluster: deps.cluster, logger: deps.logger });
-}
 
 /**
  * The features of one unit of work (a GraphQL request, or a seeding job) for one
@@ -209,12 +224,12 @@ export function createRequestContext(
   const { codec, settings } = services;
   // The request's store stops at its deadline (REQUEST_TIMEOUT_MS), when it has one.
   const store = new CountingStore(services.store, options.deadline);
-  const loaders = options.loaders ?? createLoaders(store, options);
+  const loaders = options.loaders ?? createLoaders(store, { ...options, counts: countReading(services) });
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
   const sagas = createSagaRunner(services, store);
   const directory = new Directory({ store, codec, actor, users: loaders.userById, sagas, logger: services.logger });
   const users = new Users({ store, actor, loaders, directory });
-  const timeline = new Timeline({ store, codec, loaders, changes: services.changes });
+  const timeline = new Timeline({ store, codec, loaders, changes: services.changes, counts: services.counts });
   const suspensions = new Suspensions({
     store,
     codec,
@@ -234,8 +249,9 @@ export function createRequestContext(
     strategy: settings.acceptanceStrategy,
     cluster: services.cluster,
     changes: services.changes,
+    counts: services.counts,
   });
-  const lists = new Lists({ store, codec, actor, loaders, clock: services.clock, onAppend: services.onListAppend });
+  const lists = new Lists({ store, codec, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts });
   return {
     viewer: actor,
     loaders,

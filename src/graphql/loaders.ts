@@ -6,8 +6,10 @@
  * features' keyed reads, in key order, with null for misses.
  */
 import DataLoader from 'dataloader';
+import { DEFAULT_CLUSTER_SETTINGS } from '../config.js';
+import { readConnectionCounts, type CountReadOptions } from '../counts/connection-counts.js';
 import { readListItems, readLists, type ListItem, type OrderedList } from '../features/lists/lists.js';
-import { readAcceptanceCounts, readMeetings, type Meeting } from '../features/meetings/meetings.js';
+import { readMeetings, type Meeting } from '../features/meetings/meetings.js';
 import { readSuspensions, type Suspension } from '../features/suspensions/suspensions.js';
 import { readPosts, type Post } from '../features/timeline/timeline.js';
 import { readUserIds, readUsers, type User } from '../features/users/users.js';
@@ -20,24 +22,33 @@ export interface Loaders {
   readonly postByKey: DataLoader<{ authorId: string; postId: string }, Post | null, string>;
   readonly suspensionByUserId: DataLoader<string, Suspension | null>;
   readonly meetingById: DataLoader<string, Meeting | null>;
-  readonly acceptanceCount: DataLoader<string, number>;
+  /**
+   * Connection sizes by count key (`totalCount`, `acceptanceCount`): every count a
+   * request asks for at once is one read.
+   */
+  readonly connectionCount: DataLoader<string, number>;
   readonly listById: DataLoader<string, OrderedList | null>;
   readonly listItemByRef: DataLoader<{ listId: string; itemId: string }, ListItem | null, string>;
 }
 
+/** Without a verifier's progress or a clock of the process: the wall clock, and every window read as unsettled. */
+const STANDALONE_COUNTS = (): CountReadOptions => ({ nowMs: Date.now(), cluster: DEFAULT_CLUSTER_SETTINGS, progress: null });
+
 /**
  * Fresh loaders over one store view. `cache: false` keeps the batching but remembers
  * nothing: for long jobs (seeding) that would otherwise hold every row they touch.
+ * `counts` tells count reads the time and the verifier's progress (the process's).
  */
-export function createLoaders(store: Store, options: { cache?: boolean } = {}): Loaders {
+export function createLoaders(store: Store, options: { cache?: boolean; counts?: () => CountReadOptions } = {}): Loaders {
   const cache = options.cache ?? true;
+  const counts = options.counts ?? STANDALONE_COUNTS;
   return {
     userById: new DataLoader((ids) => readUsers(store, ids), { cache }),
     userIdByUsername: new DataLoader((names) => readUserIds(store, names), { cache }),
     postByKey: new DataLoader((keys) => readPosts(store, keys), { cache, cacheKeyFn: (k) => `${k.authorId}:${k.postId}` }),
     suspensionByUserId: new DataLoader((ids) => readSuspensions(store, ids), { cache }),
     meetingById: new DataLoader((ids) => readMeetings(store, ids), { cache }),
-    acceptanceCount: new DataLoader((ids) => readAcceptanceCounts(store, ids), { cache }),
+    connectionCount: new DataLoader((keys) => readConnectionCounts(store, keys, counts()), { cache }),
     listById: new DataLoader((ids) => readLists(store, ids), { cache }),
     // One ledger read per list, however many of its items are asked for.
     listItemByRef: new DataLoader(

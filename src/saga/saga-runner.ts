@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { DomainError, SagaAbortedError } from '../errors.js';
 import { startPeriodicTask, type PeriodicTask } from '../periodic-task.js';
 import type { Presence } from '../presence.js';
+import type { CountWriter } from '../counts/connection-counts.js';
 import type { ChangeWriter } from '../live/change-log.js';
 import type { Store } from '../store/port.js';
 import { newTimeuuid } from '../store/timeuuid.js';
@@ -43,6 +44,8 @@ export interface SagaDefinition<P> {
 export interface SagaEnvironment {
   /** Appends changes to the live change log, in the step that makes them. */
   readonly changes: ChangeWriter;
+  /** Records items added to and removed from counted connections, in the step that makes them. */
+  readonly counts: CountWriter;
 }
 
 export { SagaAbortedError };

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readAcceptanceCounts } from '../../src/features/meetings/meetings.js';
+import { acceptanceCountKey } from '../../src/features/meetings/meetings.js';
 import { meetingUsersTable } from '../../src/features/meetings/meetings-tables.js';
 import { armCrash, assertSim, crashPoint, offsets, runAll, scheduled } from '../support/sim-arbitraries.js';
 import { SimCluster } from '../support/sim-cluster.js';
@@ -41,7 +41,7 @@ describe('meeting acceptances on a simulated cluster', () => {
               const acceptors = rows.map((r) => r.user_id as string).sort();
               const acknowledged = [...new Set(ops.filter((op, i) => op.meeting === m && outcomes[i]!.kind === 'ok').map((op) => USERS[op.user]!))];
               for (const user of acknowledged) expect(acceptors).toContain(user);
-              const [count] = await readAcceptanceCounts(cluster.base, [meetingId]);
+              const count = await cluster.count(acceptanceCountKey(meetingId));
               expect(count, `meeting ${m}: counted ${count}, acceptors ${acceptors.length}`).toBe(acceptors.length);
             }
           } finally {

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACCEPTANCE_WINDOW_MS } from '../../src/features/meetings/acceptance-verifier.js';
+import { JOB_WINDOW_MS } from '../../src/windowed-job.js';
 import { authKey, signToken } from '../../src/graphql/auth.js';
 import { startChildServer, type ChildServer } from '../support/child-server.js';
 import { liveClient } from '../support/live-client.js';
@@ -24,7 +24,7 @@ const SKEWED = 'test/support/skewed-main.ts';
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 const CLUSTER = { CLOCK_SKEW_MS: '1000', STORE_WRITE_TIMEOUT_MS: '2000' };
 /** Window + skew + write timeout + one verifier interval (the window), and a margin. */
-const SETTLE_MS = ACCEPTANCE_WINDOW_MS + 1_000 + 2_000 + ACCEPTANCE_WINDOW_MS + 4_000;
+const SETTLE_MS = JOB_WINDOW_MS + 1_000 + 2_000 + JOB_WINDOW_MS + 4_000;
 
 const dir = mkdtempSync(join(tmpdir(), 'two-servers-'));
 const file = join(dir, 'app.db');

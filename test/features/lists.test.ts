@@ -3,6 +3,8 @@
  * a model-based test of concurrent clients against a serial reference, and a list of
  * 10,000 items paged end to end in both directions.
  */
+import { countTables } from '../../src/counts/count-tables.js';
+import { windowedJobTables } from '../../src/windowed-job.js';
 import fc from 'fast-check';
 import { afterEach, expect, it } from 'vitest';
 import { ListApplier } from '../../src/features/lists/applier.js';
@@ -75,7 +77,7 @@ function timeOf(id: string): number {
 
 async function setup(pool: StorePool, applierOptions: ConstructorParameters<typeof ListApplier>[1] = {}) {
   const base = (await pool.create()).store;
-  await base.ensureTables([...listTables, ...liveTables]);
+  await base.ensureTables([...listTables, ...liveTables, ...countTables, ...windowedJobTables]);
   const store = new TxRecorder(base);
   const { lists } = featuresOver(store);
   const steps = new MoveSteps(store);

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
-import { meetingAcceptanceWindowsTable } from '../../src/features/meetings/meetings-tables.js';
+import { connectionCountsTable } from '../../src/counts/count-tables.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 import { describeEachStore } from '../support/stores.js';
@@ -84,17 +84,18 @@ describeEachStore('meeting acceptances over HTTP', (target) => {
   });
 
   describe('reconcileMeeting', () => {
-    it('restores the exact count after an increment failed', async () => {
+    it('restores the exact count at once after an acceptance failed to move it', async () => {
       let faulty!: FaultyStore;
       server = await startTestServer({ target, wrap: (s) => (faulty = new FaultyStore(s)) });
       const users = await members(5);
       const meetingId = await createMeeting(users[0]!.token);
       for (const u of users.slice(0, 4)) await server.gql(ACCEPT, { input: { meetingId } }, u.token);
-      faulty.failWhen((c) => c.operation === 'increment' && c.table === meetingAcceptanceWindowsTable.name);
+      // The acceptance is written and won; the count's live cell, written after, fails.
+      faulty.failWhen((c) => c.operation === 'upsert' && c.table === connectionCountsTable.name);
       const failed = await server.gql(ACCEPT, { input: { meetingId } }, users[4]!.token);
       faulty.failWhen(null);
       expect(failed.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
-      // The retry finds the acceptance already written: not counted again, so the counter drifts.
+      // The retry finds the acceptance already written: not counted again, so the live count lags.
       const retry = await server.gql(ACCEPT, { input: { meetingId } }, users[4]!.token);
       expect(retry.data!.acceptMeeting).toMatchObject({ counted: false, meeting: { acceptanceCount: 4 } });
 

@@ -3,6 +3,7 @@
  * definition by TypeScript, a definition missing from the registry is refused before
  * anything is written, and `isOpen` tells whether a saga is still in the log.
  */
+import { CountWriter } from '../../src/counts/connection-counts.js';
 import { ChangeClock, createChangeWriter } from '../../src/live/change-log.js';
 import { MonotonicClock } from '../../src/store/clock.js';
 import { describe, expect, it } from 'vitest';
@@ -36,7 +37,7 @@ async function runnerWith(definitions: Array<SagaDefinition<any>>) {
   const base = memorySqliteStore();
   await base.ensureTables(sagaLogTables);
   const store = new FaultyStore(base);
-  return { store, runner: new SagaRunner({ store, registry: new SagaRegistry(definitions), inFlight: new Set(), environment: { changes: createChangeWriter(new ChangeClock(new MonotonicClock()), { retentionSeconds: 86_400 }) } }) };
+  return { store, runner: new SagaRunner({ store, registry: new SagaRegistry(definitions), inFlight: new Set(), environment: { changes: createChangeWriter(new ChangeClock(new MonotonicClock()), { retentionSeconds: 86_400 }), counts: new CountWriter(new MonotonicClock(), 0) } }) };
 }
 
 describe('the saga runner', () => {

@@ -21,7 +21,6 @@
 import pino from 'pino';
 import {
   ALL_TABLES,
-  createAcceptanceVerifier,
   createListApplier,
   createRequestContext,
   createSagaRunner,
@@ -29,8 +28,9 @@ import {
   type FeatureSettings,
   type Services,
 } from '../../src/composition-root.js';
+import { readConnectionCounts } from '../../src/counts/connection-counts.js';
 import type { ListApplier } from '../../src/features/lists/applier.js';
-import type { AcceptanceVerifier } from '../../src/features/meetings/acceptance-verifier.js';
+import type { WindowedJob } from '../../src/windowed-job.js';
 import type { RequestContext } from '../../src/graphql/context.js';
 import { Presence } from '../../src/presence.js';
 import { MonotonicClock, type Clock } from '../../src/store/clock.js';
@@ -201,7 +201,7 @@ export type Outcome<T> = { readonly kind: 'ok'; readonly value: T } | { readonly
 export class SimInstance {
   readonly services: Services;
   readonly applier: ListApplier;
-  readonly verifier: AcceptanceVerifier;
+  readonly verifier: WindowedJob;
   private readonly deaths: Array<() => void> = [];
 
   private constructor(
@@ -221,7 +221,7 @@ export class SimInstance {
       onListAppend: (listId) => this.applier.wake(listId),
     });
     this.applier = createListApplier(this.services);
-    this.verifier = createAcceptanceVerifier(this.services);
+    this.verifier = this.services.countVerifier;
   }
 
   /** A new process named `name`: claims its clock node (presence), as the server does at start. */
@@ -355,6 +355,15 @@ export class SimCluster {
       for (const instance of this.instances) await instance.backgroundPass();
       await this.quiesce();
     }
+  }
+
+  /**
+   * A connection count as any reader sees it, read straight from the shared store (no
+   * verifier progress assumed: every window not settled is read).
+   */
+  async count(key: string): Promise<number> {
+    const [count] = await readConnectionCounts(this.base, [key], { nowMs: this.time.now(), cluster: this.settings.cluster!, progress: null });
+    return count!;
   }
 
   async close(): Promise<void> {

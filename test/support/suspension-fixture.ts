@@ -4,6 +4,8 @@
  * of seed 000's design: every sorted-set row has its reverse lookup and the reverse,
  * and every suspended user is reachable by paging.
  */
+import { countTables } from '../../src/counts/count-tables.js';
+import { windowedJobTables } from '../../src/windowed-job.js';
 import { liveTables } from '../../src/live/change-log-tables.js';
 import pino from 'pino';
 import { createRequestContext, createSagaRunner, createServices, type FeatureSettings } from '../../src/composition-root.js';
@@ -44,7 +46,7 @@ export function suspensionsOver(store: Store, granularity: BucketGranularity = '
 
 /** Create the tables this feature needs. */
 export async function prepare(store: Store): Promise<void> {
-  await store.ensureTables([...userTables, ...suspensionTables, ...sagaLogTables, ...liveTables]);
+  await store.ensureTables([...userTables, ...suspensionTables, ...sagaLogTables, ...liveTables, ...countTables, ...windowedJobTables]);
 }
 
 /** Create n users; returns their ids. */

@@ -6,7 +6,8 @@
 import pino from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { acceptanceVerifierProgressTable } from '../../src/features/meetings/meetings-tables.js';
+import { jobProgressTable } from '../../src/windowed-job.js';
+import { connectionCountsTable } from '../../src/counts/count-tables.js';
 import { presenceTable } from '../../src/presence.js';
 import { authKey, signToken } from '../../src/graphql/auth.js';
 import type { Clock } from '../../src/store/clock.js';
@@ -17,8 +18,11 @@ import { SQLITE_TARGET, type StoreTarget } from './stores.js';
 export const TEST_AUTH_SECRET = 'test-auth-secret-0123456789';
 export const TEST_CURSOR_SECRET = 'test-cursor-secret-0123456789';
 
-/** Tables the server's background jobs write on their own (see `dump`), as SQLite and Cassandra name them. */
-const BACKGROUND_TABLES = new Set([presenceTable.name, acceptanceVerifierProgressTable.name].flatMap((name) => [name, `t_${name}`]));
+/**
+ * Tables the server's background jobs write on their own (see `dump`), as SQLite and
+ * Cassandra name them: presence, the jobs' progress, and the counts the verifier settles.
+ */
+const BACKGROUND_TABLES = new Set([presenceTable.name, jobProgressTable.name, connectionCountsTable.name].flatMap((name) => [name, `t_${name}`]));
 
 /** A GraphQL response as tests read it. */
 export interface GqlResponse<D = Record<string, any>> {
@@ -38,7 +42,7 @@ export interface TestServer {
   token(username: string, options?: { admin?: boolean; expiresIn?: string }): Promise<string>;
   /**
    * Every row of every table, to prove that nothing changed; except the rows the
-   * server's own timers rewrite (its presence, the acceptance verifier's progress).
+   * server's own timers rewrite (its presence, the background jobs' progress, the counts they settle).
    */
   dump(): Promise<Record<string, unknown[]>>;
   /** How many rows a table holds (those whose key columns equal `where`). */

@@ -154,9 +154,10 @@ export async function readTransactions(store: Store, listId: string): Promise<Li
  * one logged batch. Each transaction row is stamped with its id's time, as is the
  * queue entry (the last id's), so the range deletes that cut them, stamped with the
  * mark's time, hide them whichever server's clock is ahead. Several transactions in
- * one batch land in one partition together: readers see all of them or none.
+ * one batch land in one partition together: readers see all of them or none. `extra`
+ * travels in the same batch (the count of the items the transactions add or remove).
  */
-export function appendTransactions(store: Store, listId: string, txs: readonly ListTx[]): Promise<void> {
+export function appendTransactions(store: Store, listId: string, txs: readonly ListTx[], extra: readonly Mutation[] = []): Promise<void> {
   const last = txs[txs.length - 1]!.txId;
   const mutations: Mutation[] = txs.map((tx) => ({
     kind: 'upsert',
@@ -170,7 +171,7 @@ export function appendTransactions(store: Store, listId: string, txs: readonly L
     row: { shard: pendingShardOf(listId), tx_id: last, list_id: listId },
     options: { timestamp: microsOfTimeuuid(last) },
   });
-  return store.batch(mutations);
+  return store.batch([...mutations, ...extra]);
 }
 
 /**

@@ -5,6 +5,7 @@
  * transactions are pending.
  */
 import { randomUUID } from 'node:crypto';
+import type { Counted, CountWriter } from '../../counts/connection-counts.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
 import type { Change } from '../../live/change-log.js';
 import type { FeedSpec } from '../../live/live-hub.js';
@@ -72,6 +73,16 @@ export interface ListsDeps {
   readonly clock: Clock;
   /** Called after a transaction is appended (the server wakes its applier). */
   readonly onAppend?: (listId: string) => void;
+  /** Records items added and removed in the list's `items` count. */
+  readonly counts: CountWriter;
+}
+
+/** A page of a list's items, with the key its `totalCount` is read by. */
+export type ListItemPage = Page<ListItem> & Counted;
+
+/** The count key of a list's items (`OrderedList.items.totalCount`). */
+export function itemsCountKey(listId: string): string {
+  return `items:${listId}`;
 }
 
 /** What happened to an item, as a subscriber of the list sees it (the GraphQL enum's values). */
@@ -242,9 +253,10 @@ export class Lists {
     return edgeFromNode(ledgerSource(this.deps.store, item.listId), item, this.deps.codec);
   }
 
-  /** One page of a list's items, in order. */
-  items(listId: string, args: PageArgs): Promise<Page<ListItem>> {
-    return pageFromSource(ledgerSource(this.deps.store, listId), args, { connectionName: 'items', codec: this.deps.codec });
+  /** One page of a list's items, in order, with its count's key. */
+  async items(listId: string, args: PageArgs): Promise<ListItemPage> {
+    const page = await pageFromSource(ledgerSource(this.deps.store, listId), args, { connectionName: 'items', codec: this.deps.codec });
+    return { ...page, countKey: itemsCountKey(listId) };
   }
 
   /** Add an item at the end, or before `beforeItemId`. */
@@ -366,10 +378,19 @@ export class Lists {
 
   /**
    * Append transactions (one logged batch, see `appendTransactions`), then tell the
-   * server, which wakes its applier.
+   * server, which wakes its applier. The list's count moves in the same batch, when the
+   * transaction is appended rather than when the applier applies it: readers apply
+   * pending transactions, so that is when the connection shows the change, and the
+   * count follows what the connection shows. Two removals of one item (two requests
+   * that both saw it) count once (counts/connection-counts.ts).
    */
   private async append(listId: string, txs: readonly ListTx[]): Promise<void> {
-    await appendTransactions(this.deps.store, listId, txs);
+    const counted = txs.flatMap((tx) =>
+      tx.kind === 'add' || tx.kind === 'remove'
+        ? this.deps.counts.mutations({ key: itemsCountKey(listId), item: tx.itemId, sign: tx.kind === 'add' ? 1 : -1 })
+        : [],
+    );
+    await appendTransactions(this.deps.store, listId, txs, counted);
     this.deps.onAppend?.(listId);
   }
 }

@@ -12,47 +12,16 @@ export const meetingsTable = defineTable({
  * seed 001's unique set: one row per (meeting, user). CQL cannot select WRITETIME of a
  * key column, so the row carries regular columns written `USING TIMESTAMP (2^63-1 - now)`:
  * `write_token` (this request's, to break timestamp ties) and `accepted_at`. (Not
- * `token`: a reserved CQL keyword.)
+ * `token`: a reserved CQL keyword.) The count of its rows is a connection count
+ * (counts/connection-counts.ts), which replaced the per-window counter tables
+ * (`meeting_acceptance_windows`, `meeting_acceptance_settled`, `acceptance_window_marks`,
+ * `acceptance_verifier_progress`) of earlier versions.
  */
 export const meetingUsersTable = defineTable({
   name: 'meeting_users',
   columns: { meeting_id: 'uuid', user_id: 'uuid', accepted_at: 'timestamp', write_token: 'text' },
   partitionKey: ['meeting_id'],
   clustering: ['user_id'],
-});
-
-/**
- * seed 001's counter, split by time window: the request whose write won increments the
- * window of its own timestamp (`window_start`, ms, a multiple of ACCEPTANCE_WINDOW_MS).
- * Quick, and exact in the common case; the verifier replaces closed windows by an exact
- * count (`meetingAcceptanceSettledTable`).
- */
-export const meetingAcceptanceWindowsTable = defineTable({
-  name: 'meeting_acceptance_windows',
-  columns: { meeting_id: 'uuid', window_start: 'bigint', acceptance_count: 'counter' },
-  partitionKey: ['meeting_id'],
-  clustering: ['window_start'],
-});
-
-/**
- * The verified part of a meeting's count: `settled_count` acceptances were first made
- * before `settled_through` (ms). Written idempotently (the same through always gives
- * the same count) with `USING TIMESTAMP settled_through`, so a later settlement always
- * wins, whichever server writes it, and the pair is never torn. `first_window` and
- * `last_window` (ms) bound the windows the meeting's acceptances may have counted in,
- * each cell ordered by its own timestamp (acceptance-verifier.ts), so a count is read
- * by key, for a whole page of meetings at once.
- */
-export const meetingAcceptanceSettledTable = defineTable({
-  name: 'meeting_acceptance_settled',
-  columns: {
-    meeting_id: 'uuid',
-    settled_through: 'bigint',
-    settled_count: 'bigint',
-    first_window: 'bigint',
-    last_window: 'bigint',
-  },
-  partitionKey: ['meeting_id'],
 });
 
 /**
@@ -77,35 +46,5 @@ export const meetingsByUserTable = defineTable({
   ],
 });
 
-/**
- * Which meetings had acceptances in which window: the verifier's work list. Written
- * with every acceptance (in its logged batch) with a TTL, never deleted; sharded so one
- * window is not one hot partition.
- */
-export const acceptanceWindowMarksTable = defineTable({
-  name: 'acceptance_window_marks',
-  columns: { window_start: 'bigint', shard: 'int', meeting_id: 'uuid' },
-  partitionKey: ['window_start', 'shard'],
-  clustering: ['meeting_id'],
-});
-
-/**
- * How far the verifiers have got (one row): written `USING TIMESTAMP verified_through`,
- * so it only moves forward, whichever verifier writes last.
- */
-export const acceptanceVerifierProgressTable = defineTable({
-  name: 'acceptance_verifier_progress',
-  columns: { name: 'text', verified_through: 'bigint' },
-  partitionKey: ['name'],
-});
-
 /** Every table this feature owns. */
-export const meetingTables = [
-  meetingsTable,
-  meetingUsersTable,
-  meetingAcceptanceWindowsTable,
-  meetingAcceptanceSettledTable,
-  acceptanceWindowMarksTable,
-  acceptanceVerifierProgressTable,
-  meetingsByUserTable,
-];
+export const meetingTables = [meetingsTable, meetingUsersTable, meetingsByUserTable];

@@ -2,8 +2,9 @@
  * Meeting acceptances (seed 001): a unique counter without Paxos. Each acceptance is
  * written `USING TIMESTAMP (2^63-1 - now)`, so the first write of a (meeting, user)
  * wins; reading back the cell's write time (and our token) tells whether this request's
- * write won, and only then is the counter incremented. On many servers the counter is
- * made exact by the verifier (acceptance-verifier.ts).
+ * write won, and only then does the count's live cell move. The count is one of the
+ * connection counts (counts/connection-counts.ts): its verifier makes it exact on any
+ * number of servers, and `acceptedBy.totalCount` is the same number.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DomainError, checkText } from '../../errors.js';
@@ -14,16 +15,16 @@ import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { Clock } from '../../store/clock.js';
-import { MAX_TIMESTAMP, type Store } from '../../store/port.js';
+import { MAX_TIMESTAMP, type Mutation, type Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { requireAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
 import type { ClusterSettings } from '../../config.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
-import { ACCEPTANCE_WINDOW_MS, counterKeyOf, marksOf, readAcceptanceCounts, settleMeeting, windowOf } from './acceptance-verifier.js';
-import { meetingAcceptanceWindowsTable, meetingUsersTable, meetingsByUserTable, meetingsTable } from './meetings-tables.js';
-
-export { readAcceptanceCounts };
+import { backfillItems, reconcileCount, type Counted, type CountWriter } from '../../counts/connection-counts.js';
+import { closedThrough } from '../../windowed-job.js';
+import { partitionChunks } from '../../paging/partition-chunks.js';
+import { meetingUsersTable, meetingsByUserTable, meetingsTable } from './meetings-tables.js';
 
 /** A meeting as the API shows it. */
 export interface Meeting {
@@ -57,7 +58,8 @@ export type AcceptanceStrategy = 'first-write-wins' | 'lwt';
 /** The loaders Meetings reads and keeps true. */
 export interface MeetingLoaders {
   readonly meetingById: KeyLoader<string, Meeting | null>;
-  readonly acceptanceCount: KeyLoader<string, number>;
+  /** Connection counts by count key (one batched read per request). */
+  readonly connectionCount: KeyLoader<string, number>;
 }
 
 /** What the feature needs. */
@@ -74,6 +76,16 @@ export interface MeetingsDeps {
   readonly cluster: ClusterSettings;
   /** Appends acceptances to the meeting's live feed. */
   readonly changes: ChangeWriter;
+  /** Records each acceptance in the meeting's count. */
+  readonly counts: CountWriter;
+}
+
+/** A page of a meeting's acceptors, with the key its `totalCount` is read by. */
+export type AcceptorPage = Page<Acceptance> & Counted;
+
+/** The count key of a meeting's acceptors (`acceptanceCount`, `acceptedBy.totalCount`). */
+export function acceptanceCountKey(meetingId: string): string {
+  return `accepted:${meetingId}`;
 }
 
 /** The live feed's name of a meeting's acceptances. */
@@ -171,9 +183,9 @@ export class Meetings {
     return meeting;
   }
 
-  /** Acceptance counts by meeting id, in order (0 when none; one round trip). */
-  countsByIds(ids: readonly string[]): Promise<number[]> {
-    return readAcceptanceCounts(this.deps.store, ids);
+  /** How many distinct users accepted (read with every other count of the request). */
+  acceptanceCount(meetingId: string): Promise<number> {
+    return this.deps.loaders.connectionCount.load(acceptanceCountKey(meetingId));
   }
 
   /**
@@ -196,7 +208,10 @@ export class Meetings {
     // the verifier's count by `accepted_at` matches the windows the requests counted in.
     const micros = this.deps.clock.nowMicros();
     const acceptedAt = new Date(Number(micros / 1000n));
-    const marks = marksOf(meetingId, acceptedAt.getTime());
+    // The count's record of this attempt (its ledger cell, event and mark), stamped with
+    // the acceptance's own time: the count's ledger keeps the first attempt, as the row does.
+    const attempt = this.deps.counts.attempt({ key: acceptanceCountKey(meetingId), item: userId, sign: 1 }, micros);
+    const marks = this.deps.counts.recorded(attempt);
     // Every attempt is announced to the meeting's feed with its token, in the batch
     // that writes it; readers deliver only the winner's (admitAcceptances).
     const announced = this.deps.changes.mutations({
@@ -226,30 +241,37 @@ export class Meetings {
       const cells = await store.readCells(meetingUsersTable, key, ['write_token']);
       won = cells.writetime.write_token === timestamp && cells.row?.write_token === token;
     }
-    if (won) await store.increment(meetingAcceptanceWindowsTable, counterKeyOf(meetingId, acceptedAt.getTime()), { acceptance_count: 1 });
-    this.deps.loaders.acceptanceCount.clear(meetingId);
+    // Only the winner moves the live count, so a repeated accept shows no change even
+    // before the verifier settles (which would rule the repeat out anyway). An upsert:
+    // retried or lost, it never counts twice; a lost one is made up by the settlement.
+    if (won) {
+      const { table, row, options } = this.deps.counts.live(attempt) as Mutation & { kind: 'upsert' };
+      await store.upsert(table, row, options);
+    }
+    this.deps.loaders.connectionCount.clear(acceptanceCountKey(meetingId));
     return { meeting, counted: won };
   }
 
   /**
-   * Settle a meeting's count now, from its acceptances (admins only). The verifier does
-   * this by itself for closed windows; this settles through the end of the window the
-   * skew bound reaches beyond now, so every acceptance already made counts exactly,
-   * including those whose increment was lost. An acceptance still in flight is left to
-   * the verifier, which settles a later `through` once its window closes. Safe while
-   * acceptances go on.
+   * Settle a meeting's count now, from its acceptances (admins only). The verifiers do
+   * this by themselves a few seconds after each acceptance; this settles the closed
+   * windows from the whole ledger, counts acceptances made before counts existed, and
+   * brings the open windows' live cells in line with the acceptances made so far
+   * (counts/connection-counts.ts, `reconcileCount`). Safe while acceptances go on.
    */
   async reconcile(meetingId: string): Promise<{ meeting: Meeting; previousCount: number; acceptanceCount: number }> {
     requireAdmin(this.deps.actor);
     const meeting = await this.requireMeeting(meetingId);
-    const { store } = this.deps;
-    const [previous] = await this.countsByIds([meetingId]);
-    const nowMs = Number(this.deps.clock.nowMicros() / 1000n);
-    await settleMeeting(store, meetingId, windowOf(nowMs + this.deps.cluster.clockSkewMs) + ACCEPTANCE_WINDOW_MS);
-    const [actual] = await this.countsByIds([meetingId]);
-    this.deps.loaders.acceptanceCount.clear(meetingId);
-    this.deps.loaders.acceptanceCount.prime(meetingId, actual!);
-    return { meeting, previousCount: previous!, acceptanceCount: actual! };
+    const { store, counts, cluster, clock, loaders } = this.deps;
+    const key = acceptanceCountKey(meetingId);
+    const previous = await loaders.connectionCount.load(key);
+    for await (const rows of partitionChunks(store, meetingUsersTable, { meeting_id: meetingId })) {
+      await backfillItems(store, counts, key, rows.map((r) => r.user_id as string));
+    }
+    const actual = await reconcileCount(store, counts, key, closedThrough(clock, cluster));
+    loaders.connectionCount.clear(key);
+    loaders.connectionCount.prime(key, actual);
+    return { meeting, previousCount: previous, acceptanceCount: actual };
   }
 
   /** The meeting, through the request's loader; NOT_FOUND when there is none. */
@@ -306,9 +328,10 @@ export class Meetings {
     });
   }
 
-  /** One page of the users who accepted, in clustering order (by user id). */
-  acceptedBy(meetingId: string, args: PageArgs): Promise<Page<Acceptance>> {
-    return pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec });
+  /** One page of the users who accepted, in clustering order (by user id), with its count's key. */
+  async acceptedBy(meetingId: string, args: PageArgs): Promise<AcceptorPage> {
+    const page = await pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec });
+    return { ...page, countKey: acceptanceCountKey(meetingId) };
   }
 
   /** The `Meeting.acceptedBy` edge of an acceptance, as a page of that connection gives it. */

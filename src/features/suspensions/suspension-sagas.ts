@@ -22,6 +22,7 @@
  */
 import { DomainError } from '../../errors.js';
 import type { SagaDefinition } from '../../saga/saga-runner.js';
+import type { CountWriter } from '../../counts/connection-counts.js';
 import type { ChangeWriter } from '../../live/change-log.js';
 import type { Mutation, Store } from '../../store/port.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
@@ -44,6 +45,20 @@ export interface SuspensionPayload {
 
 /** The live feed of suspensions (one for all: suspending is an admin's act, rare). */
 export const SUSPENSIONS_FEED = 'suspensions';
+
+/** The count key of the suspended users (`suspendedUsers.totalCount`). */
+export const SUSPENSIONS_COUNT_KEY = 'suspended';
+
+/**
+ * A suspension entering (+1) or leaving (-1) the count, named by the saga that made it.
+ * Written in the step that shows or hides it; a step run again by recovery records a
+ * second attempt, which the count's ledger rules out (counts/connection-counts.ts), and
+ * an undo of a suspension that never counted (its confirmation failed first) takes
+ * nothing away.
+ */
+function countChange(counts: CountWriter, p: SuspensionPayload, sign: 1 | -1): Mutation[] {
+  return counts.mutations({ key: SUSPENSIONS_COUNT_KEY, item: p.ownerSagaId, sign });
+}
 
 /** The change announcing a suspension, identified by the saga that made it. */
 function suspendedChange(changes: ChangeWriter, p: SuspensionPayload, id: string): Mutation[] {
@@ -114,7 +129,7 @@ export const suspendSaga: SagaDefinition<SuspensionPayload> = {
   kind: 'suspendUser',
   // A crash means the admin never saw a success: undo rather than finish.
   recovery: 'backward',
-  steps: (store, { changes }) => [
+  steps: (store, { changes, counts }) => [
     {
       name: 'claim the reverse lookup',
       async run(p) {
@@ -154,11 +169,11 @@ export const suspendSaga: SagaDefinition<SuspensionPayload> = {
         await ensureRegistered(store, suspensionBuckets, p.bucket);
         const changeId = changes.nextId();
         await amendIfOwned(store, suspendedUsersTable, { user_id: p.userId }, 'saga_id', p.ownerSagaId, { confirmed: true, change_id: changeId });
-        await store.batch(suspendedChange(changes, p, changeId));
+        await store.batch([...suspendedChange(changes, p, changeId), ...countChange(counts, p, 1)]);
       },
       // Undone (a failure or a crash before the saga closed): subscribers that saw the
-      // suspension announced learn that it ended.
-      compensate: (p) => store.batch(unsuspendedChange(changes, p)),
+      // suspension announced learn that it ended, and the count loses it (if it had it).
+      compensate: (p) => store.batch([...unsuspendedChange(changes, p), ...countChange(counts, p, -1)]),
     },
   ],
 };
@@ -171,11 +186,11 @@ export const unsuspendSaga: SagaDefinition<SuspensionPayload> = {
   // written at the row's own timestamp, which its tombstone hides. Whatever fails
   // after it, recovery finishes.
   pivot: 0,
-  steps: (store, { changes }) => [
+  steps: (store, { changes, counts }) => [
     {
       name: 'delete the sorted-set row',
-      // With the change announcing it: one logged batch, committed together.
-      run: (p) => store.batch([sortedSetDelete(p), ...unsuspendedChange(changes, p)]),
+      // With the change announcing it and the count: one logged batch, committed together.
+      run: (p) => store.batch([sortedSetDelete(p), ...unsuspendedChange(changes, p), ...countChange(counts, p, -1)]),
     },
     {
       name: 'delete the reverse lookup',

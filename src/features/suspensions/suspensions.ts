@@ -23,7 +23,8 @@ import type { KeyLoader } from '../key-loader.js';
 import type { User } from '../users/users.js';
 import { bucketOf, type BucketGranularity } from './buckets.js';
 import { listRegistered } from '../bucket-registry.js';
-import { SUSPENSIONS_FEED, suspendSaga, suspensionBuckets, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
+import type { Counted } from '../../counts/connection-counts.js';
+import { SUSPENSIONS_COUNT_KEY, SUSPENSIONS_FEED, suspendSaga, suspensionBuckets, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
 import { SUSPENDED, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
 /** A suspension as the API shows it. */
@@ -33,6 +34,9 @@ export interface Suspension {
   readonly suspendedAt: Date;
   readonly bucket: string;
 }
+
+/** A page of suspensions, with the key its `totalCount` is read by. */
+export type SuspensionPage = Page<Suspension> & Counted;
 
 /** The loaders Suspensions reads and keeps true. */
 export interface SuspensionLoaders {
@@ -180,9 +184,10 @@ export class Suspensions {
    * The lookups of a page are read in one batch, through the request's loader, so
    * `User.suspension` on the page's users costs nothing more.
    */
-  page(args: PageArgs): Promise<Page<Suspension>> {
+  async page(args: PageArgs): Promise<SuspensionPage> {
     requireAdmin(this.deps.actor);
-    return pageFromSource(this.source(), args, { connectionName: 'suspendedUsers', codec: this.deps.codec });
+    const page = await pageFromSource(this.source(), args, { connectionName: 'suspendedUsers', codec: this.deps.codec });
+    return { ...page, countKey: SUSPENSIONS_COUNT_KEY };
   }
 
   /** The `suspendedUsers` edge of a suspension, cursor and all, as a page of that connection gives it. */

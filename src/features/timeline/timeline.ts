@@ -2,6 +2,7 @@
  * The timeline (seed 000): posts per author, newest first, paged by the shared engine
  * as one partition slice from the cursor.
  */
+import type { Counted, CountWriter } from '../../counts/connection-counts.js';
 import type { Change, ChangeWriter } from '../../live/change-log.js';
 import type { FeedPosition } from '../../live/feed-cursor.js';
 import type { FeedSpec } from '../../live/live-hub.js';
@@ -49,6 +50,16 @@ export interface TimelineDeps {
   readonly loaders: { readonly postByKey: KeyLoader<{ authorId: string; postId: string }, Post | null> };
   /** Appends the timeline's changes to the live change log. */
   readonly changes: ChangeWriter;
+  /** Records posts added and deleted in the author's `posts` count. */
+  readonly counts: CountWriter;
+}
+
+/** A page of an author's posts, with the key its `totalCount` is read by. */
+export type PostPage = Page<Post> & Counted;
+
+/** The count key of an author's posts (`User.posts.totalCount`). */
+export function postsCountKey(authorId: string): string {
+  return `posts:${authorId}`;
 }
 
 /** A change to an author's timeline, as a subscriber sees it. */
@@ -91,6 +102,8 @@ export class Timeline {
     await this.store.batch([
       { kind: 'upsert', table: timelineTable, row: { user_id: authorId, post_id: postId, content: text } },
       ...changes.mutations({ feed: postsFeedOf(authorId).feed, id: changeId, kind: 'added', item: `${postId}+`, payload: { postId, content: text } }),
+      // The count, in the same batch: the post counts if and only if it lands.
+      ...this.deps.counts.mutations({ key: postsCountKey(authorId), item: postId, sign: 1 }),
     ]);
     const post: Post = { authorId, postId, content: text, createdAt: dateOfTimeuuid(postId) };
     this.deps.loaders.postByKey.prime(post, post);
@@ -116,6 +129,9 @@ export class Timeline {
         item: `${key.postId}-`,
         payload: { postId: key.postId },
       }),
+      // Two deletes of one post (two servers, a retry) record two attempts; only the
+      // first removes it from the count (counts/connection-counts.ts).
+      ...this.deps.counts.mutations({ key: postsCountKey(key.authorId), item: key.postId, sign: -1 }),
     ]);
     this.deps.loaders.postByKey.clear(key);
     this.deps.loaders.postByKey.prime(key, null);
@@ -150,8 +166,9 @@ export class Timeline {
     return { floor: microsOfTimeuuid(postId) + 1n, received: [] };
   }
 
-  /** One page of an author's posts, newest first. */
-  posts(authorId: string, args: PageArgs): Promise<Page<Post>> {
-    return pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec });
+  /** One page of an author's posts, newest first, with its count's key. */
+  async posts(authorId: string, args: PageArgs): Promise<PostPage> {
+    const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec });
+    return { ...page, countKey: postsCountKey(authorId) };
   }
 }

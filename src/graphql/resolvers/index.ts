@@ -1,6 +1,7 @@
 /** Every resolver of schema.graphql, checked against the generated resolver types. */
 import type { Resolvers } from '../__generated__/resolvers-types.js';
 import { DateTimeScalar } from '../scalars.js';
+import { acceptorConnectionType, listItemConnectionType, postConnectionType, suspensionConnectionType } from './count-resolvers.js';
 import { listItemType, listMutations, orderedListEdgeType, orderedListType } from './list-resolvers.js';
 import { meetingEdgeType, meetingMutations, meetingType, userEdgeType } from './meeting-resolvers.js';
 import { nodeInterface, nodeQueries } from './node-resolvers.js';
@@ -24,4 +25,8 @@ export const resolvers: Resolvers = {
   OrderedList: orderedListType,
   OrderedListEdge: orderedListEdgeType,
   ListItem: listItemType,
+  PostConnection: postConnectionType,
+  ListItemConnection: listItemConnectionType,
+  SuspensionConnection: suspensionConnectionType,
+  AcceptorConnection: acceptorConnectionType,
 };

@@ -26,7 +26,7 @@ export const meetingMutations: Pick<MutationResolvers, 'createMeeting' | 'accept
 
 export const meetingType: MeetingResolvers = {
   id: (m) => meetingGlobalId(m.meetingId),
-  acceptanceCount: (m, _args, ctx) => ctx.loaders.acceptanceCount.load(m.meetingId),
+  acceptanceCount: (m, _args, ctx) => ctx.meetings.acceptanceCount(m.meetingId),
   acceptedBy: (m, args, ctx) => ctx.meetings.acceptedBy(m.meetingId, args),
 };
 

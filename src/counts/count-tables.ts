@@ -1,0 +1,63 @@
+/** Tables of the connection counts (`totalCount`; see connection-counts.ts for the design). */
+import { NODE_COUNT } from '../store/clock.js';
+import { defineTable, type CqlType } from '../store/table.js';
+
+/** The column of clock node `node`'s live cell in a window row. */
+export function nodeColumn(node: number): string {
+  return `node_${String(node).padStart(2, '0')}`;
+}
+
+/** Every node's live-cell column. */
+export const NODE_COLUMNS: readonly string[] = Array.from({ length: NODE_COUNT }, (_, n) => nodeColumn(n));
+
+/** The clustering slot of a count's head row (settlement and span); windows use their start (ms). */
+export const HEAD_SLOT = -1n;
+
+/**
+ * One partition per counted connection (`count_key`), holding, in clustering order:
+ * - the head (`slot` = HEAD_SLOT): `settled_count` items counted through `settled_through`
+ *   (ms, a window start), written `USING TIMESTAMP settled_through` so a later settlement
+ *   always wins; and the span of windows that had changes (`first_window`, written at
+ *   2^63-1 minus the window so the earliest stays, `last_window` at the window so the
+ *   latest stays), so a reader knows which windows to add without a slice;
+ * - one window row per 5-second window with changes (`slot` = window start, `item` ''):
+ *   a live cell per clock node (`node_00` … `node_63`), each server's running total of
+ *   the changes it made in that window, so a count is current before it is settled;
+ * - one event row per change (`slot` = window, `item`, `sign` +1 or -1), the work of the
+ *   settlement: which items were added or removed in that window.
+ * Window and event rows expire after two days, long after their window is settled; the
+ * head never expires. Reads of a page of counts are by key: one `getMany` for all.
+ */
+export const connectionCountsTable = defineTable({
+  name: 'connection_counts',
+  columns: {
+    count_key: 'text',
+    slot: 'bigint',
+    item: 'text',
+    sign: 'int',
+    settled_through: 'bigint',
+    settled_count: 'bigint',
+    first_window: 'bigint',
+    last_window: 'bigint',
+    ...(Object.fromEntries(NODE_COLUMNS.map((c) => [c, 'bigint'])) as Record<string, CqlType>),
+  },
+  partitionKey: ['count_key'],
+  clustering: ['slot', 'item', 'sign'],
+});
+
+/**
+ * The item ledger: per counted connection and item, when it was first added and first
+ * removed (µs, each cell written `USING TIMESTAMP 2^63-1 - t`: seed 001's first write
+ * wins). It decides which change counts when a change was made twice (a retried step,
+ * two servers deleting the same post), and it is what a full recount sums. Never
+ * deleted.
+ */
+export const countItemsTable = defineTable({
+  name: 'count_items',
+  columns: { count_key: 'text', item: 'text', added_at: 'bigint', removed_at: 'bigint' },
+  partitionKey: ['count_key'],
+  clustering: ['item'],
+});
+
+/** Every table of the counts. */
+export const countTables = [connectionCountsTable, countItemsTable];
