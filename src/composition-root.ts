@@ -229,7 +229,7 @@ export function createRequestContext(
   const sagas = createSagaRunner(services, store);
   const directory = new Directory({ store, codec, actor, users: loaders.userById, sagas, logger: services.logger });
   const users = new Users({ store, actor, loaders, directory });
-  const timeline = new Timeline({ store, codec, loaders, changes: services.changes, counts: services.counts });
+  const timeline = new Timeline({ store, codec, loaders, changes: services.changes, counts: services.counts, clock: services.clock });
   const suspensions = new Suspensions({
     store,
     codec,

@@ -10,6 +10,7 @@ import type { CursorCodec } from '../../paging/cursor.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
+import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { dateOfTimeuuid, microsOfTimeuuid, newTimeuuid } from '../../store/timeuuid.js';
@@ -52,6 +53,8 @@ export interface TimelineDeps {
   readonly changes: ChangeWriter;
   /** Records posts added and deleted in the author's `posts` count. */
   readonly counts: CountWriter;
+  /** The process clock: deletions are stamped from it when later than the post's own time. */
+  readonly clock: Clock;
 }
 
 /** A page of an author's posts, with the key its `totalCount` is read by. */
@@ -100,7 +103,9 @@ export class Timeline {
     const changeId = changes.nextId();
     const postId = at === undefined ? changeId : newTimeuuid(at);
     await this.store.batch([
-      { kind: 'upsert', table: timelineTable, row: { user_id: authorId, post_id: postId, content: text } },
+      // Stamped with the post's own time, not the batch's, so that its deletion, made on
+      // any server whatever its clock, can be stamped alike and hide it (deletePost).
+      { kind: 'upsert', table: timelineTable, row: { user_id: authorId, post_id: postId, content: text }, options: { timestamp: microsOfTimeuuid(postId) } },
       ...changes.mutations({ feed: postsFeedOf(authorId).feed, id: changeId, kind: 'added', item: `${postId}+`, payload: { postId, content: text } }),
       // The count, in the same batch: the post counts if and only if it lands.
       ...this.deps.counts.mutations({ key: postsCountKey(authorId), item: postId, sign: 1 }),
@@ -120,8 +125,16 @@ export class Timeline {
     if (!post) throw new DomainError('NOT_FOUND', 'no such post', 'id');
     if (post.authorId !== viewerId) throw new DomainError('FORBIDDEN', 'only the author may delete a post', 'id');
     const { changes } = this.deps;
+    // The tombstone must beat the post's write, which another server may have made with a
+    // clock ahead of ours (DESIGN.md: no decision rests on one server's clock beating
+    // another's): a post is written at its own id's time (createPost), so a tombstone at
+    // that time hides it (a deletion wins a tie). Posts written before they were stamped
+    // so carry their batch's time, a moment after their id's: for them the deleter's
+    // clock, when later, stands in.
+    const postMicros = microsOfTimeuuid(key.postId);
+    const now = this.deps.clock.nowMicros();
     await this.store.batch([
-      { kind: 'delete', table: timelineTable, key: { user_id: key.authorId, post_id: key.postId } },
+      { kind: 'delete', table: timelineTable, key: { user_id: key.authorId, post_id: key.postId }, options: { timestamp: now > postMicros ? now : postMicros } },
       ...changes.mutations({
         feed: postsFeedOf(key.authorId).feed,
         id: changes.nextId(key.postId),

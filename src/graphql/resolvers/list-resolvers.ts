@@ -4,6 +4,8 @@ import { requireViewer, requireViewerId } from '../context.js';
 import { apiError } from '../errors.js';
 import { edgeNodeFrom } from './edge-node.js';
 import { listGlobalId, listItemGlobalId, listItemRefOf, localIdOf } from '../ids.js';
+import { itemsCountKey } from '../../features/lists/lists.js';
+import { prefetchCount } from './count-resolvers.js';
 
 /** An item id that must belong to `listId`: another list's item is BAD_USER_INPUT. */
 function sameListItem(id: string | null | undefined, argument: string, listId: string): string | null {
@@ -53,7 +55,10 @@ export const listMutations: Pick<
 
 export const orderedListType: OrderedListResolvers = {
   id: (list) => listGlobalId(list.listId),
-  items: (list, args, ctx) => ctx.lists.items(list.listId, args),
+  items: (list, args, ctx, info) => {
+    prefetchCount(info, ctx, itemsCountKey(list.listId));
+    return ctx.lists.items(list.listId, args);
+  },
   owner: async (list, _args, ctx) => {
     const owner = await ctx.loaders.userById.load(list.ownerId);
     if (!owner) throw new Error(`list ${list.listId} has no owner row ${list.ownerId}`);

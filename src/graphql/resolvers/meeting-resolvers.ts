@@ -3,6 +3,8 @@ import type { MeetingEdgeResolvers, MeetingResolvers, MutationResolvers, UserEdg
 import { requireViewer, requireViewerId } from '../context.js';
 import { localIdOf, meetingGlobalId } from '../ids.js';
 import { edgeNodeFrom } from './edge-node.js';
+import { acceptanceCountKey } from '../../features/meetings/meetings.js';
+import { prefetchCount } from './count-resolvers.js';
 
 export const meetingMutations: Pick<MutationResolvers, 'createMeeting' | 'acceptMeeting' | 'reconcileMeeting'> = {
   createMeeting: async (_root, { input }, ctx) => {
@@ -27,7 +29,10 @@ export const meetingMutations: Pick<MutationResolvers, 'createMeeting' | 'accept
 export const meetingType: MeetingResolvers = {
   id: (m) => meetingGlobalId(m.meetingId),
   acceptanceCount: (m, _args, ctx) => ctx.meetings.acceptanceCount(m.meetingId),
-  acceptedBy: (m, args, ctx) => ctx.meetings.acceptedBy(m.meetingId, args),
+  acceptedBy: (m, args, ctx, info) => {
+    prefetchCount(info, ctx, acceptanceCountKey(m.meetingId));
+    return ctx.meetings.acceptedBy(m.meetingId, args);
+  },
 };
 
 export const meetingEdgeType: MeetingEdgeResolvers = {

@@ -2,6 +2,8 @@
 import type { MutationResolvers, QueryResolvers, UserResolvers } from '../__generated__/resolvers-types.js';
 import { requireViewer } from '../context.js';
 import { localIdOf, userGlobalId } from '../ids.js';
+import { postsCountKey } from '../../features/timeline/timeline.js';
+import { prefetchCount } from './count-resolvers.js';
 
 export const userQueries: Pick<QueryResolvers, 'viewer' | 'userByUsername' | 'usersByLocation' | 'usersByLastName'> = {
   // The directory decides who may search it (members).
@@ -43,7 +45,10 @@ export const userMutations: Pick<MutationResolvers, 'createUser' | 'updateUser'>
 
 export const userType: UserResolvers = {
   id: (user) => userGlobalId(user.id),
-  posts: (user, args, ctx) => ctx.timeline.posts(user.id, args),
+  posts: (user, args, ctx, info) => {
+    prefetchCount(info, ctx, postsCountKey(user.id));
+    return ctx.timeline.posts(user.id, args);
+  },
   lists: (user, args, ctx) => ctx.lists.ofOwner(user.id, args),
   meetings: (user, args, ctx) => ctx.meetings.ofUser(user.id, args),
   location: (user, _args, ctx) => ctx.users.memberOnlyField(user, 'location'),
