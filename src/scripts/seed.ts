@@ -1,33 +1,53 @@
 /**
  * `npm run seed -- --users N --posts-per-user M --seed S`: fill every feature of the
  * configured store (SQLite by default, or STORE=cassandra) with realistic,
- * deterministic data: users with locations and last names, posts, suspensions across
+ * deterministic data: users with locations and names, posts, suspensions across
  * months, meetings and their acceptances, ordered lists with moves. Shows a progress
  * bar and a final summary. The same seed gives the same content.
  *
+ * `npm run seed -- --recount` instead recounts every connection's `totalCount` (data
+ * written before counts existed, or after every server was down for a day:
+ * counts/recount.ts).
+ *
  * Safe beside a running server (the embedded store waits for the other process's
  * writes), and resumable: progress is recorded per unit of work in `seed_progress`, so
- * a run that was interrupted completes when run again with the same options.
+ * a run that was interrupted completes when run again with the same options. Like a
+ * server, it claims a clock node (presence.ts) for the while it runs.
  */
 import cliProgress from 'cli-progress';
 import pino from 'pino';
-import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore } from '../composition-root.js';
+import { hostname } from 'node:os';
+import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore, type Services } from '../composition-root.js';
 import { loadConfig } from '../config.js';
+import { recountConnections } from '../counts/recount.js';
+import { listMemberships } from '../features/lists/lists.js';
+import { acceptanceMemberships } from '../features/meetings/meetings.js';
+import { suspensionMemberships } from '../features/suspensions/suspensions.js';
+import { postMemberships } from '../features/timeline/timeline.js';
+import { Presence } from '../presence.js';
+import { MonotonicClock } from '../store/clock.js';
 import { seedProgressTable } from '../seed/seed-tables.js';
 import type { Store } from '../store/port.js';
 import { parseCli, runScript, usageError } from './cli.js';
 
 const USAGE = `usage: npm run seed -- [--users N] [--posts-per-user M] [--seed S]
+       npm run seed -- --recount
 
 Fills the configured store (SQLITE_PATH, or STORE=cassandra) with deterministic demo
 data: N users (default 100) with M posts each (default 10), suspensions, meetings with
 acceptances, and ordered lists. The same seed S (default 1) gives the same data; running
-again with the same options completes an interrupted run and adds nothing twice.`;
+again with the same options completes an interrupted run and adds nothing twice.
+
+--recount   seed nothing; recount every connection's totalCount (posts, list items,
+            suspended users, meeting acceptances) from what the store holds: for data
+            written before this version, or after every server was down for over a
+            day. Safe while servers run; running it again changes nothing.`;
 
 const { values } = parseCli(USAGE, {
   users: { type: 'string', default: '100' },
   'posts-per-user': { type: 'string', default: '10' },
   seed: { type: 'string', default: '1' },
+  recount: { type: 'boolean', default: false },
 });
 
 function count(name: string, raw: string, max: number): number {
@@ -95,14 +115,55 @@ function postsDone(newest: string | undefined): number {
   return Number(/\(#(\d+)\)$/.exec(newest ?? '')?.[1] ?? 0);
 }
 
-async function main(): Promise<void> {
+/** The store and the services of this process, with a clock node of its own (as a server's). */
+async function open(name: string): Promise<{ services: Services; close: () => Promise<void> }> {
   const config = loadConfig();
   const logger = pino({ level: 'warn' });
-  const store = createStore(config);
+  const clock = new MonotonicClock();
+  const store = createStore(config, { clock });
   await store.ensureTables(ALL_TABLES);
+  const presence = await Presence.claim(store, `${name}@${hostname()}:${process.pid}`);
+  clock.useNode(presence.identity.node);
+  presence.start();
+  const services = createServices(config, { store, logger, clock, presence });
+  return {
+    services,
+    async close() {
+      presence.stop();
+      await store.close();
+    },
+  };
+}
+
+/** `--recount`: every connection's count, from what the store holds (counts/recount.ts). */
+async function recount(): Promise<void> {
+  const started = Date.now();
+  const { services, close } = await open('recount');
+  writing = true;
+  const { store } = services;
+  process.stderr.write('recounting: scanning posts, list items, suspensions and acceptances\n');
+  const report = await recountConnections(
+    store,
+    services.counts,
+    [postMemberships(store), listMemberships(store), suspensionMemberships(store), acceptanceMemberships(store)],
+    {
+      clock: services.clock,
+      cluster: services.cluster,
+      onProgress: (done) => done % 1_000 === 0 && process.stderr.write(`recounting: ${done} counts settled\n`),
+    },
+  );
+  console.log(`\nRecounted in ${((Date.now() - started) / 1000).toFixed(1)} s:`);
+  console.table({ counts: report.counts, 'items not counted before': report.backfilled });
+  await close();
+}
+
+async function main(): Promise<void> {
+  if (values.recount) return recount();
+  const config = loadConfig();
+  const { services, close } = await open('seed');
+  const { store } = services;
   writing = true;
   const progress = progressOf(store);
-  const services = createServices(config, { store, logger });
   // One long job: the loaders batch but keep nothing.
   const ctx = createRequestContext(services, { username: 'seed', isAdmin: true }, { cache: false });
   const rng = generator(SEED);
@@ -255,7 +316,7 @@ async function main(): Promise<void> {
   const where = config.store === 'sqlite' ? config.sqlitePath : `${config.cassandra.keyspace} on ${config.cassandra.contactPoints.join(',')}`;
   console.log(`\nSeeded ${where} with seed ${SEED} in ${seconds} s:`);
   console.table(summary);
-  await store.close();
+  await close();
 }
 
 runScript('seed', main, (err) => {

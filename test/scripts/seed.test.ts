@@ -13,6 +13,7 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { ALL_TABLES, createRequestContext, createServices } from '../../src/composition-root.js';
+import { readConnectionCounts } from '../../src/counts/connection-counts.js';
 import { listGlobalId, meetingGlobalId } from '../../src/graphql/ids.js';
 import { demoIds, seedDemoData } from '../../src/seed/demo.js';
 import { featuresOver } from '../support/suspension-fixture.js';
@@ -83,6 +84,45 @@ describe('npm run seed', () => {
     const everyone = await directory.byLastName('', { first: 100 });
     expect(everyone.edges).toHaveLength(40);
     await store.close();
+  }, 120_000);
+});
+
+describe('npm run seed -- --recount', () => {
+  it('counts data written before counts existed, exactly, and changes nothing when run again', async () => {
+    const file = join(dir, 'recount.db');
+    const env = { ...process.env, SQLITE_PATH: file };
+    await run(process.execPath, ['--import', 'tsx', 'src/scripts/seed.ts', '--users', '30', '--posts-per-user', '3', '--seed', '5'], { env });
+    // As before this version: no count anywhere.
+    const db = new Database(file);
+    db.exec('DELETE FROM t_connection_counts; DELETE FROM t_count_items;');
+    const rows = (sql: string) => db.prepare(sql).all() as Array<{ k: string; n: number }>;
+    const expected = new Map<string, number>([
+      ...rows('SELECT k_user_id AS k, count(*) AS n FROM t_timeline GROUP BY k_user_id').map((r) => [`posts:${r.k}`, Number(r.n)] as const),
+      ...rows('SELECT k_meeting_id AS k, count(*) AS n FROM t_meeting_users GROUP BY k_meeting_id').map((r) => [`accepted:${r.k}`, Number(r.n)] as const),
+      ...rows('SELECT k_list_id AS k, count(*) AS n FROM t_list_items WHERE k_deleted = 0 GROUP BY k_list_id').map((r) => [`items:${r.k}`, Number(r.n)] as const),
+      ['suspended', Number((db.prepare('SELECT count(*) AS n FROM t_users_by_status').get() as { n: number }).n)],
+    ]);
+    db.close();
+    expect(expected.get('suspended')).toBeGreaterThan(0);
+    const counts = async () => {
+      const store = new SqliteStore({ database: new Database(file) });
+      await store.ensureTables(ALL_TABLES);
+      const keys = [...expected.keys()];
+      const read = await readConnectionCounts(store, keys, { nowMs: Date.now(), cluster: loadConfig({}).cluster, progress: null });
+      await store.close();
+      return new Map(keys.map((k, i) => [k, read[i]!]));
+    };
+    expect([...(await counts()).values()].every((n) => n === 0)).toBe(true);
+
+    const first = await run(process.execPath, ['--import', 'tsx', 'src/scripts/seed.ts', '--recount'], { env });
+    expect(first.stdout).toMatch(/Recounted in [\d.]+ s/);
+    const all = [...expected.values()].reduce((a, b) => a + b, 0);
+    expect(first.stdout).toMatch(new RegExp(`items not counted before\\s*│\\s*${all}\\b`));
+    expect(await counts()).toEqual(expected);
+
+    const again = await run(process.execPath, ['--import', 'tsx', 'src/scripts/seed.ts', '--recount'], { env });
+    expect(again.stdout).toMatch(/items not counted before\s*│\s*0\b/);
+    expect(await counts()).toEqual(expected);
   }, 120_000);
 });
 

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Counted, CountWriter } from '../../counts/connection-counts.js';
+import { scanRows, type Membership } from '../../counts/recount.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
 import type { Change } from '../../live/change-log.js';
 import type { FeedSpec } from '../../live/live-hub.js';
@@ -190,6 +191,26 @@ function ledgerSource(store: Store, listId: string): OrderedSource<ListItem> {
 export async function readLists(store: Store, ids: readonly string[]): Promise<Array<OrderedList | null>> {
   const rows = await store.getMany(listsTable, ids.map((list_id) => ({ list_id })));
   return rows.map((r) => (r ? listFromRow(r) : null));
+}
+
+/**
+ * Every list's items as its pages show them (pending transactions applied), for
+ * recounts: a scan of the lists, then each list read in order.
+ */
+export async function* listMemberships(store: Store): AsyncGenerator<Membership> {
+  for await (const lists of scanRows(store, listsTable)) {
+    for (const row of lists) {
+      const source = ledgerSource(store, row.list_id as string);
+      let from: CursorKey | undefined;
+      for (;;) {
+        let items = await source.read(from, 'forward', 500);
+        if (from !== undefined) items = items.filter((item) => source.compare(source.keyOf(item), from!) !== 0);
+        if (items.length === 0) break;
+        yield { key: itemsCountKey(row.list_id as string), items: items.map((i) => i.itemId) };
+        from = source.keyOf(items[items.length - 1]!);
+      }
+    }
+  }
 }
 
 /** Items of one list by id, as they stand with pending transactions applied (one ledger read). */

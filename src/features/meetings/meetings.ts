@@ -22,6 +22,7 @@ import type { KeyLoader } from '../key-loader.js';
 import type { ClusterSettings } from '../../config.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
 import { backfillItems, reconcileCount, type Counted, type CountWriter } from '../../counts/connection-counts.js';
+import { membershipsOfTable, type Membership } from '../../counts/recount.js';
 import { closedThrough } from '../../windowed-job.js';
 import { partitionChunks } from '../../paging/partition-chunks.js';
 import { meetingUsersTable, meetingsByUserTable, meetingsTable } from './meetings-tables.js';
@@ -86,6 +87,11 @@ export type AcceptorPage = Page<Acceptance> & Counted;
 /** The count key of a meeting's acceptors (`acceptanceCount`, `acceptedBy.totalCount`). */
 export function acceptanceCountKey(meetingId: string): string {
   return `accepted:${meetingId}`;
+}
+
+/** Every meeting's acceptors, for recounts: a scan of the acceptances. */
+export function acceptanceMemberships(store: Store): AsyncIterable<Membership> {
+  return membershipsOfTable(store, meetingUsersTable, (r) => acceptanceCountKey(r.meeting_id as string), (r) => r.user_id as string);
 }
 
 /** The live feed's name of a meeting's acceptances. */

@@ -24,6 +24,7 @@ import type { User } from '../users/users.js';
 import { bucketOf, type BucketGranularity } from './buckets.js';
 import { listRegistered } from '../bucket-registry.js';
 import type { Counted } from '../../counts/connection-counts.js';
+import { scanRows, type Membership } from '../../counts/recount.js';
 import { SUSPENSIONS_COUNT_KEY, SUSPENSIONS_FEED, suspendSaga, suspensionBuckets, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
 import { SUSPENDED, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
@@ -98,6 +99,24 @@ export async function readSuspensions(store: Store, userIds: readonly string[]):
     unconfirmed.map((r) => r.saga_id as string),
   );
   return rows.map((r) => (r && (r.confirmed === true || !open.has(r.saga_id as string)) ? suspensionFromRow(r) : null));
+}
+
+/**
+ * The suspensions `suspendedUsers` shows, each named by the saga that made it, for
+ * recounts: a scan of the reverse lookups, each kept if shown (`readSuspensions`) and
+ * its sorted-set row is there.
+ */
+export async function* suspensionMemberships(store: Store): AsyncGenerator<Membership> {
+  for await (const lookups of scanRows(store, suspendedUsersTable)) {
+    const shown = await readSuspensions(store, lookups.map((r) => r.user_id as string));
+    const kept = lookups.filter((_, i) => shown[i] !== null);
+    const rows = await store.getMany(
+      usersByStatusTable,
+      kept.map((r) => ({ bucket: r.bucket!, status: SUSPENDED, occurred_on: r.occurred_on!, user_id: r.user_id! })),
+    );
+    const items = kept.filter((_, i) => rows[i] !== null).map((r) => r.saga_id as string);
+    if (items.length > 0) yield { key: SUSPENSIONS_COUNT_KEY, items };
+  }
 }
 
 /** The suspended-users feature. */

@@ -3,6 +3,7 @@
  * as one partition slice from the cursor.
  */
 import type { Counted, CountWriter } from '../../counts/connection-counts.js';
+import { membershipsOfTable, type Membership } from '../../counts/recount.js';
 import type { Change, ChangeWriter } from '../../live/change-log.js';
 import type { FeedPosition } from '../../live/feed-cursor.js';
 import type { FeedSpec } from '../../live/live-hub.js';
@@ -63,6 +64,11 @@ export type PostPage = Page<Post> & Counted;
 /** The count key of an author's posts (`User.posts.totalCount`). */
 export function postsCountKey(authorId: string): string {
   return `posts:${authorId}`;
+}
+
+/** Every author's posts, for recounts: a scan of the timeline. */
+export function postMemberships(store: Store): AsyncIterable<Membership> {
+  return membershipsOfTable(store, timelineTable, (r) => postsCountKey(r.user_id as string), (r) => r.post_id as string);
 }
 
 /** A change to an author's timeline, as a subscriber sees it. */
