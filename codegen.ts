@@ -25,7 +25,8 @@ const config: CodegenConfig = {
           Meeting: '../../features/meetings/meetings.js#Meeting',
           OrderedList: '../../features/lists/lists.js#OrderedList',
           ListItem: '../../features/lists/lists.js#ListItem',
-          UserEdge: '../../paging/types.js#Edge<{ userId: string }>',
+          // A name search's edges carry the user they show (name-index.ts); the others load it.
+          UserEdge: '../../paging/types.js#Edge<{ userId: string; user?: UserModel }>',
           OrderedListEdge: '../../paging/types.js#Edge<{ listId: string }>',
           MeetingEdge: '../../paging/types.js#Edge<{ meetingId: string }>',
           PostConnection: '../../features/timeline/timeline.js#PostPage',

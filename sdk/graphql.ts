@@ -56,6 +56,8 @@ export type CreateUserInput = {
   /** 1 to 80 characters. */
   displayName: string;
   /** 1 to 100 characters. */
+  firstName?: string | null | undefined;
+  /** 1 to 100 characters. */
   lastName?: string | null | undefined;
   /** 1 to 100 characters. */
   location?: string | null | undefined;
@@ -144,6 +146,8 @@ export type UpdateUserInput = {
   clientMutationId?: string | null | undefined;
   /** Omitted or null: unchanged. */
   displayName?: string | null | undefined;
+  /** Omitted or null: unchanged; an empty string clears it. */
+  firstName?: string | null | undefined;
   /** The global ID of the user: the viewer's own, or anyone's for an admin. */
   id: string | number;
   /** Omitted or null: unchanged; an empty string clears it. */

@@ -129,6 +129,8 @@ export async function createApp(
   // clock-skew bound plus the write timeout.
   const verifier = services.countVerifier;
   verifier.start();
+  // Sweeps the name index's stale entries once their window has closed.
+  services.nameSweeper.start();
   const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
   // Sagas a crash left open: roll them forward or back before serving.
   const startup = await recoverSagas();
@@ -241,6 +243,7 @@ export async function createApp(
       recoveryTimer.stop();
       applier.stop();
       verifier.stop();
+      services.nameSweeper.stop();
       presence.stop();
       // Stops taking requests and sockets, closes every socket with 1001, finishes in-flight requests.
       await apollo.stop();

@@ -14,6 +14,7 @@ import { countTables } from './counts/count-tables.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
+import { nameSweepJob } from './features/directory/name-index.js';
 import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
@@ -25,7 +26,7 @@ import { Suspensions } from './features/suspensions/suspensions.js';
 import { timelineTables } from './features/timeline/timeline-tables.js';
 import { Timeline } from './features/timeline/timeline.js';
 import { userTables } from './features/users/users-tables.js';
-import { Users } from './features/users/users.js';
+import { Users, readUsers } from './features/users/users.js';
 import type { Viewer } from './graphql/auth.js';
 import type { RequestContext } from './graphql/context.js';
 import { createLoaders, type Loaders } from './graphql/loaders.js';
@@ -119,6 +120,12 @@ export interface Services {
    * tells this process's count reads which windows are settled.
    */
   readonly countVerifier: WindowedJob;
+  /**
+   * Sweeps the name index's stale entries once their window has closed (the server
+   * starts its timer); its progress tells this process's searches which entries are
+   * current without reading their user.
+   */
+  readonly nameSweeper: WindowedJob;
   /** Polls the change log of the feeds subscribed to here and fans them out (the server starts it). */
   readonly live: LiveHub;
   /** The live settings the hub and the WebSocket server run with. */
@@ -158,6 +165,11 @@ export function createServices(
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
     countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store), { clock, cluster, logger: deps.logger }),
+    nameSweeper: new WindowedJob(
+      deps.store,
+      nameSweepJob({ store: deps.store, clock, readUser: async (id) => (await readUsers(deps.store, [id]))[0] ?? null }),
+      { clock, cluster, logger: deps.logger },
+    ),
     live: new LiveHub({
       store: deps.store,
       codec,
@@ -227,8 +239,17 @@ export function createRequestContext(
   const loaders = options.loaders ?? createLoaders(store, { ...options, counts: countReading(services) });
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
   const sagas = createSagaRunner(services, store);
-  const directory = new Directory({ store, codec, actor, users: loaders.userById, sagas, logger: services.logger });
-  const users = new Users({ store, actor, loaders, directory });
+  const directory = new Directory({
+    store,
+    codec,
+    actor,
+    users: loaders.userById,
+    sagas,
+    logger: services.logger,
+    cluster: services.cluster,
+    nameSwept: () => services.nameSweeper.progress(),
+  });
+  const users = new Users({ store, actor, loaders, directory, clock: services.clock });
   const timeline = new Timeline({ store, codec, loaders, changes: services.changes, counts: services.counts, clock: services.clock });
   const suspensions = new Suspensions({
     store,

@@ -3,6 +3,7 @@
  * in both directions equals a reference sort; stale entries never show and pages
  * around them stay full; an unknown location is an empty connection.
  */
+import { windowedJobTables } from '../../src/windowed-job.js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bucketOf, indexKeyOf } from '../../src/features/directory/directory.js';
@@ -65,7 +66,7 @@ describeEachStore('the user directory', (target) => {
     subject = await target.create();
     store = subject.store;
     ({ users, directory } = directoryOver(store));
-    await store.ensureTables([...userTables, ...directoryTables]);
+    await store.ensureTables([...userTables, ...directoryTables, ...windowedJobTables]);
     // 5,000 users, deterministic: last names with suffixes so prefixes nest.
     const gen = fc.sample(fc.tuple(fc.constantFrom(...LAST_NAMES), fc.nat(40), fc.constantFrom(...LOCATIONS)), { numRuns: 5_000, seed: 42 });
     // A few at a time (a cluster answers in parallel); kept in generation order.

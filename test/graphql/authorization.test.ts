@@ -20,7 +20,7 @@ const CALLERS: Caller[] = ['anonymous', 'member', 'owner', 'admin', 'ghost'];
  * rest of their answer stands; every other refusal of an anonymous caller is
  * UNAUTHENTICATED.
  */
-const MEMBER_FIELDS = new Set(['User.location', 'User.lastName']);
+const MEMBER_FIELDS = new Set(['User.location', 'User.lastName', 'User.firstName']);
 
 /** The table in the README: operation -> the callers it allows. */
 function readTable(): Map<string, Set<Caller>> {
@@ -44,7 +44,7 @@ describeEachStore('authorization, as the README table says', (target) => {
   let admin: string;
 
   async function newUser() {
-    const input = { ...aUser(), location: 'Lisbon', lastName: 'Pessoa' };
+    const input = { ...aUser(), location: 'Lisbon', lastName: 'Pessoa', firstName: 'Fernando' };
     const res = await server.gql(`mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id username } } }`, { input }, admin);
     return { ...(res.data!.createUser.user as { id: string; username: string }), token: await server.token(input.username) };
   }
@@ -107,9 +107,11 @@ describeEachStore('authorization, as the README table says', (target) => {
     'Query.userByUsername': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { id } }`, { u: owner.username }, t),
     'Query.usersByLocation': (t) => server.gql(`{ usersByLocation(location: "Nowhere", first: 1) { edges { cursor } } }`, {}, t),
     'Query.usersByLastName': (t) => server.gql(`{ usersByLastName(prefix: "x", first: 1) { edges { cursor } } }`, {}, t),
+    'Query.usersByName': (t) => server.gql(`{ usersByName(query: "fer pes", first: 1) { edges { cursor } } }`, {}, t),
     'Query.suspendedUsers': (t) => server.gql(`{ suspendedUsers(first: 1) { edges { cursor } } }`, {}, t),
     'User.location': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { id location } }`, { u: owner.username }, t),
     'User.lastName': (t) => server.gql(`query ($id: ID!) { node(id: $id) { ... on User { id lastName } } }`, { id: owner.id }, t),
+    'User.firstName': (t) => server.gql(`query ($id: ID!) { node(id: $id) { ... on User { id firstName } } }`, { id: owner.id }, t),
     'User.lists': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { lists(first: 1) { edges { node { id } } } } }`, { u: owner.username }, t),
     'User.meetings': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { meetings(first: 1) { edges { node { id } } } } }`, { u: owner.username }, t),
     'User.suspension': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { suspension { reason } } }`, { u: owner.username }, t),
@@ -169,7 +171,7 @@ describeEachStore('authorization, as the README table says', (target) => {
           const user = (res.data?.userByUsername ?? res.data?.node) as Record<string, unknown>;
           const field = operation.split('.')[1]!;
           expect(user.id, `${operation} as ${caller}`).toBe(owner.id);
-          expect(user[field], `${operation} as ${caller}`).toBe(allowed.has(caller) ? { location: 'Lisbon', lastName: 'Pessoa' }[field] : null);
+          expect(user[field], `${operation} as ${caller}`).toBe(allowed.has(caller) ? { location: 'Lisbon', lastName: 'Pessoa', firstName: 'Fernando' }[field] : null);
         }
       }
     });

@@ -267,6 +267,7 @@ export class SimInstance {
     await createSagaRunner(this.services).recover(this.cluster.recoveryGraceMs, new Date(this.cluster.time.now()));
     await this.applier.runOnce();
     await this.verifier.runOnce();
+    await this.services.nameSweeper.runOnce();
   }
 
   /** The process died: its timers stop. */

@@ -25,7 +25,8 @@ export const userIndexTable = defineTable({
 /**
  * seed 004's Users_Index_Entries: per user, the index values it currently has, so an
  * update finds the old entries to delete without reading the user row, and concurrent
- * updates need no lock.
+ * updates need no lock. The name index lists each of its versions here too (index
+ * `name`, `ts` the version's time, `value` the profile its entries were written from).
  */
 export const userIndexEntriesTable = defineTable({
   name: 'user_index_entries',
@@ -45,5 +46,35 @@ export const userIndexBucketsTable = defineTable({
   clustering: ['bucket'],
 });
 
+/**
+ * The name index (name-index.ts): per folded prefix of a name part (its first one, two
+ * or three characters), the users whose name has such a part, in result order (folded
+ * last name, folded first name, user id, then the entry's version), each entry holding
+ * what a result page shows, so a page is one slice. Sizing: a one-character partition
+ * holds every part starting with that letter; at a million users the largest (s, about
+ * a tenth of all parts) holds some 250,000 entries of ~150 bytes, ~40 MB, under
+ * Cassandra's ~100 MB guidance; two- and three-character partitions hold a few per
+ * cent and a fraction of a per cent. Beyond that, shard the one-character partitions.
+ */
+export const userNameIndexTable = defineTable({
+  name: 'user_name_index',
+  columns: {
+    prefix: 'text',
+    last_key: 'text',
+    first_key: 'text',
+    user_id: 'uuid',
+    version: 'bigint',
+    parts: 'text',
+    username: 'text',
+    display_name: 'text',
+    location: 'text',
+    first_name: 'text',
+    last_name: 'text',
+    created_at: 'timestamp',
+  },
+  partitionKey: ['prefix'],
+  clustering: ['last_key', 'first_key', 'user_id', 'version'],
+});
+
 /** Every table this feature owns. */
-export const directoryTables = [userIndexTable, userIndexEntriesTable, userIndexBucketsTable];
+export const directoryTables = [userIndexTable, userIndexEntriesTable, userIndexBucketsTable, userNameIndexTable];

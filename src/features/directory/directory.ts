@@ -24,10 +24,13 @@ import type { KeyLoader } from '../key-loader.js';
 import type { SagaDefinition, SagaRunner } from '../../saga/saga-runner.js';
 import { ensureRegistered, listRegistered, pruneIfEmpty, type BucketRegistry } from '../bucket-registry.js';
 import { allRowsOf } from '../../paging/partition-chunks.js';
+import type { ClusterSettings } from '../../config.js';
+import type { User } from '../users/users.js';
+import { pageByName, type NameHit } from './name-index.js';
 import { userIndexBucketsTable, userIndexEntriesTable, userIndexTable } from './directory-tables.js';
 
-/** The indexes of the directory. */
-export type IndexName = 'location' | 'last_name';
+/** The indexes of the directory (`name`: the name index's versions, name-index.ts). */
+export type IndexName = 'location' | 'last_name' | 'name';
 
 /** The profile fields the directory indexes, as Users name them. */
 export type IndexedField = 'location' | 'lastName';
@@ -138,7 +141,11 @@ export interface DirectoryDeps {
   /** Who searches: the directory is for members (where people live is personal). */
   readonly actor: Actor | null;
   /** The request's user loader: hits are checked against their user's current versions. */
-  readonly users: Pick<KeyLoader<string, VersionedProfile | null>, 'load'>;
+  readonly users: Pick<KeyLoader<string, User | null>, 'load'>;
+  /** The clock-skew and write-timeout bounds (which name entries are recent). */
+  readonly cluster: ClusterSettings;
+  /** The name sweeper's progress as this process last confirmed it (ms), or null. */
+  readonly nameSwept: () => number | null;
   /** Runs the prunes of emptied buckets (as sagas: recovery finishes a failed one). */
   readonly sagas: Pick<SagaRunner, 'run'>;
   /** Where a failed prune is reported. */
@@ -270,6 +277,16 @@ export class Directory implements DirectoryIndex {
         : (from, direction, limit) =>
             listRegistered(this.deps.store, lastNameBuckets, from, direction, limit, key === '' ? {} : { lower: { values: [key], inclusive: true }, upper: { values: [key + TOP], inclusive: true } });
     return this.page('last_name', `Query.usersByLastName:${key}`, 'usersByLastName', args, { listBuckets, range });
+  }
+
+  /**
+   * Users whose name has a part starting with each term of `query` (one to three terms,
+   * each a different part), by last name, first name and user id: name-index.ts.
+   */
+  async byName(query: string, args: PageArgs): Promise<Page<NameHit>> {
+    await requireMember(this.deps.actor);
+    const { store, codec, users, cluster, nameSwept } = this.deps;
+    return pageByName({ store, codec, users, cluster, swept: nameSwept }, query, args);
   }
 
   private page(

@@ -4,7 +4,8 @@ import { defineTable } from '../../store/table.js';
 /**
  * One row per user, by id. `location_ts` / `last_name_ts` name the directory index
  * entries that are current (see features/directory): written in the same batch as the
- * values, they let readers drop stale index hits.
+ * values, they let readers drop stale index hits. `name_ts` names the current version
+ * of the name index's entries (µs: the write time of the change that made it).
  */
 export const usersTable = defineTable({
   name: 'users',
@@ -17,6 +18,8 @@ export const usersTable = defineTable({
     last_name: 'text',
     location_ts: 'timeuuid',
     last_name_ts: 'timeuuid',
+    first_name: 'text',
+    name_ts: 'bigint',
   },
   partitionKey: ['user_id'],
 });

@@ -4,12 +4,14 @@
  * Users own the user row; the directory plans its index entries for them.
  */
 import { randomUUID } from 'node:crypto';
-import type { Store } from '../../store/port.js';
+import type { Clock } from '../../store/clock.js';
+import type { Mutation, Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
 import { requireOwnerOrAdmin, signedIn, type Actor } from '../actor.js';
 import { deleteIfOwned } from '../../store/owned-rows.js';
 import { changesOf, type DirectoryIndex, type IndexedField, type IndexedValues, type IndexPlan } from '../directory/directory.js';
+import { nameIndexMutations, namePartsOf, type NamedProfile } from '../directory/name-index.js';
 import type { KeyLoader } from '../key-loader.js';
 import { usersByUsernameTable, usersTable } from './users-tables.js';
 
@@ -21,15 +23,21 @@ export interface User {
   readonly createdAt: Date;
   readonly location: string | null;
   readonly lastName: string | null;
+  readonly firstName: string | null;
   /**
    * The version of each indexed profile field: a new one each time the field is set
    * (null while it is unset). A directory entry counts only while its version is current.
    */
   readonly profileVersions: Readonly<Record<IndexedField, string | null>>;
+  /**
+   * The version of the user's name-index entries (name-index.ts): the write time (µs)
+   * of the change that made them; null before any.
+   */
+  readonly nameVersion: bigint | null;
 }
 
 /** The profile fields a user can change. */
-export type ProfileInput = { readonly displayName?: string | null } & IndexedValues;
+export type ProfileInput = { readonly displayName?: string | null; readonly firstName?: string | null } & IndexedValues;
 
 /** The loaders Users reads and keeps true. */
 export interface UserLoaders {
@@ -44,10 +52,13 @@ export interface UsersDeps {
   readonly loaders: UserLoaders;
   /** Plans the directory's index entries of a profile change. */
   readonly directory: DirectoryIndex;
+  /** The process clock: a change's version and the write time of all its cells. */
+  readonly clock: Clock;
 }
 
 const USERNAME = /^[a-z0-9_]{3,32}$/;
 const MAX_DISPLAY_NAME = 80;
+const MAX_FIRST_NAME = 100;
 
 /** Where each indexed field lives in the user row: its value, and its version. */
 const PROFILE_COLUMNS: Record<IndexedField, { readonly value: string; readonly version: string }> = {
@@ -71,6 +82,22 @@ function checkDisplayName(displayName: string): string {
   return checkText('displayName', displayName, 1, MAX_DISPLAY_NAME);
 }
 
+/** A first name as given: undefined (unchanged), null (cleared, from "") or the checked text. */
+function checkFirstName(firstName: string | null | undefined): string | null | undefined {
+  if (firstName === undefined || firstName === null) return undefined;
+  return firstName === '' ? null : checkText('firstName', firstName, 1, MAX_FIRST_NAME);
+}
+
+/** Every mutation of a change at its version's write time, but those that carry their own. */
+function stamped(mutations: readonly Mutation[], version: bigint): Mutation[] {
+  return mutations.map((m) => (m.options?.timestamp !== undefined ? m : ({ ...m, options: { ...m.options, timestamp: version } } as Mutation)));
+}
+
+/** Whether a profile has a name the name index holds. */
+function isNamed(p: Pick<NamedProfile, 'firstName' | 'lastName'>): boolean {
+  return namePartsOf(p.firstName, p.lastName).length > 0;
+}
+
 /** A user from a `users` row. */
 export function userFromRow(row: Row): User {
   const column = (name: string) => (row[name] as string | null | undefined) ?? null;
@@ -81,7 +108,9 @@ export function userFromRow(row: Row): User {
     createdAt: row.created_at as Date,
     location: column(PROFILE_COLUMNS.location.value),
     lastName: column(PROFILE_COLUMNS.lastName.value),
+    firstName: column('first_name'),
     profileVersions: { location: column(PROFILE_COLUMNS.location.version), lastName: column(PROFILE_COLUMNS.lastName.version) },
+    nameVersion: (row.name_ts as bigint | null | undefined) ?? null,
   };
 }
 
@@ -142,7 +171,7 @@ export class Users {
    * A crash after 1 leaves a row nothing can reach; a crash after 2 a user without the
    * directory fields of this request (which was never acknowledged).
    */
-  async create(input: { username: string; displayName: string } & IndexedValues, now: Date = new Date()): Promise<User> {
+  async create(input: { username: string; displayName: string; firstName?: string | null } & IndexedValues, now: Date = new Date()): Promise<User> {
     const actor = signedIn(this.deps.actor);
     if (!actor.isAdmin && actor.username !== input.username) {
       throw new DomainError('FORBIDDEN', "a token may only create the user named by its subject (or be an admin's)");
@@ -150,7 +179,9 @@ export class Users {
     const { store, loaders } = this.deps;
     const username = checkUsername('username', input.username);
     const displayName = checkDisplayName(input.displayName);
+    const firstName = checkFirstName(input.firstName) ?? null;
     const id = randomUUID();
+    const version = this.deps.clock.nowMicros();
     // Validate the indexed fields before claiming anything.
     const index = this.deps.directory.plan(id, input, []);
     const base: Row = { user_id: id, username, display_name: displayName, created_at: now };
@@ -161,11 +192,16 @@ export class Users {
       await store.delete(usersTable, { user_id: id }).catch(() => undefined);
       throw new DomainError('CONFLICT', `the username "${username}" is taken`, 'username');
     }
-    const fields = profileColumns(index);
-    if (index.mutations.length > 0) {
+    const fields: Row = { ...profileColumns(index), ...(firstName !== null && { first_name: firstName }) };
+    const after = { id, username, displayName, createdAt: now, ...profileFields(userFromRow(base), index), firstName };
+    // The name index's entries, when the user has a name (name-index.ts).
+    const names = isNamed(after) ? nameIndexMutations(after, [], version) : [];
+    if (names.length > 0) fields.name_ts = version;
+    if (index.mutations.length > 0 || names.length > 0) {
       try {
         await this.deps.directory.beforeWrite(index);
-        await store.batch([{ kind: 'upsert', table: usersTable, row: { user_id: id, ...fields } }, ...index.mutations]);
+        // Every cell at the change's version: its fields agree whatever the order of arrival.
+        await store.batch(stamped([{ kind: 'upsert', table: usersTable, row: { user_id: id, ...fields } }, ...index.mutations, ...names], version));
         await this.deps.directory.afterWrite(index);
       } catch (err) {
         // Not acknowledged: give the name back (the claim is ours) and drop the row.
@@ -188,21 +224,35 @@ export class Users {
   async update(userId: string, input: ProfileInput): Promise<User> {
     await requireOwnerOrAdmin(this.deps.actor, userId, 'only the user or an admin may update a profile');
     const { store, loaders, directory } = this.deps;
+    // The change's version, taken before the entries are read (name-index.ts: what makes
+    // a stale name entry provably recent).
+    const version = this.deps.clock.nowMicros();
     const user = await loaders.userById.load(userId);
     if (!user) throw new DomainError('NOT_FOUND', 'no such user', 'id');
     // seed 004: the old values come from the entries table, not from the user row.
-    const plan = directory.plan(userId, input, await directory.currentEntries(userId));
+    const entries = await directory.currentEntries(userId);
+    const plan = directory.plan(userId, input, entries);
     const row: Row = { user_id: userId, ...profileColumns(plan) };
     let displayName = user.displayName;
     if (input.displayName !== undefined && input.displayName !== null) {
       displayName = checkDisplayName(input.displayName);
       row.display_name = displayName;
     }
-    // One logged batch: re-running it is harmless (same keys, same values).
+    const firstName = checkFirstName(input.firstName);
+    if (firstName !== undefined) row.first_name = firstName;
+    const after = { ...user, displayName, ...profileFields(user, plan), firstName: firstName === undefined ? user.firstName : firstName };
+    // Everything a name entry shows may have changed: a new version of the name index's
+    // entries, replacing every version the entries table lists.
+    const shown = [input.displayName, input.firstName, input.lastName, input.location].some((v) => v !== undefined && v !== null);
+    const nameEntries = entries.filter((e) => e.index === 'name');
+    const names = shown && (isNamed(user) || isNamed(after) || nameEntries.length > 0) ? nameIndexMutations(after, nameEntries, version) : [];
+    if (names.length > 0) row.name_ts = version;
+    // One logged batch, every cell at the change's version: re-running it is harmless
+    // (same keys, same values), and concurrent changes resolve field by field alike.
     await directory.beforeWrite(plan);
-    await store.batch([{ kind: 'upsert', table: usersTable, row }, ...plan.mutations]);
+    await store.batch(stamped([{ kind: 'upsert', table: usersTable, row }, ...plan.mutations, ...names], version));
     await directory.afterWrite(plan);
-    const updated: User = { ...user, displayName, ...profileFields(user, plan) };
+    const updated: User = { ...after, nameVersion: names.length > 0 ? version : user.nameVersion };
     loaders.userById.clear(userId);
     loaders.userById.prime(userId, updated);
     return updated;
@@ -213,7 +263,7 @@ export class Users {
    * user themself, admins, and tokens of existing users. Anonymous callers and tokens
    * of no user get FORBIDDEN (the GraphQL field is then null, the rest of the answer stands).
    */
-  async memberOnlyField(user: User, field: IndexedField): Promise<string | null> {
+  async memberOnlyField(user: User, field: IndexedField | 'firstName'): Promise<string | null> {
     const actor = this.deps.actor;
     if (!actor) throw new DomainError('FORBIDDEN', `\`${field}\` is visible to members only: send a member's token`);
     if (!actor.isAdmin && actor.username !== user.username) await actor.userId();

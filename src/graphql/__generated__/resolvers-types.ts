@@ -140,6 +140,8 @@ export type CreateUserInput = {
   /** 1 to 80 characters. */
   displayName: Scalars['String']['input'];
   /** 1 to 100 characters. */
+  firstName?: InputMaybe<Scalars['String']['input']>;
+  /** 1 to 100 characters. */
   lastName?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 100 characters. */
   location?: InputMaybe<Scalars['String']['input']>;
@@ -625,6 +627,14 @@ export type Query = {
    * hand-built composite index; stale entries are filtered on read. Members only.
    */
   usersByLocation: UserConnection;
+  /**
+   * Users by name: every term of `query` (one to three, separated by spaces) must be the
+   * start of a different part of the user's first or last name, ignoring case and accents
+   * ("smi jo" finds John Smith and Joanna Smithers, not Jo Bloggs; "muller" finds Müller).
+   * Ordered by last name, then first name, then user id. Each page is one read of a
+   * hand-built index whose entries carry what the page shows. Members only.
+   */
+  usersByName: UserConnection;
   /** The signed-in user, or null when anonymous (or not yet created). */
   viewer?: Maybe<User>;
 };
@@ -674,6 +684,16 @@ export type QueryUsersByLocationArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
   location: Scalars['String']['input'];
+};
+
+
+/** The entry points for reading. */
+export type QueryUsersByNameArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+  query: Scalars['String']['input'];
 };
 
 /** The arguments of `reconcileMeeting`. */
@@ -911,6 +931,8 @@ export type UpdateUserInput = {
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** Omitted or null: unchanged. */
   displayName?: InputMaybe<Scalars['String']['input']>;
+  /** Omitted or null: unchanged; an empty string clears it. */
+  firstName?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of the user: the viewer's own, or anyone's for an admin. */
   id: Scalars['ID']['input'];
   /** Omitted or null: unchanged; an empty string clears it. */
@@ -935,9 +957,11 @@ export type User = Node & {
   createdAt: Scalars['DateTime']['output'];
   /** The name shown to other people, 1 to 80 characters. */
   displayName: Scalars['String']['output'];
+  /** The user's first name; searchable with `usersByName`. Members only (`FORBIDDEN` otherwise). */
+  firstName?: Maybe<Scalars['String']['output']>;
   /** The global ID of the user. */
   id: Scalars['ID']['output'];
-  /** The user's last name; searchable by prefix with `usersByLastName`. */
+  /** The user's last name; searchable by prefix with `usersByLastName`, and with `usersByName`. Members only (`FORBIDDEN` otherwise). */
   lastName?: Maybe<Scalars['String']['output']>;
   /**
    * The lists the user owns, newest first. Readable by anyone, like the lists themselves.
@@ -945,7 +969,7 @@ export type User = Node & {
    * 20 by default).
    */
   lists: OrderedListConnection;
-  /** Where the user is; searchable with `usersByLocation`. */
+  /** Where the user is; searchable with `usersByLocation`. Members only (`FORBIDDEN` otherwise). */
   location?: Maybe<Scalars['String']['output']>;
   /**
    * The meetings the user created or accepted, newest meeting first (by when the meeting
@@ -1163,7 +1187,7 @@ export type ResolversTypes = {
   UpdateUserPayload: ResolverTypeWrapper<Omit<UpdateUserPayload, 'user'> & { user: ResolversTypes['User'] }>;
   User: ResolverTypeWrapper<UserModel>;
   UserConnection: ResolverTypeWrapper<Omit<UserConnection, 'edges'> & { edges: Array<ResolversTypes['UserEdge']> }>;
-  UserEdge: ResolverTypeWrapper<EdgeModel<{ userId: string }>>;
+  UserEdge: ResolverTypeWrapper<EdgeModel<{ userId: string; user?: UserModel }>>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
@@ -1228,7 +1252,7 @@ export type ResolversParentTypes = {
   UpdateUserPayload: Omit<UpdateUserPayload, 'user'> & { user: ResolversParentTypes['User'] };
   User: UserModel;
   UserConnection: Omit<UserConnection, 'edges'> & { edges: Array<ResolversParentTypes['UserEdge']> };
-  UserEdge: EdgeModel<{ userId: string }>;
+  UserEdge: EdgeModel<{ userId: string; user?: UserModel }>;
 };
 
 export type AcceptMeetingPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['AcceptMeetingPayload'] = ResolversParentTypes['AcceptMeetingPayload']> = {
@@ -1410,6 +1434,7 @@ export type QueryResolvers<ContextType = RequestContext, ParentType extends Reso
   userByUsername?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType, RequireFields<QueryUserByUsernameArgs, 'username'>>;
   usersByLastName?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, RequireFields<QueryUsersByLastNameArgs, 'prefix'>>;
   usersByLocation?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, RequireFields<QueryUsersByLocationArgs, 'location'>>;
+  usersByName?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, RequireFields<QueryUsersByNameArgs, 'query'>>;
   viewer?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType>;
 };
 
@@ -1477,6 +1502,7 @@ export type UpdateUserPayloadResolvers<ContextType = RequestContext, ParentType 
 export type UserResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['User'] = ResolversParentTypes['User']> = {
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   displayName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  firstName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   lastName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   lists?: Resolver<ResolversTypes['OrderedListConnection'], ParentType, ContextType, Partial<UserListsArgs>>;

@@ -39,6 +39,9 @@ export const meetingEdgeType: MeetingEdgeResolvers = {
   node: edgeNodeFrom('meeting', (ref: { meetingId: string }) => ref.meetingId, (ctx, id) => ctx.loaders.meetingById.load(id)),
 };
 
+const loadedUser = edgeNodeFrom('user', (ref: { userId: string }) => ref.userId, (ctx, id) => ctx.loaders.userById.load(id));
+
 export const userEdgeType: UserEdgeResolvers = {
-  node: edgeNodeFrom('user', (ref: { userId: string }) => ref.userId, (ctx, id) => ctx.loaders.userById.load(id)),
+  // A name search's edge may carry its user, from the index entry: no read (name-index.ts).
+  node: (edge, args, ctx) => edge.node.user ?? loadedUser(edge, args, ctx),
 };

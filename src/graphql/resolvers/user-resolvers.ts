@@ -5,10 +5,11 @@ import { localIdOf, userGlobalId } from '../ids.js';
 import { postsCountKey } from '../../features/timeline/timeline.js';
 import { prefetchCount } from './count-resolvers.js';
 
-export const userQueries: Pick<QueryResolvers, 'viewer' | 'userByUsername' | 'usersByLocation' | 'usersByLastName'> = {
+export const userQueries: Pick<QueryResolvers, 'viewer' | 'userByUsername' | 'usersByLocation' | 'usersByLastName' | 'usersByName'> = {
   // The directory decides who may search it (members).
   usersByLocation: (_root, { location, ...args }, ctx) => ctx.directory.byLocation(location, args),
   usersByLastName: (_root, { prefix, ...args }, ctx) => ctx.directory.byLastName(prefix, args),
+  usersByName: (_root, { query, ...args }, ctx) => ctx.directory.byName(query, args),
   viewer: async (_root, _args, ctx) => {
     if (!ctx.viewer) return null;
     const id = await ctx.loaders.userIdByUsername.load(ctx.viewer.username);
@@ -28,6 +29,7 @@ export const userMutations: Pick<MutationResolvers, 'createUser' | 'updateUser'>
       displayName: input.displayName,
       location: input.location,
       lastName: input.lastName,
+      firstName: input.firstName,
     });
     return { user, clientMutationId: input.clientMutationId ?? null };
   },
@@ -38,6 +40,7 @@ export const userMutations: Pick<MutationResolvers, 'createUser' | 'updateUser'>
       displayName: input.displayName,
       location: input.location,
       lastName: input.lastName,
+      firstName: input.firstName,
     });
     return { user, clientMutationId: input.clientMutationId ?? null };
   },
@@ -53,4 +56,5 @@ export const userType: UserResolvers = {
   meetings: (user, args, ctx) => ctx.meetings.ofUser(user.id, args),
   location: (user, _args, ctx) => ctx.users.memberOnlyField(user, 'location'),
   lastName: (user, _args, ctx) => ctx.users.memberOnlyField(user, 'lastName'),
+  firstName: (user, _args, ctx) => ctx.users.memberOnlyField(user, 'firstName'),
 };
