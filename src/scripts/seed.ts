@@ -19,7 +19,10 @@ import pino from 'pino';
 import { hostname } from 'node:os';
 import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore, type Services } from '../composition-root.js';
 import { loadConfig } from '../config.js';
-import { recountConnections } from '../counts/recount.js';
+import { recountConnections, scanRows } from '../counts/recount.js';
+import { sweepUser } from '../features/directory/name-index.js';
+import { usersTable } from '../features/users/users-tables.js';
+import { readUsers } from '../features/users/users.js';
 import { listMemberships } from '../features/lists/lists.js';
 import { acceptanceMemberships } from '../features/meetings/meetings.js';
 import { suspensionMemberships } from '../features/suspensions/suspensions.js';
@@ -32,6 +35,7 @@ import { parseCli, runScript, usageError } from './cli.js';
 
 const USAGE = `usage: npm run seed -- [--users N] [--posts-per-user M] [--seed S]
        npm run seed -- --recount
+       npm run seed -- --reindex
 
 Fills the configured store (SQLITE_PATH, or STORE=cassandra) with deterministic demo
 data: N users (default 100) with M posts each (default 10), suspensions, meetings with
@@ -41,13 +45,17 @@ again with the same options completes an interrupted run and adds nothing twice.
 --recount   seed nothing; recount every connection's totalCount (posts, list items,
             suspended users, meeting acceptances) from what the store holds: for data
             written before this version, or after every server was down for over a
-            day. Safe while servers run; running it again changes nothing.`;
+            day. Safe while servers run; running it again changes nothing.
+--reindex   seed nothing; write the name index (usersByName) of every user whose
+            entries are missing or differ from the user (users written before this
+            version). Safe while servers run; running it again changes nothing.`;
 
 const { values } = parseCli(USAGE, {
   users: { type: 'string', default: '100' },
   'posts-per-user': { type: 'string', default: '10' },
   seed: { type: 'string', default: '1' },
   recount: { type: 'boolean', default: false },
+  reindex: { type: 'boolean', default: false },
 });
 
 function count(name: string, raw: string, max: number): number {
@@ -157,8 +165,30 @@ async function recount(): Promise<void> {
   await close();
 }
 
+/** `--reindex`: every user's name-index entries, from the user row (name-index.ts, `sweepUser`). */
+async function reindex(): Promise<void> {
+  const started = Date.now();
+  const { services, close } = await open('reindex');
+  writing = true;
+  const { store, clock } = services;
+  const readUser = async (id: string) => (await readUsers(store, [id]))[0] ?? null;
+  const tally = { users: 0, 'entries written': 0 };
+  for await (const rows of scanRows(store, usersTable)) {
+    for (const row of rows) {
+      tally.users++;
+      if ((await sweepUser({ store, clock, readUser }, row.user_id as string)) === 'rewritten') tally['entries written']++;
+    }
+    process.stderr.write(`reindexing: ${tally.users} users\n`);
+  }
+  console.log(`\nReindexed in ${((Date.now() - started) / 1000).toFixed(1)} s:`);
+  console.table(tally);
+  await close();
+}
+
 async function main(): Promise<void> {
+  if (values.recount && values.reindex) usageError('give --recount or --reindex, not both (run one, then the other)', USAGE);
   if (values.recount) return recount();
+  if (values.reindex) return reindex();
   const config = loadConfig();
   const { services, close } = await open('seed');
   const { store } = services;

@@ -126,6 +126,32 @@ describe('npm run seed -- --recount', () => {
   }, 120_000);
 });
 
+describe('npm run seed -- --reindex', () => {
+  it('writes the name index of users written before it, and nothing when run again', async () => {
+    const file = join(dir, 'reindex.db');
+    const env = { ...process.env, SQLITE_PATH: file };
+    await run(process.execPath, ['--import', 'tsx', 'src/scripts/seed.ts', '--users', '12', '--posts-per-user', '0', '--seed', '7'], { env });
+    // As before this version: no name index anywhere.
+    const db = new Database(file);
+    db.exec("DELETE FROM t_user_name_index; DELETE FROM t_user_index_entries WHERE k_index_name = 'name'; UPDATE t_users SET v_name_ts = NULL;");
+    db.close();
+    const first = await run(process.execPath, ['--import', 'tsx', 'src/scripts/seed.ts', '--reindex'], { env });
+    expect(first.stdout).toMatch(/users\s*│\s*12\b/);
+    expect(first.stdout).toMatch(/entries written\s*│\s*12\b/);
+    const store = new SqliteStore({ database: new Database(file) });
+    await store.ensureTables(ALL_TABLES);
+    const { directory } = featuresOver(store);
+    const everyone = await directory.byLastName('', { first: 100 });
+    for (const e of everyone.edges) {
+      const found = await directory.byName(e.node.value, { first: 100 });
+      expect(found.edges.map((f) => f.node.userId)).toContain(e.node.userId);
+    }
+    await store.close();
+    const again = await run(process.execPath, ['--import', 'tsx', 'src/scripts/seed.ts', '--reindex'], { env });
+    expect(again.stdout).toMatch(/entries written\s*│\s*0\b/);
+  }, 120_000);
+});
+
 const SEED_ARGS = ['--import', 'tsx', 'src/scripts/seed.ts', '--users', '300', '--posts-per-user', '10', '--seed', '23'];
 
 /** What a seeded file holds: row counts of the tables seeding fills, and every list's items in order. */
