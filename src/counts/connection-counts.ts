@@ -231,10 +231,12 @@ function liveSum(row: Row | null | undefined): bigint {
  */
 export async function readConnectionCounts(store: Store, keys: readonly string[], options: CountReadOptions): Promise<number[]> {
   const { nowMs, cluster } = options;
-  // The windows a settled count can still need: back to where the verifiers' progress
-  // lags (skew, write timeout, a window, a pass interval, and our clock ahead by the
-  // skew), forward to where a clock ahead of ours can write.
-  const lowest = windowOf(nowMs - 2 * cluster.clockSkewMs - cluster.writeTimeoutMs - 3 * JOB_WINDOW_MS);
+  // The windows a settled count can still need: from this process's verifier progress
+  // (every count is settled at least that far), or without one, back to where the
+  // verifiers' progress lags (skew, write timeout, a window, a pass interval, and our
+  // clock ahead by the skew); forward to where a clock ahead of ours can write.
+  const guess = windowOf(nowMs - 2 * cluster.clockSkewMs - cluster.writeTimeoutMs - 3 * JOB_WINDOW_MS);
+  const lowest = options.progress !== null && options.progress > guess ? options.progress : guess;
   const highest = windowOf(nowMs + cluster.clockSkewMs);
   const windows: number[] = [];
   for (let w = lowest; w <= highest; w += JOB_WINDOW_MS) windows.push(w);

@@ -5,7 +5,16 @@
  */
 import type { CursorKey, Direction, OrderedSource } from './types.js';
 
-/** Wrap `inner`, keeping only the rows `keep` accepts (one batched check per read). */
+/** The most rows one read asks for when few rows pass the filter. */
+const MAX_READ = 500;
+
+/**
+ * Wrap `inner`, keeping only the rows `keep` accepts (one batched check per read). The
+ * first read asks for exactly what is wanted (the usual case: nearly every row passes);
+ * when rows are dropped, each further read asks for what is missing divided by the
+ * share kept so far (at most MAX_READ rows), so a selective filter costs a few reads,
+ * not one per missing row.
+ */
 export function filteredSource<N>(inner: OrderedSource<N>, keep: (nodes: N[]) => Promise<boolean[]>): OrderedSource<N> {
   return {
     id: inner.id,
@@ -13,15 +22,20 @@ export function filteredSource<N>(inner: OrderedSource<N>, keep: (nodes: N[]) =>
       const out: N[] = [];
       let start = from;
       let continuing = false;
+      let seen = 0;
       while (out.length < limit) {
-        // Ask for what is missing, plus the row we continue from (it was already judged).
-        const ask = limit - out.length + (continuing ? 1 : 0);
+        // Ask for what is missing (scaled by the share kept so far), plus the row we
+        // continue from (it was already judged).
+        const missing = limit - out.length;
+        const scaled = seen === 0 ? missing : Math.min(MAX_READ, Math.max(missing, Math.ceil((missing * seen) / Math.max(out.length, 1))));
+        const ask = scaled + (continuing ? 1 : 0);
         let batch = await inner.read(start, direction, ask);
         const exhausted = batch.length < ask;
         if (continuing && batch.length > 0 && inner.compare(inner.keyOf(batch[0]!), start!) === 0) batch = batch.slice(1);
         if (batch.length === 0) break;
         const verdicts = await keep(batch);
         batch.forEach((node, i) => verdicts[i] && out.push(node));
+        seen += batch.length;
         if (exhausted) break;
         start = inner.keyOf(batch[batch.length - 1]!);
         continuing = true;
