@@ -29,6 +29,7 @@ import * as Operations from './graphql.js';
 
 
 
+
 export type Requester<C = {}> = <R, V>(doc: DocumentNode, vars?: V, options?: C) => Promise<R> | AsyncIterable<R>
 export function getSdk<C>(requester: Requester<C>) {
   return {
@@ -106,6 +107,9 @@ export function getSdk<C>(requester: Requester<C>) {
     },
     UsersByLastName(variables: Types.UsersByLastNameQueryVariables, options?: C): Promise<Types.UsersByLastNameQuery> {
       return requester<Types.UsersByLastNameQuery, Types.UsersByLastNameQueryVariables>(Operations.UsersByLastNameDocument, variables, options) as Promise<Types.UsersByLastNameQuery>;
+    },
+    UsersByName(variables: Types.UsersByNameQueryVariables, options?: C): Promise<Types.UsersByNameQuery> {
+      return requester<Types.UsersByNameQuery, Types.UsersByNameQueryVariables>(Operations.UsersByNameDocument, variables, options) as Promise<Types.UsersByNameQuery>;
     }
   };
 }

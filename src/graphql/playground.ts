@@ -68,6 +68,7 @@ query Timeline($after: String) {
   userByUsername(username: "alice") {
     displayName
     posts(first: 5, after: $after) {
+      totalCount
       edges {
         cursor
         node {
@@ -92,6 +93,7 @@ query Timeline($after: String) {
 # buckets (needs an admin token).
 query SuspendedUsers($after: String) {
   suspendedUsers(first: 10, after: $after) {
+    totalCount
     edges {
       cursor
       node {
@@ -113,6 +115,7 @@ query MeetingAcceptances {
       title
       acceptanceCount
       acceptedBy(first: 10) {
+        totalCount
         edges { node { username } }
         pageInfo { hasNextPage endCursor }
       }
@@ -130,6 +133,7 @@ query ListItems {
       title
       owner { username }
       items(first: 20) {
+        totalCount
         edges { cursor node { id label } }
         pageInfo { hasNextPage endCursor }
       }
@@ -139,9 +143,14 @@ query ListItems {
     },
     {
       query: `# The user directory (needs a token): by
-# location (exact, any case) and by last-name
-# prefix.
+# location (exact, any case), by last-name
+# prefix, and by name: each term the start of
+# a part of the first or last name.
 query Directory {
+  usersByName(query: "lis da", first: 10) {
+    edges { node { username firstName lastName } }
+    pageInfo { hasNextPage endCursor }
+  }
   usersByLocation(location: "Paris", first: 10) {
     edges { node { username location } }
     pageInfo { hasNextPage endCursor }

@@ -240,7 +240,7 @@ async function main(): Promise<void> {
     let id = state.ref;
     if (!id) {
       try {
-        id = (await ctx.users.create({ username, displayName: `${first} ${last}`, location, lastName: last })).id;
+        id = (await ctx.users.create({ username, displayName: `${first} ${last}`, location, firstName: first, lastName: last })).id;
         summary.users++;
       } catch (err) {
         // Created by an interrupted run just before it could record its progress.

@@ -1,6 +1,6 @@
 /**
  * The small demo data set `npm start` loads into an empty store, so every playground
- * example has something to show: users with locations and last names, enough posts
+ * example has something to show: users with locations and names, enough posts
  * for several pages, a suspension, a meeting with acceptances, and an ordered list.
  */
 import { createListApplier, createRequestContext, type Services } from '../composition-root.js';
@@ -10,10 +10,10 @@ import type { Store } from '../store/port.js';
 import { seedProgressTable } from './seed-tables.js';
 
 const DEMO_USERS = [
-  { username: 'alice', displayName: 'Alice Liddell', location: 'Paris', lastName: 'Liddell', posts: 45 },
-  { username: 'bob', displayName: 'Bob Cratchit', location: 'Lyon', lastName: 'Cratchit', posts: 12 },
-  { username: 'carol', displayName: 'Carol Danvers', location: 'Paris', lastName: 'Danvers', posts: 3 },
-  { username: 'dave', displayName: 'Dave Lister', location: 'Paris', lastName: 'Lister', posts: 1 },
+  { username: 'alice', displayName: 'Alice Liddell', location: 'Paris', firstName: 'Alice', lastName: 'Liddell', posts: 45 },
+  { username: 'bob', displayName: 'Bob Cratchit', location: 'Lyon', firstName: 'Bob', lastName: 'Cratchit', posts: 12 },
+  { username: 'carol', displayName: 'Carol Danvers', location: 'Paris', firstName: 'Carol', lastName: 'Danvers', posts: 3 },
+  { username: 'dave', displayName: 'Dave Lister', location: 'Paris', firstName: 'Dave', lastName: 'Lister', posts: 1 },
 ];
 
 /** What was seeded, for the start-up log. */

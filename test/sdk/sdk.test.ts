@@ -17,7 +17,7 @@ describeEachStore('the typed SDK', (target) => {
 
   it('drives every feature with typed calls', async () => {
     const admin = createSdk(server.url, { token: await server.token('root', { admin: true }) });
-    const input = { ...aUser(), location: 'Lisbon', lastName: 'Pessoa' };
+    const input = { ...aUser(), location: 'Lisbon', firstName: 'Fernando', lastName: 'Pessoa' };
     const me = createSdk(server.url, { token: await server.token(input.username) });
     const { createUser } = await me.CreateUser({ input });
     expect(createUser?.user).toMatchObject({ username: input.username, location: 'Lisbon', lastName: 'Pessoa' });
@@ -26,6 +26,7 @@ describeEachStore('the typed SDK', (target) => {
     for (let i = 0; i < 3; i++) await me.CreatePost({ input: { content: `sdk ${i}` } });
     const page = await me.Timeline({ username: input.username, first: 2 });
     expect(page.userByUsername?.posts.edges.map((e) => e.node.content)).toEqual(['sdk 2', 'sdk 1']);
+    expect(page.userByUsername?.posts.totalCount).toBe(3);
     const next = await me.Timeline({ username: input.username, first: 2, after: page.userByUsername!.posts.pageInfo.endCursor });
     expect(next.userByUsername?.posts).toMatchObject({ pageInfo: { hasNextPage: false, hasPreviousPage: true } });
 
@@ -33,7 +34,7 @@ describeEachStore('the typed SDK', (target) => {
     expect((await me.AcceptMeeting({ input: { meetingId: meeting.id } })).acceptMeeting?.counted).toBe(true);
     expect((await me.AcceptMeeting({ input: { meetingId: meeting.id } })).acceptMeeting?.counted).toBe(false);
     const accepted = await me.MeetingAcceptances({ id: meeting.id, first: 5 });
-    expect(accepted.node).toMatchObject({ acceptanceCount: 1, acceptedBy: { edges: [{ node: { id: userId } }] } });
+    expect(accepted.node).toMatchObject({ acceptanceCount: 1, acceptedBy: { totalCount: 1, edges: [{ node: { id: userId } }] } });
     expect((await admin.ReconcileMeeting({ input: { meetingId: meeting.id } })).reconcileMeeting?.previousCount).toBe(1);
 
     const list = (await me.CreateList({ input: { title: 'SDK list' } })).createList!.list;
@@ -43,6 +44,7 @@ describeEachStore('the typed SDK', (target) => {
     await me.RenameListItem({ input: { itemId: a.id, label: 'A' } });
     const items = await me.ListItems({ id: list.id, first: 10 });
     expect(items.node && 'items' in items.node ? items.node.items.edges.map((e) => e.node.label) : []).toEqual(['b', 'A']);
+    expect(items.node && 'items' in items.node ? items.node.items.totalCount : null).toBe(2);
     await me.RemoveListItem({ input: { itemId: b.id } });
     const mine = await me.UserLists({ username: input.username, first: 5 });
     expect(mine.userByUsername?.lists.edges.map((e) => e.node)).toEqual([{ id: list.id, title: 'SDK list', owner: { id: userId, username: input.username } }]);
@@ -54,11 +56,15 @@ describeEachStore('the typed SDK', (target) => {
 
     expect((await me.UsersByLocation({ location: 'lisbon', first: 5 })).usersByLocation.edges.map((e) => e.node.id)).toEqual([userId]);
     expect((await me.UsersByLastName({ prefix: 'pess', first: 5 })).usersByLastName.edges.map((e) => e.node.id)).toEqual([userId]);
+    expect((await me.UsersByName({ query: 'pess fern', first: 5 })).usersByName.edges.map((e) => e.node)).toEqual([
+      { id: userId, username: input.username, displayName: input.displayName, firstName: 'Fernando', lastName: 'Pessoa', location: 'Lisbon' },
+    ]);
     await me.UpdateUser({ input: { id: userId, location: 'Porto' } });
 
     await admin.SuspendUser({ input: { userId, reason: 'sdk test' } });
     const suspended = await admin.SuspendedUsers({ first: 5 });
     expect(suspended.suspendedUsers.edges.map((e) => e.node.user.id)).toContain(userId);
+    expect(suspended.suspendedUsers.totalCount).toBeGreaterThanOrEqual(1);
     await admin.UnsuspendUser({ input: { userId } });
 
     const viewer = await me.Viewer();
