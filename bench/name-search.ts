@@ -21,6 +21,7 @@ import { typeDefs } from '../src/app.js';
 import { ALL_TABLES, createRequestContext, createServices, type Services } from '../src/composition-root.js';
 import { loadConfig } from '../src/config.js';
 import { resolvers } from '../src/graphql/resolvers/index.js';
+import { mulberry32 } from '../src/seed/random.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { BENCH_SECRETS } from './fixture.js';
 
@@ -29,16 +30,7 @@ const USERS = Number(process.env.BENCH_NAME_USERS ?? 100_000);
 /** Bump when the fixture's content or the index layout changes: a new file is made. */
 const FIXTURE_VERSION = 1;
 
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = mulberry32;
 
 const SYLLABLES = ['an', 'ber', 'co', 'da', 'el', 'fis', 'gar', 'ha', 'in', 'jo', 'ka', 'li', 'mar', 'no', 'or', 'pe', 'qui', 'ro', 'sa', 'ti', 'ul', 'va', 'wil', 'ya', 'zé', 'mü', 'ller', 'son', 'sen', 'ski'];
 

@@ -1,7 +1,8 @@
 /**
  * Background jobs that finish, on any number of servers at once, what writes left to
- * settle: the connection counts (counts/count-verifier.ts) and the name index's sweep
- * (features/directory/name-index.ts). Both follow the acceptance verifier's pattern:
+ * settle: the connection counts (counts/connection-counts.ts) and the name index's sweep
+ * (features/directory/name-index.ts). Both follow the pattern the acceptance counts had
+ * (seed 001 with closed windows):
  *
  * - Work list: a write that leaves something to settle adds a mark (job, window,
  *   subject) in its own logged batch, so even a write whose process dies right after is

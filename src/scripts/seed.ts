@@ -28,6 +28,7 @@ import { acceptanceMemberships } from '../features/meetings/meetings.js';
 import { suspensionMemberships } from '../features/suspensions/suspensions.js';
 import { postMemberships } from '../features/timeline/timeline.js';
 import { Presence } from '../presence.js';
+import { mulberry32 } from '../seed/random.js';
 import { MonotonicClock } from '../store/clock.js';
 import { seedProgressTable } from '../seed/seed-tables.js';
 import type { Store } from '../store/port.js';
@@ -68,16 +69,9 @@ const USERS = count('users', values.users!, 1_000_000);
 const POSTS = count('posts-per-user', values['posts-per-user']!, 10_000);
 const SEED = count('seed', values.seed!, 2 ** 31 - 1);
 
-/** mulberry32: a small, well-known deterministic generator. */
+/** A deterministic generator (mulberry32) and the draws the seed makes with it. */
 function generator(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]! };
 }
 

@@ -38,18 +38,10 @@ import type { ClusteringRange, DeleteOptions, Mutation, Store, WriteOptions } fr
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import type { Row, TableSpec } from '../../src/store/table.js';
 import { memorySqliteStore } from './stores.js';
+import { mulberry32 } from '../../src/seed/random.js';
 
 /** A small seeded PRNG (mulberry32): runs replay from fast-check's seed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const prng = mulberry32;
 
 /** The true time of the simulation: the wall clock plus the jumps `settle` made. */
 export class SimTime {

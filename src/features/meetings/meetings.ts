@@ -210,8 +210,8 @@ export class Meetings {
     await store.upsert(meetingsByUserTable, userMeetingRow(userId, meeting));
     const key = { meeting_id: meetingId, user_id: userId };
     const token = this.deps.tokens.take();
-    // One clock reading gives the timestamp, `accepted_at` and the counter window, so
-    // the verifier's count by `accepted_at` matches the windows the requests counted in.
+    // One clock reading gives the timestamp, `accepted_at` and the count's attempt, so
+    // the count's ledger keeps the same attempt as the acceptance row (the first).
     const micros = this.deps.clock.nowMicros();
     const acceptedAt = new Date(Number(micros / 1000n));
     // The count's record of this attempt (its ledger cell, event and mark), stamped with
