@@ -7,19 +7,17 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import pino from 'pino';
-import { createRequestContext, createServices } from '../src/composition-root.js';
+import { ALL_TABLES, createRequestContext, createServices } from '../src/composition-root.js';
 import type { AcceptanceStrategy } from '../src/features/meetings/meetings.js';
-import { meetingTables } from '../src/features/meetings/meetings-tables.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { countTables } from '../src/counts/count-tables.js';
-import { windowedJobTables } from '../src/windowed-job.js';
 
 const ACCEPTANCES = 20_000;
 const CONCURRENCY = 32;
 
 async function measure(strategy: AcceptanceStrategy) {
   const store = new SqliteStore({ database: new Database(':memory:') });
-  await store.ensureTables([...meetingTables, ...countTables, ...windowedJobTables]);
+  // Every table: an acceptance also writes the live change log and its count.
+  await store.ensureTables(ALL_TABLES);
   const settings = { cursorSecret: 'bench-cursor-secret-0123456789', suspensionBucket: 'month', acceptanceStrategy: strategy } as const;
   const services = createServices(settings, { store, logger: pino({ level: 'silent' }) });
   // Thousands of acceptances in one job: the loaders batch but keep nothing.

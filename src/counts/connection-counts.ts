@@ -55,7 +55,7 @@ import type { Clock } from '../store/clock.js';
 import { MAX_TIMESTAMP, type Mutation, type Store } from '../store/port.js';
 import type { Row } from '../store/table.js';
 import { JOB_WINDOW_MS, markMutation, windowOf, type WindowedJobSpec } from '../windowed-job.js';
-import { HEAD_SLOT, NODE_COLUMNS, connectionCountsTable, countItemsTable, nodeColumn } from './count-tables.js';
+import { HEAD_SLOT, NODE_COLUMNS, connectionCountsTable, countEventsTable, countItemsTable, nodeColumn } from './count-tables.js';
 
 /** Event and window rows outlive their settlement (a few seconds) by two days. */
 export const EVENT_TTL_SECONDS = 2 * 86_400;
@@ -84,12 +84,12 @@ export interface Counted {
 
 /** A window row's key. */
 function windowKey(key: string, window: number): Row {
-  return { count_key: key, slot: BigInt(window), item: '', sign: 0 };
+  return { count_key: key, slot: BigInt(window) };
 }
 
 /** The head row's key. */
 function headKey(key: string): Row {
-  return { count_key: key, slot: HEAD_SLOT, item: '', sign: 0 };
+  return { count_key: key, slot: HEAD_SLOT };
 }
 
 /**
@@ -168,7 +168,7 @@ export class CountWriter {
       },
       {
         kind: 'upsert',
-        table: connectionCountsTable,
+        table: countEventsTable,
         row: { count_key: key, slot: BigInt(window), item, sign },
         options: { ttl: EVENT_TTL_SECONDS },
       },
@@ -264,7 +264,7 @@ export async function readConnectionCounts(store: Store, keys: readonly string[]
         for (let w = from; w <= Number(last); w += JOB_WINDOW_MS) live += liveSum(rows[i * perKey + 1 + (w - lowest) / JOB_WINDOW_MS]);
       } else {
         const slice = await allRowsOf(store, connectionCountsTable, { count_key: key }, { lower: { values: [BigInt(from)], inclusive: true } });
-        for (const r of slice) if (r.item === '') live += liveSum(r);
+        for (const r of slice) live += liveSum(r);
       }
       const count = settled + live;
       return count > 0n ? Number(count) : 0;
@@ -299,12 +299,10 @@ function removalCounts({ added, removed }: Ledger): boolean {
  * count, each event judged against the item's ledger (see the file comment).
  */
 async function netChange(store: Store, key: string, from: number, through: number | null): Promise<bigint> {
-  const events = (
-    await allRowsOf(store, connectionCountsTable, { count_key: key }, {
-      lower: { values: [BigInt(from)], inclusive: true },
-      ...(through !== null && { upper: { values: [BigInt(through)], inclusive: false } }),
-    })
-  ).filter((r) => r.item !== '');
+  const events = await allRowsOf(store, countEventsTable, { count_key: key }, {
+    lower: { values: [BigInt(from)], inclusive: true },
+    ...(through !== null && { upper: { values: [BigInt(through)], inclusive: false } }),
+  });
   if (events.length === 0) return 0n;
   const items = [...new Set(events.map((e) => e.item as string))];
   const ledgers = new Map<string, Ledger>();
@@ -379,7 +377,7 @@ export async function reconcileCount(store: Store, writer: CountWriter, key: str
     allRowsOf(store, connectionCountsTable, { count_key: key }, { lower: { values: [BigInt(through)], inclusive: true } }),
   ]);
   let live = 0n;
-  const windowRows = cells.filter((r) => r.item === '');
+  const windowRows = cells;
   for (const r of windowRows) live += liveSum(r);
   const stored = (window: number, column: string) => (windowRows.find((r) => r.slot === BigInt(window))?.[column] as bigint | null | undefined) ?? 0n;
   // One partition: the batch is cheap, and the cell never lands without its span.

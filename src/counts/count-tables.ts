@@ -14,33 +14,42 @@ export const NODE_COLUMNS: readonly string[] = Array.from({ length: NODE_COUNT }
 export const HEAD_SLOT = -1n;
 
 /**
- * One partition per counted connection (`count_key`), holding, in clustering order:
+ * One partition per counted connection (`count_key`), read by key, every count of a
+ * request in one `getMany`. In clustering order:
  * - the head (`slot` = HEAD_SLOT): `settled_count` items counted through `settled_through`
  *   (ms, a window start), written `USING TIMESTAMP settled_through` so a later settlement
  *   always wins; and the span of windows that had changes (`first_window`, written at
  *   2^63-1 minus the window so the earliest stays, `last_window` at the window so the
  *   latest stays), so a reader knows which windows to add without a slice;
- * - one window row per 5-second window with changes (`slot` = window start, `item` ''):
- *   a live cell per clock node (`node_00` … `node_63`), each server's running total of
- *   the changes it made in that window, so a count is current before it is settled;
- * - one event row per change (`slot` = window, `item`, `sign` +1 or -1), the work of the
- *   settlement: which items were added or removed in that window.
- * Window and event rows expire after two days, long after their window is settled; the
- * head never expires. Reads of a page of counts are by key: one `getMany` for all.
+ * - one window row per 5-second window with changes (`slot` = window start): a live cell
+ *   per clock node (`node_00` … `node_63`), each server's running total of the changes it
+ *   made in that window, so a count is current before it is settled. Window rows expire
+ *   after two days, long after their window is settled; the head never does.
  */
 export const connectionCountsTable = defineTable({
   name: 'connection_counts',
   columns: {
     count_key: 'text',
     slot: 'bigint',
-    item: 'text',
-    sign: 'int',
     settled_through: 'bigint',
     settled_count: 'bigint',
     first_window: 'bigint',
     last_window: 'bigint',
     ...(Object.fromEntries(NODE_COLUMNS.map((c) => [c, 'bigint'])) as Record<string, CqlType>),
   },
+  partitionKey: ['count_key'],
+  clustering: ['slot'],
+});
+
+/**
+ * The changes of each counted connection, by window: one row per attempt at a change
+ * (`slot` the window, `item`, `sign` +1 or -1), the settlement's work. Kept apart from
+ * the wide rows above (writes cost what a row is wide on the embedded store), expiring
+ * after two days, long after their window is settled.
+ */
+export const countEventsTable = defineTable({
+  name: 'count_events',
+  columns: { count_key: 'text', slot: 'bigint', item: 'text', sign: 'int' },
   partitionKey: ['count_key'],
   clustering: ['slot', 'item', 'sign'],
 });
@@ -60,4 +69,4 @@ export const countItemsTable = defineTable({
 });
 
 /** Every table of the counts. */
-export const countTables = [connectionCountsTable, countItemsTable];
+export const countTables = [connectionCountsTable, countEventsTable, countItemsTable];

@@ -94,7 +94,7 @@ describe('npm run seed -- --recount', () => {
     await run(process.execPath, ['--import', 'tsx', 'src/scripts/seed.ts', '--users', '30', '--posts-per-user', '3', '--seed', '5'], { env });
     // As before this version: no count anywhere.
     const db = new Database(file);
-    db.exec('DELETE FROM t_connection_counts; DELETE FROM t_count_items;');
+    db.exec('DELETE FROM t_connection_counts; DELETE FROM t_count_events; DELETE FROM t_count_items;');
     const rows = (sql: string) => db.prepare(sql).all() as Array<{ k: string; n: number }>;
     const expected = new Map<string, number>([
       ...rows('SELECT k_user_id AS k, count(*) AS n FROM t_timeline GROUP BY k_user_id').map((r) => [`posts:${r.k}`, Number(r.n)] as const),

@@ -130,6 +130,33 @@ export class LayoutStatements {
     return this.once('physical', 'exact', () => `SELECT * FROM "${this.layout.dataTable}" WHERE pk = @pk AND ck = @ck`);
   }
 
+  /**
+   * The row marker and the named cells of one row (a write reads only what it merges:
+   * a wide, sparse row costs what it touches). Integers exact. Binds pk, ck.
+   */
+  cellsOf(columns: readonly string[]): SqliteStatementLike {
+    return this.once(`cells:${columns.join(',')}`, 'exact', () => {
+      const cells = columns.flatMap((c) => [`"v_${c}"`, `"w_${c}"`, `"x_${c}"`]);
+      return `SELECT ${['row_w', 'row_x', ...cells].join(', ')} FROM "${this.layout.dataTable}" WHERE pk = @pk AND ck = @ck`;
+    });
+  }
+
+  /** Insert a new row: its keys, marker and the named cells. Binds pk, ck, k_*, row_w, row_x and v_/w_/x_ of each. */
+  insertCells(columns: readonly string[]): SqliteStatementLike {
+    return this.once(`insert:${columns.join(',')}`, 'write', () => {
+      const cols = ['pk', 'ck', ...keyColumnsOf(this.layout.table).map((k) => `k_${k}`), 'row_w', 'row_x', ...columns.flatMap((c) => [`v_${c}`, `w_${c}`, `x_${c}`])];
+      return `INSERT INTO "${this.layout.dataTable}" (${cols.map((c) => `"${c}"`).join(', ')}) VALUES (${cols.map((c) => `@${c}`).join(', ')})`;
+    });
+  }
+
+  /** Set an existing row's marker and the named cells. Binds pk, ck, row_w, row_x and v_/w_/x_ of each. */
+  updateCells(columns: readonly string[]): SqliteStatementLike {
+    return this.once(`update:${columns.join(',')}`, 'write', () => {
+      const cols = ['row_w', 'row_x', ...columns.flatMap((c) => [`v_${c}`, `w_${c}`, `x_${c}`])];
+      return `UPDATE "${this.layout.dataTable}" SET ${cols.map((c) => `"${c}" = @${c}`).join(', ')} WHERE pk = @pk AND ck = @ck`;
+    });
+  }
+
   /** Write a whole physical row. Binds every physical column by name. */
   get replace(): SqliteStatementLike {
     return this.once('replace', 'write', () => {

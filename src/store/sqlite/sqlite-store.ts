@@ -543,21 +543,26 @@ export class SqliteStore implements Store {
   private applyUpsert({ s, key, values, ts, ttl }: PreparedUpsert): void {
     const { layout } = s;
     const { table } = layout;
-    const params = this.keyParams(layout, key);
     const nowSec = this.nowSeconds();
     // A tombstone at or above this timestamp hides the write, even if it arrived first.
     const shadow = this.coveringTombstone(s, key.pk, key.ck);
     if (shadow !== null && ts <= shadow) return;
-    const existing = s.physical.get({ pk: key.pk, ck: key.ck }) as PhysicalRow | undefined;
+    // Only the marker and the cells written are read and merged, not the whole row.
+    const columns = Object.keys(values);
+    const existing = s.cellsOf(columns).get({ pk: key.pk, ck: key.ck }) as PhysicalRow | undefined;
     const expiry = ttl > 0 ? BigInt(nowSec + ttl) : null;
-    const merged: PhysicalRow = { ...(existing ?? {}), ...params };
+    const merged: PhysicalRow = { pk: key.pk, ck: key.ck };
     // The row marker (CQL INSERT), so a row with only null cells still exists.
     const markerW = existing?.row_w as bigint | null | undefined;
     if (markerW === null || markerW === undefined || ts >= markerW) {
       merged.row_w = ts;
       merged.row_x = expiry;
+    } else {
+      merged.row_w = markerW;
+      merged.row_x = existing!.row_x ?? null;
     }
-    for (const [c, value] of Object.entries(values)) {
+    for (const c of columns) {
+      const value = values[c]!;
       const type = table.columns[c]!;
       const incoming: Cell = { value: toSql(type, value), w: ts, x: value === null ? null : expiry };
       const current: Cell | null =
@@ -569,9 +574,8 @@ export class SqliteStore implements Store {
       merged[`w_${c}`] = winner.w;
       merged[`x_${c}`] = winner.x;
     }
-    const bound: Record<string, unknown> = {};
-    for (const [c] of physicalColumns(layout)) bound[c] = merged[c] ?? null;
-    s.replace.run(bound);
+    if (existing) s.updateCells(columns).run(merged);
+    else s.insertCells(columns).run({ ...this.keyParams(layout, key), ...merged });
   }
 
   /** The timestamp of the tombstone covering `ck`, if any: one index seek (sqlite-tombstones.ts). */
