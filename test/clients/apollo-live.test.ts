@@ -7,13 +7,13 @@
  */
 import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql, type TypedDocumentNode } from '@apollo/client';
 import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
-import { relayStylePagination, stripTypename } from '@apollo/client/utilities';
+import { relayStylePagination } from '@apollo/client/utilities';
 import { isDeepStrictEqual } from 'node:util';
 import { OperationTypeNode } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor, wsClient } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
-import { LIVE_ENV, aLiveAuthor, serverTimeline, type LiveAuthor, type PostEdge, type Timeline } from './live-fixture.js';
+import { LIVE_ENV, aLiveAuthor, serverTimeline, withoutTypenames, type LiveAuthor, type PostEdge, type Timeline } from './live-fixture.js';
 
 const TIMELINE: TypedDocumentNode<Timeline, { username: string; first: number; after?: string | null }> = gql`
   query Timeline($username: String!, $first: Int!, $after: String) {
@@ -113,7 +113,7 @@ describe('Apollo Client keeps a relayStylePagination connection current from a s
     // The watched query emits what the cache now holds (its broadcast may come a tick later).
     const cached = () => apollo.readQuery({ query: TIMELINE, variables: { username: author.username, first: 5 } });
     await waitFor(() => isDeepStrictEqual(shown.at(-1), cached()), 10_000, 'the watched query to show the cache');
-    const watched = stripTypename(shown.at(-1)!.userByUsername.posts);
+    const watched = withoutTypenames(shown.at(-1)!.userByUsername.posts);
     expect(watched.edges.map((e) => e.node.content)).toEqual(['live 3', 'live 1', 'post 8', 'post 7', 'post 5']);
     const fresh = await serverTimeline(server, author.username, watched.edges.length);
     expect(watched.edges).toEqual(fresh.edges);
@@ -128,7 +128,7 @@ describe('Apollo Client keeps a relayStylePagination connection current from a s
       await waitFor(() => current().edges.length > before, 10_000, 'the next page in the watched query');
       pages++;
     }
-    const all = stripTypename(current());
+    const all = withoutTypenames(current());
     const everything = await serverTimeline(server, author.username, 100);
     expect(pages).toBe(1);
     expect(all.edges).toEqual(everything.edges);

@@ -61,3 +61,8 @@ export async function serverTimeline(server: TestServer, username: string, first
   if (!page.data) throw new Error(`the timeline query failed: ${JSON.stringify(page.errors)}`);
   return page.data.userByUsername.posts;
 }
+
+/** `value` without the `__typename` fields a client library adds to what it reads, to compare with the server's answer. */
+export function withoutTypenames<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value, (key, field: unknown) => (key === '__typename' ? undefined : field))) as T;
+}
