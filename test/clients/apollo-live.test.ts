@@ -8,38 +8,27 @@
 import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql, type TypedDocumentNode } from '@apollo/client';
 import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
 import { relayStylePagination } from '@apollo/client/utilities';
-import { isDeepStrictEqual } from 'node:util';
 import { OperationTypeNode } from 'graphql';
+import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor, wsClient } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
-import { LIVE_ENV, aLiveAuthor, serverTimeline, withoutTypenames, type LiveAuthor, type PostEdge, type Timeline } from './live-fixture.js';
+import {
+  LIVE_ENV,
+  POSTS_CHANGED_SUBSCRIPTION,
+  TIMELINE_QUERY,
+  aLiveAuthor,
+  serverTimeline,
+  withoutTypenames,
+  type LiveAuthor,
+  type PostsChange,
+  type PostsChangedVariables,
+  type Timeline,
+  type TimelineVariables,
+} from './live-fixture.js';
 
-const TIMELINE: TypedDocumentNode<Timeline, { username: string; first: number; after?: string | null }> = gql`
-  query Timeline($username: String!, $first: Int!, $after: String) {
-    userByUsername(username: $username) {
-      id
-      posts(first: $first, after: $after) {
-        edges { cursor node { id content } }
-        pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
-      }
-    }
-  }
-`;
-
-type PostsChanged = {
-  postsChanged: { cursor: string; addedEdge: PostEdge | null; deletedPostId: string | null };
-};
-
-const POSTS_CHANGED: TypedDocumentNode<PostsChanged, { authorId: string; after?: string | null }> = gql`
-  subscription PostsChanged($authorId: ID!, $after: String) {
-    postsChanged(authorId: $authorId, after: $after) {
-      cursor
-      addedEdge { cursor node { id content } }
-      deletedPostId
-    }
-  }
-`;
+const TIMELINE: TypedDocumentNode<Timeline, TimelineVariables> = gql(TIMELINE_QUERY);
+const POSTS_CHANGED: TypedDocumentNode<{ postsChanged: PostsChange }, PostsChangedVariables> = gql(POSTS_CHANGED_SUBSCRIPTION);
 
 const CREATE_POST: TypedDocumentNode<{ createPost: { post: { id: string; content: string } } }, { content: string }> = gql`mutation CreatePost($content: String!) { createPost(input: { content: $content }) { post { id content } } }`;
 const DELETE_POST: TypedDocumentNode<{ deletePost: { deletedPostId: string } }, { id: string }> = gql`mutation DeletePost($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`;
@@ -50,7 +39,7 @@ const DELETE_POST: TypedDocumentNode<{ deletePost: { deletedPostId: string } }, 
  * the first incoming edge and `endCursor` onto the last, so stale ones would overwrite
  * the new edges' own cursors).
  */
-function mergePostsChange(timeline: Timeline, { addedEdge, deletedPostId }: PostsChanged['postsChanged']): Timeline {
+function mergePostsChange(timeline: Timeline, { addedEdge, deletedPostId }: PostsChange): Timeline {
   const { posts } = timeline.userByUsername;
   const kept = posts.edges.filter((edge) => edge.node.id !== deletedPostId && edge.node.id !== addedEdge?.node.id);
   const edges = addedEdge ? [addedEdge, ...kept] : kept;
@@ -87,7 +76,7 @@ describe('Apollo Client keeps a relayStylePagination connection current from a s
     expect(firstPage.edges.map((e) => e.node.content)).toEqual(['post 8', 'post 7', 'post 6', 'post 5', 'post 4']);
 
     // Everything newer than the newest post shown.
-    const changes: PostsChanged['postsChanged'][] = [];
+    const changes: PostsChange[] = [];
     const unsubscribe = timeline.subscribeToMore({
       document: POSTS_CHANGED,
       variables: { authorId: author.id, after: firstPage.pageInfo.startCursor },

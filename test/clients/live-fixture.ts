@@ -26,6 +26,53 @@ export interface Timeline {
   userByUsername: { id: string; posts: PostsPage };
 }
 
+/**
+ * A user's newest posts, and with `after` the next page: the query the Apollo and urql
+ * tests watch, and the server's answer they compare it with.
+ */
+export const TIMELINE_QUERY = `
+  query Timeline($username: String!, $first: Int!, $after: String) {
+    userByUsername(username: $username) {
+      id
+      posts(first: $first, after: $after) {
+        edges { cursor node { id content } }
+        pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+      }
+    }
+  }
+`;
+
+/** The variables of `TIMELINE_QUERY`. */
+export interface TimelineVariables {
+  username: string;
+  first: number;
+  after?: string | null;
+}
+
+/** A change to a user's timeline as the tests select it. */
+export interface PostsChange {
+  cursor: string;
+  addedEdge: PostEdge | null;
+  deletedPostId: string | null;
+}
+
+/** A user's timeline changes, everything after `after` when given. */
+export const POSTS_CHANGED_SUBSCRIPTION = `
+  subscription PostsChanged($authorId: ID!, $after: String) {
+    postsChanged(authorId: $authorId, after: $after) {
+      cursor
+      addedEdge { cursor node { id content } }
+      deletedPostId
+    }
+  }
+`;
+
+/** The variables of `POSTS_CHANGED_SUBSCRIPTION`. */
+export interface PostsChangedVariables {
+  authorId: string;
+  after?: string | null;
+}
+
 /** A user whose timeline the tests follow, with a token of theirs. */
 export interface LiveAuthor {
   readonly id: string;
@@ -51,13 +98,7 @@ export async function aLiveAuthor(server: TestServer, posts: number): Promise<Li
 
 /** The server's first `first` posts of `username`, newest first: what a client's cache must equal. */
 export async function serverTimeline(server: TestServer, username: string, first: number): Promise<PostsPage> {
-  const page = await server.gql<Timeline>(
-    `query ($username: String!, $first: Int!) { userByUsername(username: $username) { id posts(first: $first) {
-      edges { cursor node { id content } }
-      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
-    } } }`,
-    { username, first },
-  );
+  const page = await server.gql<Timeline>(TIMELINE_QUERY, { username, first } satisfies TimelineVariables);
   if (!page.data) throw new Error(`the timeline query failed: ${JSON.stringify(page.errors)}`);
   return page.data.userByUsername.posts;
 }
