@@ -4,13 +4,17 @@
  * over HTTP; `subscribeToMore` prepends each added edge to, and drops each deleted post
  * from, the `relayStylePagination` field a watched query shows. The watched edges end
  * equal to a fresh server page (order, ids, cursors), and fetchMore pages on from them.
+ * After a dropped socket the follower resumes from the last change it merged; after a
+ * CURSOR_EXPIRED it reloads the page and follows from there.
  */
-import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql, type TypedDocumentNode } from '@apollo/client';
+import { ApolloClient, ApolloLink, CombinedGraphQLErrors, HttpLink, InMemoryCache, gql, type ObservableQuery, type TypedDocumentNode } from '@apollo/client';
 import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
 import { relayStylePagination } from '@apollo/client/utilities';
 import { OperationTypeNode } from 'graphql';
+import type { Client } from 'graphql-ws';
 import { isDeepStrictEqual } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { MonotonicClock } from '../../src/store/clock.js';
 import { waitFor, wsClient } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 import {
@@ -47,6 +51,52 @@ function mergePostsChange(timeline: Timeline, { addedEdge, deletedPostId }: Post
   return { userByUsername: { ...timeline.userByUsername, posts: { ...posts, edges, pageInfo } } };
 }
 
+/**
+ * The README's follower: merges `postsChanged` into a watched timeline from `after`, and
+ * when the subscription ends with a dropped socket (or a stopping server), subscribes
+ * again after the last change it merged: nothing made meanwhile is missed, nothing
+ * repeated (graphql-ws's own reconnect would resend the first `after`: the client it
+ * runs on has `retryAttempts: 0`). CURSOR_EXPIRED means the page is older than the
+ * change log keeps: reload it and follow from its `startCursor`. Any other error the
+ * server answers ends the following.
+ */
+function followTimeline(
+  timeline: ObservableQuery<Timeline, TimelineVariables>,
+  { authorId, after }: PostsChangedVariables,
+  options: { retryMs?: number; onMerged?: (change: PostsChange) => void; onError?: (error: unknown) => void } = {},
+) {
+  let last = after;
+  let unsubscribe = () => {};
+  let retry: NodeJS.Timeout | undefined;
+  const follow = () => {
+    unsubscribe = timeline.subscribeToMore({
+      document: POSTS_CHANGED,
+      variables: { authorId, after: last },
+      updateQuery: (_unsafe, { complete, previousData, subscriptionData }) => {
+        if (!complete) return undefined;
+        last = subscriptionData.data.postsChanged.cursor;
+        options.onMerged?.(subscriptionData.data.postsChanged);
+        return mergePostsChange(previousData, subscriptionData.data.postsChanged);
+      },
+      onError: (error) => {
+        if (!CombinedGraphQLErrors.is(error)) retry = setTimeout(follow, options.retryMs ?? 1_000);
+        else if (error.errors.some((e) => e.extensions?.code === 'CURSOR_EXPIRED')) void reload();
+        else options.onError?.(error);
+      },
+    });
+  };
+  const reload = async () => {
+    const { data } = await timeline.refetch();
+    last = data!.userByUsername.posts.pageInfo.startCursor;
+    follow();
+  };
+  follow();
+  return () => {
+    clearTimeout(retry);
+    unsubscribe();
+  };
+}
+
 describe('Apollo Client keeps a relayStylePagination connection current from a subscription', () => {
   let server: TestServer;
   let author: LiveAuthor;
@@ -57,9 +107,9 @@ describe('Apollo Client keeps a relayStylePagination connection current from a s
   });
   afterAll(() => server.close());
 
-  function apolloClient(token: string) {
-    const http = new HttpLink({ uri: server.url, fetch, headers: { authorization: `Bearer ${token}` } });
-    const ws = new GraphQLWsLink(wsClient(server.url, { token }));
+  function apolloClient(token: string, socket: Client = wsClient(server.url, { token }), url = server.url) {
+    const http = new HttpLink({ uri: url, fetch, headers: { authorization: `Bearer ${token}` } });
+    const ws = new GraphQLWsLink(socket);
     return new ApolloClient({
       link: ApolloLink.split(({ operationType }) => operationType === OperationTypeNode.SUBSCRIPTION, ws, http),
       cache: new InMemoryCache({ typePolicies: { User: { fields: { posts: relayStylePagination() } } } }),
@@ -77,15 +127,7 @@ describe('Apollo Client keeps a relayStylePagination connection current from a s
 
     // Everything newer than the newest post shown.
     const changes: PostsChange[] = [];
-    const unsubscribe = timeline.subscribeToMore({
-      document: POSTS_CHANGED,
-      variables: { authorId: author.id, after: firstPage.pageInfo.startCursor },
-      updateQuery: (_unsafe, { complete, previousData, subscriptionData }) => {
-        if (!complete) return undefined;
-        changes.push(subscriptionData.data.postsChanged);
-        return mergePostsChange(previousData, subscriptionData.data.postsChanged);
-      },
-    });
+    const unsubscribe = followTimeline(timeline, { authorId: author.id, after: firstPage.pageInfo.startCursor }, { onMerged: (change) => changes.push(change) });
     await waitFor(() => server.app.services.live.subscriptions === 1, 10_000, 'the subscription on the server');
 
     // Mutations go over HTTP through the same client (graphql-ws would refuse them).
@@ -129,5 +171,93 @@ describe('Apollo Client keeps a relayStylePagination connection current from a s
     watching.unsubscribe();
     await waitFor(() => server.app.services.live.subscriptions === 0, 10_000, 'the subscription to end');
     apollo.stop();
+  });
+
+  it('follows on after a dropped socket from the last change it merged: what was made meanwhile arrives, nothing twice', async () => {
+    const writer = await aLiveAuthor(server, 2);
+    const socket = wsClient(server.url, { token: writer.token });
+    const apollo = apolloClient(writer.token, socket);
+    const timeline = apollo.watchQuery({ query: TIMELINE, variables: { username: writer.username, first: 10 } });
+    const shown: Timeline[] = [];
+    const watching = timeline.subscribe(({ data }) => data && shown.push(data as Timeline));
+    onTestFinished(() => watching.unsubscribe());
+    await waitFor(() => shown.length === 1, 10_000, 'the first page');
+
+    const changes: PostsChange[] = [];
+    const answered: unknown[] = [];
+    const stop = followTimeline(
+      timeline,
+      { authorId: writer.id, after: shown[0]!.userByUsername.posts.pageInfo.startCursor },
+      { retryMs: 200, onMerged: (change) => changes.push(change), onError: (error) => answered.push(error) },
+    );
+    onTestFinished(stop);
+    await waitFor(() => server.app.services.live.subscriptions === 1, 10_000, 'the subscription on the server');
+    const create = async (content: string) =>
+      (await server.gql(`mutation ($content: String!) { createPost(input: { content: $content }) { post { id } } }`, { content }, writer.token)).data!.createPost.post.id as string;
+    const early = await create('before the drop');
+    await waitFor(() => changes.length === 1, 10_000, 'the first change');
+
+    socket.terminate();
+    // Made while the client has no subscription: only resuming after its last cursor brings them.
+    await create('while dropped');
+    await server.gql(`mutation ($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`, { id: early }, writer.token);
+    await waitFor(() => changes.length === 3, 10_000, 'the changes made while dropped');
+    await create('after the drop');
+    await waitFor(() => changes.length === 4, 10_000, 'a change after resuming');
+
+    expect(changes.map((c) => c.addedEdge?.node.content ?? `deleted ${c.deletedPostId}`)).toEqual(['before the drop', 'while dropped', `deleted ${early}`, 'after the drop']);
+    const cached = () => apollo.readQuery({ query: TIMELINE, variables: { username: writer.username, first: 10 } });
+    await waitFor(() => isDeepStrictEqual(shown.at(-1), cached()), 10_000, 'the watched query to show the cache');
+    const watched = withoutTypenames(shown.at(-1)!.userByUsername.posts);
+    expect(watched.edges.map((e) => e.node.content)).toEqual(['after the drop', 'while dropped', 'post 2', 'post 1']);
+    expect(watched).toEqual(await serverTimeline(server, writer.username, 10));
+    expect(answered).toEqual([]);
+    stop();
+    await waitFor(() => server.app.services.live.subscriptions === 0, 10_000, 'the subscription to end');
+    await socket.dispose();
+  });
+
+  it('reloads the page and follows from its startCursor when the last cursor is older than the change log keeps (CURSOR_EXPIRED)', async () => {
+    // A server whose clock jumps past the retention while the client is away.
+    let jumpMs = 0;
+    const aged = await startTestServer({ env: { ...LIVE_ENV, LIVE_RETENTION_S: '60' }, clock: new MonotonicClock({ now: () => Date.now() + jumpMs }) });
+    onTestFinished(() => aged.close());
+    const writer = await aLiveAuthor(aged, 1);
+    const socket = wsClient(aged.url, { token: writer.token });
+    onTestFinished(() => socket.dispose());
+    const apollo = apolloClient(writer.token, socket, aged.url);
+    const timeline = apollo.watchQuery({ query: TIMELINE, variables: { username: writer.username, first: 10 } });
+    const shown: Timeline[] = [];
+    const watching = timeline.subscribe(({ data }) => data && shown.push(data as Timeline));
+    onTestFinished(() => watching.unsubscribe());
+    await waitFor(() => shown.length === 1, 10_000, 'the first page');
+    const create = (content: string) => aged.gql(`mutation ($content: String!) { createPost(input: { content: $content }) { post { id } } }`, { content }, writer.token);
+
+    const changes: PostsChange[] = [];
+    const answered: unknown[] = [];
+    const options = { onMerged: (change: PostsChange) => changes.push(change), onError: (error: unknown) => answered.push(error) };
+    const stopFirst = followTimeline(timeline, { authorId: writer.id, after: shown[0]!.userByUsername.posts.pageInfo.startCursor }, options);
+    await waitFor(() => aged.app.services.live.subscriptions === 1, 10_000, 'the subscription on the server');
+    await create('before leaving');
+    await waitFor(() => changes.length === 1, 10_000, 'the first change');
+    stopFirst();
+    await waitFor(() => aged.app.services.live.subscriptions === 0, 10_000, 'the client to leave');
+
+    jumpMs = 61_000;
+    await create('while away');
+    const stop = followTimeline(timeline, { authorId: writer.id, after: changes[0]!.cursor }, options);
+    onTestFinished(stop);
+    await waitFor(() => shown.at(-1)!.userByUsername.posts.edges[0]?.node.content === 'while away', 10_000, 'the reloaded page');
+    await waitFor(() => aged.app.services.live.subscriptions === 1, 10_000, 'following from the reloaded page');
+    await create('back');
+    await waitFor(() => changes.length === 2, 10_000, 'a change after reloading');
+
+    expect(changes.map((c) => c.addedEdge?.node.content)).toEqual(['before leaving', 'back']);
+    const cached = () => apollo.readQuery({ query: TIMELINE, variables: { username: writer.username, first: 10 } });
+    await waitFor(() => isDeepStrictEqual(shown.at(-1), cached()), 10_000, 'the watched query to show the cache');
+    const watched = withoutTypenames(shown.at(-1)!.userByUsername.posts);
+    expect(watched.edges.map((e) => e.node.content)).toEqual(['back', 'while away', 'before leaving', 'post 1']);
+    expect(watched).toEqual(await serverTimeline(aged, writer.username, 10));
+    expect(answered).toEqual([]);
   });
 });
