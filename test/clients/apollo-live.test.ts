@@ -22,11 +22,13 @@ import {
   POSTS_CHANGED_SUBSCRIPTION,
   TIMELINE_QUERY,
   aLiveAuthor,
+  publish,
   serverTimeline,
+  unpublish,
   withoutTypenames,
-  type LiveAuthor,
   type PostsChange,
   type PostsChangedVariables,
+  type PostsPage,
   type Timeline,
   type TimelineVariables,
 } from './live-fixture.js';
@@ -97,37 +99,65 @@ function followTimeline(
   };
 }
 
+/** A client of `url`: subscriptions over `socket`, the rest over HTTP, `User.posts` paged by relayStylePagination. */
+function apolloClient(url: string, token: string, socket: Client) {
+  const http = new HttpLink({ uri: url, fetch, headers: { authorization: `Bearer ${token}` } });
+  const ws = new GraphQLWsLink(socket);
+  return new ApolloClient({
+    link: ApolloLink.split(({ operationType }) => operationType === OperationTypeNode.SUBSCRIPTION, ws, http),
+    cache: new InMemoryCache({ typePolicies: { User: { fields: { posts: relayStylePagination() } } } }),
+  });
+}
+
+/**
+ * Watch `username`'s newest `first` posts, as a view does, until the test ends: the
+ * first page once it arrives, the page shown now, and the page once the watched query
+ * shows what the cache holds (its broadcast may come a tick after a write).
+ */
+async function watchTimeline(apollo: ApolloClient, username: string, first: number) {
+  const variables = { username, first };
+  const timeline = apollo.watchQuery({ query: TIMELINE, variables });
+  const shown: Timeline[] = [];
+  const watching = timeline.subscribe(({ data }) => data && shown.push(data as Timeline));
+  onTestFinished(() => watching.unsubscribe());
+  await waitFor(() => shown.length === 1, 10_000, 'the first page');
+  const current = () => shown.at(-1)!.userByUsername.posts;
+  return {
+    timeline,
+    firstPage: shown[0]!.userByUsername.posts,
+    current,
+    async settled(): Promise<PostsPage> {
+      await waitFor(() => isDeepStrictEqual(shown.at(-1), apollo.readQuery({ query: TIMELINE, variables })), 10_000, 'the watched query to show the cache');
+      return withoutTypenames(current());
+    },
+  };
+}
+
 describe('Apollo Client keeps a relayStylePagination connection current from a subscription', () => {
   let server: TestServer;
-  let author: LiveAuthor;
 
   beforeAll(async () => {
     server = await startTestServer({ env: LIVE_ENV });
-    author = await aLiveAuthor(server, 8);
   });
   afterAll(() => server.close());
 
-  function apolloClient(token: string, socket: Client = wsClient(server.url, { token }), url = server.url) {
-    const http = new HttpLink({ uri: url, fetch, headers: { authorization: `Bearer ${token}` } });
-    const ws = new GraphQLWsLink(socket);
-    return new ApolloClient({
-      link: ApolloLink.split(({ operationType }) => operationType === OperationTypeNode.SUBSCRIPTION, ws, http),
-      cache: new InMemoryCache({ typePolicies: { User: { fields: { posts: relayStylePagination() } } } }),
-    });
+  /** An author of `posts` posts on `on`, and a client of theirs whose graphql-ws client is `socket`. */
+  async function anAuthorsClient(on: TestServer, posts: number) {
+    const author = await aLiveAuthor(on, posts);
+    const socket = wsClient(on.url, { token: author.token });
+    onTestFinished(() => socket.dispose());
+    return { author, socket, apollo: apolloClient(on.url, author.token, socket) };
   }
 
   it('prepends added posts and drops deleted ones in the watched page, which then equals the server page and pages on with fetchMore', async () => {
-    const apollo = apolloClient(author.token);
-    const timeline = apollo.watchQuery({ query: TIMELINE, variables: { username: author.username, first: 5 } });
-    const shown: Timeline[] = [];
-    const watching = timeline.subscribe(({ data }) => data && shown.push(data as Timeline));
-    await waitFor(() => shown.length === 1, 10_000, 'the first page');
-    const firstPage = shown[0]!.userByUsername.posts;
+    const { author, apollo } = await anAuthorsClient(server, 8);
+    const { timeline, firstPage, current, settled } = await watchTimeline(apollo, author.username, 5);
     expect(firstPage.edges.map((e) => e.node.content)).toEqual(['post 8', 'post 7', 'post 6', 'post 5', 'post 4']);
 
     // Everything newer than the newest post shown.
     const changes: PostsChange[] = [];
-    const unsubscribe = followTimeline(timeline, { authorId: author.id, after: firstPage.pageInfo.startCursor }, { onMerged: (change) => changes.push(change) });
+    const stop = followTimeline(timeline, { authorId: author.id, after: firstPage.pageInfo.startCursor }, { onMerged: (change) => changes.push(change) });
+    onTestFinished(stop);
     await waitFor(() => server.app.services.live.subscriptions === 1, 10_000, 'the subscription on the server');
 
     // Mutations go over HTTP through the same client (graphql-ws would refuse them).
@@ -141,17 +171,13 @@ describe('Apollo Client keeps a relayStylePagination connection current from a s
     await remove(author.postIds.get('post 4')!); // the last edge shown: endCursor moves
 
     await waitFor(() => changes.length === 6, 10_000, 'six changes merged');
-    // The watched query emits what the cache now holds (its broadcast may come a tick later).
-    const cached = () => apollo.readQuery({ query: TIMELINE, variables: { username: author.username, first: 5 } });
-    await waitFor(() => isDeepStrictEqual(shown.at(-1), cached()), 10_000, 'the watched query to show the cache');
-    const watched = withoutTypenames(shown.at(-1)!.userByUsername.posts);
+    const watched = await settled();
     expect(watched.edges.map((e) => e.node.content)).toEqual(['live 3', 'live 1', 'post 8', 'post 7', 'post 5']);
     const fresh = await serverTimeline(server, author.username, watched.edges.length);
     expect(watched.edges).toEqual(fresh.edges);
     expect(watched.pageInfo).toEqual({ ...fresh.pageInfo, hasNextPage: true, hasPreviousPage: false });
 
     // Paging on from the merged connection's endCursor: the older posts, once each.
-    const current = () => shown.at(-1)!.userByUsername.posts;
     let pages = 0;
     while (current().pageInfo.hasNextPage) {
       const before = current().edges.length;
@@ -167,54 +193,40 @@ describe('Apollo Client keeps a relayStylePagination connection current from a s
     expect(all.pageInfo).toEqual({ ...everything.pageInfo, hasNextPage: false });
     expect(changes).toHaveLength(6);
 
-    unsubscribe();
-    watching.unsubscribe();
+    stop();
     await waitFor(() => server.app.services.live.subscriptions === 0, 10_000, 'the subscription to end');
-    apollo.stop();
   });
 
   it('follows on after a dropped socket from the last change it merged: what was made meanwhile arrives, nothing twice', async () => {
-    const writer = await aLiveAuthor(server, 2);
-    const socket = wsClient(server.url, { token: writer.token });
-    const apollo = apolloClient(writer.token, socket);
-    const timeline = apollo.watchQuery({ query: TIMELINE, variables: { username: writer.username, first: 10 } });
-    const shown: Timeline[] = [];
-    const watching = timeline.subscribe(({ data }) => data && shown.push(data as Timeline));
-    onTestFinished(() => watching.unsubscribe());
-    await waitFor(() => shown.length === 1, 10_000, 'the first page');
-
+    const { author, socket, apollo } = await anAuthorsClient(server, 2);
+    const { timeline, firstPage, settled } = await watchTimeline(apollo, author.username, 10);
     const changes: PostsChange[] = [];
     const answered: unknown[] = [];
     const stop = followTimeline(
       timeline,
-      { authorId: writer.id, after: shown[0]!.userByUsername.posts.pageInfo.startCursor },
+      { authorId: author.id, after: firstPage.pageInfo.startCursor },
       { retryMs: 200, onMerged: (change) => changes.push(change), onError: (error) => answered.push(error) },
     );
     onTestFinished(stop);
     await waitFor(() => server.app.services.live.subscriptions === 1, 10_000, 'the subscription on the server');
-    const create = async (content: string) =>
-      (await server.gql(`mutation ($content: String!) { createPost(input: { content: $content }) { post { id } } }`, { content }, writer.token)).data!.createPost.post.id as string;
-    const early = await create('before the drop');
+    const early = await publish(server, author.token, 'before the drop');
     await waitFor(() => changes.length === 1, 10_000, 'the first change');
 
     socket.terminate();
     // Made while the client has no subscription: only resuming after its last cursor brings them.
-    await create('while dropped');
-    await server.gql(`mutation ($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`, { id: early }, writer.token);
+    await publish(server, author.token, 'while dropped');
+    await unpublish(server, author.token, early);
     await waitFor(() => changes.length === 3, 10_000, 'the changes made while dropped');
-    await create('after the drop');
+    await publish(server, author.token, 'after the drop');
     await waitFor(() => changes.length === 4, 10_000, 'a change after resuming');
 
     expect(changes.map((c) => c.addedEdge?.node.content ?? `deleted ${c.deletedPostId}`)).toEqual(['before the drop', 'while dropped', `deleted ${early}`, 'after the drop']);
-    const cached = () => apollo.readQuery({ query: TIMELINE, variables: { username: writer.username, first: 10 } });
-    await waitFor(() => isDeepStrictEqual(shown.at(-1), cached()), 10_000, 'the watched query to show the cache');
-    const watched = withoutTypenames(shown.at(-1)!.userByUsername.posts);
+    const watched = await settled();
     expect(watched.edges.map((e) => e.node.content)).toEqual(['after the drop', 'while dropped', 'post 2', 'post 1']);
-    expect(watched).toEqual(await serverTimeline(server, writer.username, 10));
+    expect(watched).toEqual(await serverTimeline(server, author.username, 10));
     expect(answered).toEqual([]);
     stop();
     await waitFor(() => server.app.services.live.subscriptions === 0, 10_000, 'the subscription to end');
-    await socket.dispose();
   });
 
   it('reloads the page and follows from its startCursor when the last cursor is older than the change log keeps (CURSOR_EXPIRED)', async () => {
@@ -222,42 +234,31 @@ describe('Apollo Client keeps a relayStylePagination connection current from a s
     let jumpMs = 0;
     const aged = await startTestServer({ env: { ...LIVE_ENV, LIVE_RETENTION_S: '60' }, clock: new MonotonicClock({ now: () => Date.now() + jumpMs }) });
     onTestFinished(() => aged.close());
-    const writer = await aLiveAuthor(aged, 1);
-    const socket = wsClient(aged.url, { token: writer.token });
-    onTestFinished(() => socket.dispose());
-    const apollo = apolloClient(writer.token, socket, aged.url);
-    const timeline = apollo.watchQuery({ query: TIMELINE, variables: { username: writer.username, first: 10 } });
-    const shown: Timeline[] = [];
-    const watching = timeline.subscribe(({ data }) => data && shown.push(data as Timeline));
-    onTestFinished(() => watching.unsubscribe());
-    await waitFor(() => shown.length === 1, 10_000, 'the first page');
-    const create = (content: string) => aged.gql(`mutation ($content: String!) { createPost(input: { content: $content }) { post { id } } }`, { content }, writer.token);
-
+    const { author, apollo } = await anAuthorsClient(aged, 1);
+    const { timeline, firstPage, current, settled } = await watchTimeline(apollo, author.username, 10);
     const changes: PostsChange[] = [];
     const answered: unknown[] = [];
     const options = { onMerged: (change: PostsChange) => changes.push(change), onError: (error: unknown) => answered.push(error) };
-    const stopFirst = followTimeline(timeline, { authorId: writer.id, after: shown[0]!.userByUsername.posts.pageInfo.startCursor }, options);
+    const stopFirst = followTimeline(timeline, { authorId: author.id, after: firstPage.pageInfo.startCursor }, options);
     await waitFor(() => aged.app.services.live.subscriptions === 1, 10_000, 'the subscription on the server');
-    await create('before leaving');
+    await publish(aged, author.token, 'before leaving');
     await waitFor(() => changes.length === 1, 10_000, 'the first change');
     stopFirst();
     await waitFor(() => aged.app.services.live.subscriptions === 0, 10_000, 'the client to leave');
 
     jumpMs = 61_000;
-    await create('while away');
-    const stop = followTimeline(timeline, { authorId: writer.id, after: changes[0]!.cursor }, options);
+    await publish(aged, author.token, 'while away');
+    const stop = followTimeline(timeline, { authorId: author.id, after: changes[0]!.cursor }, options);
     onTestFinished(stop);
-    await waitFor(() => shown.at(-1)!.userByUsername.posts.edges[0]?.node.content === 'while away', 10_000, 'the reloaded page');
+    await waitFor(() => current().edges[0]?.node.content === 'while away', 10_000, 'the reloaded page');
     await waitFor(() => aged.app.services.live.subscriptions === 1, 10_000, 'following from the reloaded page');
-    await create('back');
+    await publish(aged, author.token, 'back');
     await waitFor(() => changes.length === 2, 10_000, 'a change after reloading');
 
     expect(changes.map((c) => c.addedEdge?.node.content)).toEqual(['before leaving', 'back']);
-    const cached = () => apollo.readQuery({ query: TIMELINE, variables: { username: writer.username, first: 10 } });
-    await waitFor(() => isDeepStrictEqual(shown.at(-1), cached()), 10_000, 'the watched query to show the cache');
-    const watched = withoutTypenames(shown.at(-1)!.userByUsername.posts);
+    const watched = await settled();
     expect(watched.edges.map((e) => e.node.content)).toEqual(['back', 'while away', 'before leaving', 'post 1']);
-    expect(watched).toEqual(await serverTimeline(aged, writer.username, 10));
+    expect(watched).toEqual(await serverTimeline(aged, author.username, 10));
     expect(answered).toEqual([]);
   });
 });

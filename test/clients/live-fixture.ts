@@ -82,17 +82,26 @@ export interface LiveAuthor {
   readonly postIds: ReadonlyMap<string, string>;
 }
 
+/** Publish a post as the holder of `token`; its global id. */
+export async function publish(server: TestServer, token: string, content: string): Promise<string> {
+  const post = await server.gql(`mutation ($content: String!) { createPost(input: { content: $content }) { post { id } } }`, { content }, token);
+  if (!post.data?.createPost) throw new Error(`createPost failed: ${JSON.stringify(post.errors)}`);
+  return post.data.createPost.post.id;
+}
+
+/** Delete a post as the holder of `token`. */
+export async function unpublish(server: TestServer, token: string, id: string): Promise<void> {
+  const deleted = await server.gql(`mutation ($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`, { id }, token);
+  if (!deleted.data?.deletePost) throw new Error(`deletePost failed: ${JSON.stringify(deleted.errors)}`);
+}
+
 /** Create a user and publish `posts` posts as them, "post 1" (oldest) to "post <posts>". */
 export async function aLiveAuthor(server: TestServer, posts: number): Promise<LiveAuthor> {
   const { username, displayName } = aUser();
   const token = await server.token(username);
   const created = await server.gql(`mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`, { input: { username, displayName } }, token);
   const postIds = new Map<string, string>();
-  for (let i = 1; i <= posts; i++) {
-    const content = `post ${i}`;
-    const post = await server.gql(`mutation ($content: String!) { createPost(input: { content: $content }) { post { id } } }`, { content }, token);
-    postIds.set(content, post.data!.createPost.post.id);
-  }
+  for (let i = 1; i <= posts; i++) postIds.set(`post ${i}`, await publish(server, token, `post ${i}`));
   return { id: created.data!.createUser.user.id, username, token, postIds };
 }
 

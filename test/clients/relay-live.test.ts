@@ -29,7 +29,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { waitFor, wsClient } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
-import { LIVE_ENV, aLiveAuthor, serverTimeline, withoutTypenames } from './live-fixture.js';
+import { LIVE_ENV, aLiveAuthor, publish, serverTimeline, unpublish, withoutTypenames } from './live-fixture.js';
 import ListItemsChanged, { type liveOperationsListItemsChangedSubscription } from './relay/__generated__/liveOperationsListItemsChangedSubscription.graphql.js';
 import ListQuery, { type liveOperationsListQuery } from './relay/__generated__/liveOperationsListQuery.graphql.js';
 import PostsChanged from './relay/__generated__/liveOperationsPostsChangedSubscription.graphql.js';
@@ -144,9 +144,8 @@ describe('Relay keeps connections current from subscriptions', () => {
     });
     onTestFinished(() => subscription.dispose());
     await waitFor(() => server.app.services.live.subscriptions === 1, 10_000, 'the subscription on the server');
-    const create = async (content: string) =>
-      (await server.gql(`mutation ($content: String!) { createPost(input: { content: $content }) { post { id } } }`, { content }, author.token)).data!.createPost.post.id as string;
-    const remove = (id: string) => server.gql(`mutation ($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`, { id }, author.token);
+    const create = (content: string) => publish(server, author.token, content);
+    const remove = (id: string) => unpublish(server, author.token, id);
     await create('live 1');
     const live2 = await create('live 2');
     await create('live 3');
