@@ -110,21 +110,22 @@ function apolloClient(url: string, token: string, socket: Client) {
 }
 
 /**
- * Watch `username`'s newest `first` posts, as a view does, until the test ends: the
- * first page once it arrives, the page shown now, and the page once the watched query
- * shows what the cache holds (its broadcast may come a tick after a write).
+ * Load `username`'s newest `first` posts and watch them until the test ends, as a view
+ * does (the README's order): the first page, the page shown now, and the page once the
+ * watched query shows what the cache holds (its broadcast may come a tick after a write).
  */
 async function watchTimeline(apollo: ApolloClient, username: string, first: number) {
   const variables = { username, first };
+  const { data } = await apollo.query({ query: TIMELINE, variables });
   const timeline = apollo.watchQuery({ query: TIMELINE, variables });
   const shown: Timeline[] = [];
   const watching = timeline.subscribe(({ data }) => data && shown.push(data as Timeline));
   onTestFinished(() => watching.unsubscribe());
-  await waitFor(() => shown.length === 1, 10_000, 'the first page');
+  await waitFor(() => shown.length === 1, 10_000, 'the watched page');
   const current = () => shown.at(-1)!.userByUsername.posts;
   return {
     timeline,
-    firstPage: shown[0]!.userByUsername.posts,
+    firstPage: data!.userByUsername.posts,
     current,
     async settled(): Promise<PostsPage> {
       await waitFor(() => isDeepStrictEqual(shown.at(-1), apollo.readQuery({ query: TIMELINE, variables })), 10_000, 'the watched query to show the cache');
