@@ -1,7 +1,8 @@
 /**
  * The playground: GraphiQL served entirely by this server (no CDN), so it works with no
  * internet access. `GET /graphql` from a browser gets the page; its scripts and styles
- * come from the installed `graphiql`, `react` and `react-dom` packages.
+ * come from the installed `graphiql`, `react`, `react-dom` and `graphql-ws` packages;
+ * subscriptions run over WebSocket with graphql-ws's own browser client.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -19,8 +20,16 @@ const ASSETS: Record<string, { pkg: string; file: string; type: string }> = {
 
 const cache = new Map<string, Buffer>();
 
+/**
+ * graphql-ws's browser client, served as the ES modules its package ships (they import
+ * only each other, by relative paths): `/playground/graphql-ws/<file>.js`.
+ */
+const GRAPHQL_WS_PREFIX = '/playground/graphql-ws/';
+const GRAPHQL_WS_FILE = /^[A-Za-z0-9_-]+\.js$/;
+
 /** A playground asset (body and content type), or null for an unknown path. */
 export function playgroundAsset(path: string): { body: Buffer; type: string } | null {
+  if (path.startsWith(GRAPHQL_WS_PREFIX)) return graphqlWsModule(path.slice(GRAPHQL_WS_PREFIX.length));
   const asset = ASSETS[path];
   if (!asset) return null;
   let body = cache.get(path);
@@ -32,10 +41,28 @@ export function playgroundAsset(path: string): { body: Buffer; type: string } | 
   return { body, type: `${asset.type}; charset=utf-8` };
 }
 
+/** One of graphql-ws's ES modules (from its `dist/`), or null for a name it does not ship. */
+function graphqlWsModule(file: string): { body: Buffer; type: string } | null {
+  if (!GRAPHQL_WS_FILE.test(file)) return null;
+  const key = `graphql-ws/${file}`;
+  let body = cache.get(key);
+  if (!body) {
+    try {
+      body = readFileSync(join(dirname(require.resolve('graphql-ws/package.json')), 'dist', file));
+    } catch {
+      return null;
+    }
+    cache.set(key, body);
+  }
+  return { body, type: 'text/javascript; charset=utf-8' };
+}
+
 /** The demo data set's ids (global IDs), for the example tabs. */
 export interface DemoIds {
   readonly meeting: string;
   readonly list: string;
+  /** alice's user id: the subscription tab follows her timeline. */
+  readonly author?: string;
 }
 
 /**
@@ -46,6 +73,7 @@ export interface DemoIds {
 export function exampleTabs(ids: DemoIds | null): ReadonlyArray<{ query: string }> {
   const meeting = ids?.meeting ?? 'PASTE-A-MEETING-ID';
   const list = ids?.list ?? 'PASTE-AN-ORDEREDLIST-ID';
+  const author = ids?.author ?? 'PASTE-A-USER-ID';
   const whereFrom = (what: string, mutation: string) =>
     ids
       ? `# (the demo ${what}; any ${what} id works)`
@@ -168,6 +196,28 @@ mutation Examples {
 }`,
     },
     {
+      query: `# Live: alice's timeline as it changes (a
+# subscription, over WebSocket). Run it, then
+# post as alice (a token for alice in Headers,
+# the mutations tab) and watch the post arrive.
+# To resume after a dropped connection, pass
+# the last change's cursor as $after.
+${ids?.author ? "# (alice's id from the demo set)" : '# Paste a user id: userByUsername returns one.'}
+subscription AliceTimeline($after: String) {
+  postsChanged(
+    authorId: "${author}"
+    after: $after
+  ) {
+    cursor
+    addedEdge {
+      cursor
+      node { id content createdAt }
+    }
+    deletedPostId
+  }
+}`,
+    },
+    {
       query: `# alice's lists (the ones she owns) and her
 # meetings (created or accepted), newest first.
 query UserListsAndMeetings {
@@ -214,14 +264,33 @@ export function playgroundHtml(ids: DemoIds | null = null): string {
 <script src="/playground/react.production.min.js"></script>
 <script src="/playground/react-dom.production.min.js"></script>
 <script src="/playground/graphiql.min.js"></script>
-<script>
+<script type="module">
+  import { createClient } from '/playground/graphql-ws/client.js';
   const config = ${config};
   const send = GraphiQL.createFetcher({ url: window.location.origin + '/graphql' });
+  // Subscriptions go over WebSocket (graphql-ws), with the Headers pane's token in
+  // connection_init; a change of headers opens a new socket.
+  let socket = null;
+  let socketHeaders = null;
+  const subscriptions = (headers) => {
+    const key = JSON.stringify(headers || {});
+    if (socket && socketHeaders === key) return socket;
+    if (socket) socket.dispose();
+    socketHeaders = key;
+    socket = createClient({ url: window.location.origin.replace(/^http/, 'ws') + '/graphql', connectionParams: headers || {} });
+    return socket;
+  };
   // Right after a tab switch GraphiQL may still send the previous tab's operation name:
   // send a name only when the document has that operation (or its only one).
   const fetcher = (params, options) => {
-    const names = [...params.query.replace(/#.*$/gm, '').matchAll(/\\b(?:query|mutation|subscription)\\s+([_A-Za-z]\\w*)/g)].map((m) => m[1]);
+    const source = params.query.replace(/#.*$/gm, '');
+    const operations = [...source.matchAll(/\\b(query|mutation|subscription)\\s+([_A-Za-z]\\w*)/g)].map((m) => ({ type: m[1], name: m[2] }));
+    const names = operations.map((o) => o.name);
     const operationName = names.includes(params.operationName) ? params.operationName : names.length <= 1 ? names[0] : params.operationName;
+    const chosen = operations.find((o) => o.name === operationName) ?? (operations.length === 0 && /^\\s*subscription\\b/.test(source) ? { type: 'subscription' } : undefined);
+    if (chosen && chosen.type === 'subscription') {
+      return subscriptions(options && options.headers).iterate({ query: params.query, variables: params.variables, operationName });
+    }
     return send({ ...params, operationName }, options);
   };
   // GraphiQL's saved state (tabs, headers), kept apart for each demo data set.

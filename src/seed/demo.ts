@@ -5,7 +5,8 @@
  */
 import { createListApplier, createRequestContext, type Services } from '../composition-root.js';
 import type { DemoIds } from '../graphql/playground.js';
-import { listGlobalId, meetingGlobalId } from '../graphql/ids.js';
+import { listGlobalId, meetingGlobalId, userGlobalId } from '../graphql/ids.js';
+import { readUserIds } from '../features/users/users.js';
 import type { Store } from '../store/port.js';
 import { seedProgressTable } from './seed-tables.js';
 
@@ -34,7 +35,9 @@ export async function demoIds(store: Store): Promise<DemoSummary | null> {
 /** The demo set's global IDs for the playground's example tabs, or null. */
 export async function demoGlobalIds(store: Store): Promise<DemoIds | null> {
   const ids = await demoIds(store);
-  return ids && { meeting: meetingGlobalId(ids.meetingId), list: listGlobalId(ids.listId) };
+  if (!ids) return null;
+  const [alice] = await readUserIds(store, [DEMO_USERS[0]!.username]);
+  return { meeting: meetingGlobalId(ids.meetingId), list: listGlobalId(ids.listId), ...(alice && { author: userGlobalId(alice) }) };
 }
 
 /** Seed the demo set unless its first user exists; returns the ids to try, or null. */

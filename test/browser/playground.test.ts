@@ -8,6 +8,7 @@ import { mkdirSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listGlobalId, meetingGlobalId } from '../../src/graphql/ids.js';
+import { waitFor } from '../support/live-client.js';
 import { seedDemoData, type DemoSummary } from '../../src/seed/demo.js';
 import { launchChromium } from '../support/browser.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
@@ -70,9 +71,9 @@ describe('the playground in Chromium', () => {
     expect(result.data.userByUsername.posts.pageInfo.hasNextPage).toBe(true);
 
     const tabs = page.locator('.graphiql-tab');
-    expect(await tabs.count()).toBe(7);
+    expect(await tabs.count()).toBe(8);
     const queries: string[] = [];
-    for (let i = 0; i < 7; i++) {
+    for (let i = 0; i < 8; i++) {
       await tabs.nth(i).click();
       queries.push(await editorValue(page, QUERY));
       // Nothing runs off the editor: no horizontal scrolling.
@@ -87,7 +88,9 @@ describe('the playground in Chromium', () => {
     await tabs.nth(2).click();
     const meetingResult = await run(page);
     expect(meetingResult.data.node).toMatchObject({ title: 'Tea party planning', acceptanceCount: 3 });
-    await tabs.nth(6).click();
+    const alice = await server.gql(`{ userByUsername(username: "alice") { id } }`);
+    expect(queries[6]).toContain(`authorId: "${alice.data!.userByUsername.id}"`);
+    await tabs.nth(7).click();
     const mine = await run(page);
     expect(mine.data.userByUsername.lists.edges.map((e: { node: { title: string; owner: { username: string } } }) => e.node)).toEqual([
       { id: listGlobalId(demo.listId), title: 'Groceries', owner: { username: 'alice' } },
@@ -99,6 +102,44 @@ describe('the playground in Chromium', () => {
     mkdirSync('test-results', { recursive: true });
     await tabs.nth(0).click();
     await page.screenshot({ path: 'test-results/playground.png' });
+    await page.close();
+  }, 60_000);
+
+  it('runs the subscription tab over WebSocket, offline, and shows a post made meanwhile', async () => {
+    const page = await browser.newPage({ viewport: { width: 1024, height: 768 } });
+    const origin = new URL(server.url).origin;
+    const foreign: string[] = [];
+    page.on('request', (r) => {
+      if (!r.url().startsWith(origin) && !r.url().startsWith(origin.replace(/^http/, 'ws'))) foreign.push(r.url());
+    });
+    await page.goto(server.url, { waitUntil: 'load' });
+    await page.waitForSelector('.graphiql-container', { timeout: 20_000 });
+    await page.locator('.graphiql-tab').nth(6).click();
+    const held = server.app.services.live.subscriptions;
+    await page.click('.graphiql-execute-button');
+    await waitFor(() => server.app.services.live.subscriptions > held, 10_000, 'the playground to subscribe');
+    const alice = await server.token('alice');
+    await server.gql(`mutation { createPost(input: { content: "live from the playground test" }) { post { id } } }`, {}, alice);
+    await page.waitForFunction(`${readEditor(RESULT)}.includes('live from the playground test')`, null, { timeout: 20_000 });
+    const shown = JSON.parse(await editorValue(page, RESULT)) as Record<string, any>;
+    expect(shown.data.postsChanged.addedEdge.node.content).toBe('live from the playground test');
+    expect(shown.data.postsChanged.cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+
+    // Stop it (the button stops what runs), then: the Headers pane's token goes in
+    // connection_init, for an admin's subscription.
+    await page.click('.graphiql-execute-button');
+    await waitFor(() => server.app.services.live.subscriptions === held, 10_000, 'the subscription to stop');
+    const admin = await server.token('root', { admin: true });
+    await setEditorValue(page, HEADERS, JSON.stringify({ Authorization: `Bearer ${admin}` }));
+    await page.click('.graphiql-tab-add');
+    await setEditorValue(page, QUERY, 'subscription { suspensionsChanged { cursor unsuspendedUserId } }');
+    await page.click('.graphiql-execute-button');
+    await waitFor(() => server.app.services.live.subscribersOf('suspensions') === 1, 10_000, 'the admin subscription');
+    const dave = await server.gql(`{ userByUsername(username: "dave") { id } }`);
+    await server.gql(`mutation ($id: ID!) { unsuspendUser(input: { userId: $id }) { user { id } } }`, { id: dave.data!.userByUsername.id }, admin);
+    await page.waitForFunction(`${readEditor(RESULT)}.includes('unsuspendedUserId')`, null, { timeout: 20_000 });
+    expect(JSON.parse(await editorValue(page, RESULT))).toMatchObject({ data: { suspensionsChanged: { unsuspendedUserId: dave.data!.userByUsername.id } } });
+    expect(foreign).toEqual([]);
     await page.close();
   }, 60_000);
 
