@@ -23,6 +23,7 @@ const TSC = join(modules('typescript'), 'bin', 'tsc');
 const CLIENT = `import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type DocumentNode } from 'graphql';
 import { createSdk, getSdk, SdkError, TimelineDocument, type TimelineQuery, type TimelineQueryVariables } from 'cassandra-relay-graphql-sdk';
+import WebSocket from 'ws';
 
 const url = process.env.API_URL!;
 
@@ -52,13 +53,23 @@ try {
   code = err instanceof SdkError ? err.code : 'not an SdkError';
 }
 
+// Live: everything newer than the post at a posts cursor (here, the second page's first), typed.
+const live = createSdk(url, { webSocketImpl: WebSocket });
+const second = next.userByUsername!.posts.edges[0]!;
+const newer: string[] = [];
+for await (const change of live.PostsChanged({ authorId: page.userByUsername!.id, after: second.cursor })) {
+  newer.push(change.postsChanged.addedEdge?.node.content ?? 'deleted');
+  if (newer.length === 2) break;
+}
+await live.dispose();
+
 /** Never called: the compiler must refuse it. */
 export function wrongVariables() {
   // @ts-expect-error username is a String!
   return sdk.Timeline({ username: 42 });
 }
 
-console.log(JSON.stringify({ contents, next: next.userByUsername!.posts.edges.map((e) => e.node.content), code, kind: timeline.kind }));
+console.log(JSON.stringify({ contents, next: next.userByUsername!.posts.edges.map((e) => e.node.content), code, kind: timeline.kind, newer }));
 `;
 
 describeEachStore('the SDK as an installed package', (target) => {
@@ -90,7 +101,7 @@ describeEachStore('the SDK as an installed package', (target) => {
     // The peers come from this checkout (linked), the SDK from its tarball; no registry.
     await run(
       'npm',
-      ['install', '--offline', '--no-audit', '--no-fund', '--install-links=false', resolve(scratch, tarball), modules('graphql'), modules('@graphql-typed-document-node/core')],
+      ['install', '--offline', '--no-audit', '--no-fund', '--install-links=false', resolve(scratch, tarball), modules('graphql'), modules('@graphql-typed-document-node/core'), modules('graphql-ws'), modules('ws')],
       { cwd: app },
     );
     writeFileSync(join(app, 'client.ts'), CLIENT);
@@ -102,7 +113,10 @@ describeEachStore('the SDK as an installed package', (target) => {
       }),
     );
     // No @types/node in the scratch project: the client declares the little it needs.
-    writeFileSync(join(app, 'env.d.ts'), 'declare const process: { env: Record<string, string | undefined> };\n');
+    writeFileSync(
+      join(app, 'env.d.ts'),
+      "declare const process: { env: Record<string, string | undefined> };\ndeclare module 'ws' { const WebSocket: unknown; export default WebSocket; }\n",
+    );
     await run(process.execPath, [TSC, '-p', 'tsconfig.json', '--noEmit', 'false'], { cwd: app }).catch((err: { stdout: string }) => {
       throw new Error(`the client does not type-check:\n${err.stdout}`);
     });
@@ -113,6 +127,7 @@ describeEachStore('the SDK as an installed package', (target) => {
       next: ['carol 2', 'carol 1'],
       code: 'UNAUTHENTICATED',
       kind: 'Document',
+      newer: ['carol 3', 'carol 4'],
     });
   }, 120_000);
 });

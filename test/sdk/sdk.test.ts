@@ -5,13 +5,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SdkError, createSdk } from '../../sdk/client.js';
 import { aUser } from '../../src/features/users/user-mother.js';
+import WebSocket from 'ws';
+import { localIdOf } from '../../src/graphql/ids.js';
+import { waitFor } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 import { describeEachStore } from '../support/stores.js';
 
 describeEachStore('the typed SDK', (target) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ target });
+    // One process, one clock: a subscription without `after` starts exactly now.
+    server = await startTestServer({ target, env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0' } });
   });
   afterAll(() => server.close());
 
@@ -74,5 +78,31 @@ describeEachStore('the typed SDK', (target) => {
     const error = await anonymous.CreatePost({ input: { content: 'x' } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SdkError);
     expect((error as SdkError).code).toBe('UNAUTHENTICATED');
+  });
+  it('follows live changes as typed AsyncIterables over WebSocket, resumes with after, and raises their errors with codes', async () => {
+    const input = aUser();
+    const me = createSdk(server.url, { token: await server.token(input.username), webSocketImpl: WebSocket });
+    const userId = (await me.CreateUser({ input })).createUser!.user.id;
+    const changes = me.PostsChanged({ authorId: userId })[Symbol.asyncIterator]();
+    const first = changes.next();
+    await waitFor(() => server.app.services.live.subscribersOf(`posts:${localIdOf(userId, 'id', 'User')}`) === 1, 5_000, 'the subscription');
+    const made = (await me.CreatePost({ input: { content: 'live sdk 1' } })).createPost!.post;
+    await me.CreatePost({ input: { content: 'live sdk 2' } });
+    const one = (await first).value!;
+    // Typed: the change's fields as documents/subscriptions.graphql selects them.
+    expect(one.postsChanged.addedEdge?.node).toMatchObject({ id: made.id, content: 'live sdk 1' });
+    expect((await changes.next()).value!.postsChanged.addedEdge?.node.content).toBe('live sdk 2');
+    await changes.return!();
+
+    await me.DeletePost({ input: { id: made.id } });
+    const resumed = me.PostsChanged({ authorId: userId, after: one.postsChanged.cursor })[Symbol.asyncIterator]();
+    const later = [(await resumed.next()).value!, (await resumed.next()).value!];
+    expect(later.map((c) => c.postsChanged.addedEdge?.node.content ?? `deleted ${c.postsChanged.deletedPostId}`)).toEqual(['live sdk 2', `deleted ${made.id}`]);
+    await resumed.return!();
+
+    const refused = await me.SuspensionsChanged({})[Symbol.asyncIterator]().next().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SdkError);
+    expect((refused as SdkError).code).toBe('FORBIDDEN');
+    await me.dispose();
   });
 });
