@@ -14,7 +14,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { waitFor } from '../support/live-client.js';
 import { describeEachStore } from '../support/stores.js';
-import { startTestServer, type TestServer } from '../support/test-server.js';
+import type { TestServer } from '../support/test-server.js';
+import { aLiveTimeline } from './timeline-fixture.js';
 
 const TIMELINE = gql`
   query Timeline($username: String!, $first: Int, $after: String) {
@@ -43,16 +44,14 @@ type Timeline = { userByUsername: { id: string; posts: { edges: Edge[]; pageInfo
 type PostsChanged = { postsChanged: { cursor: string; addedEdge: Edge | null; deletedPostId: string | null } };
 
 describeEachStore('Apollo Client kept current by a subscription', (target) => {
+  let timeline: Awaited<ReturnType<typeof aLiveTimeline>>;
   let server: TestServer;
   let token: string;
   const username = 'apollo_live';
 
   beforeAll(async () => {
-    // One process, one clock: no skew to allow for.
-    server = await startTestServer({ target, env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0' } });
-    token = await server.token(username);
-    await server.gql(`mutation { createUser(input: { username: "${username}", displayName: "Apollo" }) { user { id } } }`, {}, token);
-    for (let i = 1; i <= 3; i++) await server.gql(`mutation ($c: String!) { createPost(input: { content: $c }) { post { id } } }`, { c: `p${i}` }, token);
+    timeline = await aLiveTimeline(target, username, 'p');
+    ({ server, token } = timeline);
   });
   afterAll(() => server.close());
 
@@ -97,13 +96,11 @@ describeEachStore('Apollo Client kept current by a subscription', (target) => {
     });
     await waitFor(() => server.app.services.live.subscriptions === 1, 5_000, 'the subscription');
     const p2 = latest!.userByUsername.posts.edges[1]!.node.id;
-    for (const c of ['p4', 'p5']) await server.gql(`mutation ($c: String!) { createPost(input: { content: $c }) { post { id } } }`, { c }, token);
-    await server.gql(`mutation ($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`, { id: p2 }, token);
+    for (const c of ['p4', 'p5']) await timeline.post(c);
+    await timeline.deletePost(p2);
 
     await waitFor(() => latest!.userByUsername.posts.edges.map((e) => e.node.content).join() === 'p5,p4,p3,p1', 10_000, 'the changes in the cache');
-    const fresh = await server.gql(`query ($u: String!) { userByUsername(username: $u) { posts(first: 10) { edges { cursor node { id content } } } } }`, { u: username });
-    const strip = (edges: Edge[]) => edges.map((e) => ({ cursor: e.cursor, node: { id: e.node.id, content: e.node.content } }));
-    expect(strip(latest!.userByUsername.posts.edges)).toEqual(strip(fresh.data!.userByUsername.posts.edges));
+    expect(latest!.userByUsername.posts.edges.map((e) => ({ cursor: e.cursor, id: e.node.id, content: e.node.content }))).toEqual(await timeline.fresh());
     // Paging on from the merged connection: its end cursor is the server's.
     const more = await watched.fetchMore({ variables: { after: latest!.userByUsername.posts.pageInfo.endCursor } });
     expect((more.data as Timeline).userByUsername.posts).toMatchObject({ edges: [], pageInfo: { hasNextPage: false } });

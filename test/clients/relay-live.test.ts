@@ -17,21 +17,20 @@ import subscriptionArtifact from './relay/__generated__/LiveTimelinePostsChanged
 import queryArtifact, { type LiveTimelineQuery$data } from './relay/__generated__/LiveTimelineQuery.graphql.js';
 import { waitFor } from '../support/live-client.js';
 import { describeEachStore } from '../support/stores.js';
-import { startTestServer, type TestServer } from '../support/test-server.js';
+import type { TestServer } from '../support/test-server.js';
+import { aLiveTimeline } from './timeline-fixture.js';
 
 const RELAY_DIR = join(import.meta.dirname, 'relay');
 
 describeEachStore('Relay kept current by a subscription', (target) => {
+  let timeline: Awaited<ReturnType<typeof aLiveTimeline>>;
   let server: TestServer;
   let token: string;
   const username = 'relay_live';
 
   beforeAll(async () => {
-    // One process, one clock: no skew to allow for.
-    server = await startTestServer({ target, env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0' } });
-    token = await server.token(username);
-    await server.gql(`mutation { createUser(input: { username: "${username}", displayName: "Relay" }) { user { id } } }`, {}, token);
-    for (let i = 1; i <= 3; i++) await server.gql(`mutation ($c: String!) { createPost(input: { content: $c }) { post { id } } }`, { c: `r${i}` }, token);
+    timeline = await aLiveTimeline(target, username, 'r');
+    ({ server, token } = timeline);
   });
   afterAll(() => server.close());
 
@@ -70,12 +69,11 @@ describeEachStore('Relay kept current by a subscription', (target) => {
     });
     await waitFor(() => server.app.services.live.subscriptions === 1, 5_000, 'the subscription');
     const r2 = posts.edges![1]!.node!.id;
-    for (const c of ['r4', 'r5']) await server.gql(`mutation ($c: String!) { createPost(input: { content: $c }) { post { id } } }`, { c }, token);
-    await server.gql(`mutation ($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`, { id: r2 }, token);
+    for (const c of ['r4', 'r5']) await timeline.post(c);
+    await timeline.deletePost(r2);
 
     await waitFor(() => read().map((e) => e.content).join() === 'r5,r4,r3,r1', 10_000, 'the changes in the store');
-    const fresh = await server.gql(`query ($u: String!) { userByUsername(username: $u) { posts(first: 10) { edges { cursor node { id content } } } } }`, { u: username });
-    expect(read()).toEqual(fresh.data!.userByUsername.posts.edges.map((e: { cursor: string; node: { id: string; content: string } }) => ({ cursor: e.cursor, ...e.node })));
+    expect(read()).toEqual(await timeline.fresh());
 
     subscription.dispose();
     retained.dispose();

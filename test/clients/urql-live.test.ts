@@ -13,7 +13,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { waitFor } from '../support/live-client.js';
 import { describeEachStore } from '../support/stores.js';
-import { startTestServer, type TestServer } from '../support/test-server.js';
+import type { TestServer } from '../support/test-server.js';
+import { aLiveTimeline } from './timeline-fixture.js';
 
 const TIMELINE = gql`
   query Timeline($username: String!, $first: Int, $after: String) {
@@ -51,16 +52,14 @@ type Page = { __typename: 'User'; id: string; posts: { __typename: 'PostConnecti
 type Timeline = { userByUsername: Page };
 
 describeEachStore('urql kept current by a subscription', (target) => {
+  let timeline: Awaited<ReturnType<typeof aLiveTimeline>>;
   let server: TestServer;
   let token: string;
   const username = 'urql_live';
 
   beforeAll(async () => {
-    // One process, one clock: no skew to allow for.
-    server = await startTestServer({ target, env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0' } });
-    token = await server.token(username);
-    await server.gql(`mutation { createUser(input: { username: "${username}", displayName: "urql" }) { user { id } } }`, {}, token);
-    for (let i = 1; i <= 3; i++) await server.gql(`mutation ($c: String!) { createPost(input: { content: $c }) { post { id } } }`, { c: `u${i}` }, token);
+    timeline = await aLiveTimeline(target, username, 'u');
+    ({ server, token } = timeline);
   });
   afterAll(() => server.close());
 
@@ -115,13 +114,11 @@ describeEachStore('urql kept current by a subscription', (target) => {
     const live = client.subscription(POSTS_CHANGED, { authorId: page1.id, after: page1.posts.pageInfo.startCursor }).subscribe(() => undefined);
     await waitFor(() => server.app.services.live.subscriptions === 1, 5_000, 'the subscription');
     const u2 = page1.posts.edges[1]!.node.id;
-    for (const c of ['u4', 'u5']) await server.gql(`mutation ($c: String!) { createPost(input: { content: $c }) { post { id } } }`, { c }, token);
-    await server.gql(`mutation ($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`, { id: u2 }, token);
+    for (const c of ['u4', 'u5']) await timeline.post(c);
+    await timeline.deletePost(u2);
 
     await waitFor(() => latest?.userByUsername.posts.edges.map((e) => e.node.content).join() === 'u5,u4,u3,u1', 10_000, 'the changes in the cache');
-    const fresh = await server.gql(`query ($u: String!) { userByUsername(username: $u) { posts(first: 10) { edges { cursor node { id content } } } } }`, { u: username });
-    const strip = (edges: Array<{ cursor: string; node: { id: string; content: string } }>) => edges.map((e) => ({ cursor: e.cursor, id: e.node.id, content: e.node.content }));
-    expect(strip(latest!.userByUsername.posts.edges)).toEqual(strip(fresh.data!.userByUsername.posts.edges));
+    expect(latest!.userByUsername.posts.edges.map((e) => ({ cursor: e.cursor, id: e.node.id, content: e.node.content }))).toEqual(await timeline.fresh());
 
     live.unsubscribe();
     watching.unsubscribe();
