@@ -293,11 +293,6 @@ export class LiveHub {
     return this.feeds.size;
   }
 
-  /** Subscriptions to one feed on this server. */
-  subscribersOf(feed: string): number {
-    return this.feeds.get(feed)?.subscribers.size ?? 0;
-  }
-
   /** Subscriptions on this server. */
   get subscriptions(): number {
     let n = 0;
