@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<db95e79f4fc0ca3a26e59780d34641c9>>
+ * @generated SignedSource<<bf192cd673aa031fc47349d5ae8cc680>>
  * @lightSyntaxTransform
  */
 
@@ -7,13 +7,13 @@
 /* eslint-disable */
 // @ts-nocheck
 
-import { ConcreteRequest } from 'relay-runtime';
-export type LiveTimelinePostsChangedSubscription$variables = {
+import type { ConcreteRequest } from 'relay-runtime';
+export type liveOperationsPostsChangedSubscription$variables = {
   after?: string | null | undefined;
   authorId: string;
   connections: ReadonlyArray<string>;
 };
-export type LiveTimelinePostsChangedSubscription$data = {
+export type liveOperationsPostsChangedSubscription$data = {
   readonly postsChanged: {
     readonly addedEdge: {
       readonly cursor: string;
@@ -26,9 +26,9 @@ export type LiveTimelinePostsChangedSubscription$data = {
     readonly deletedPostId: string | null | undefined;
   };
 };
-export type LiveTimelinePostsChangedSubscription = {
-  response: LiveTimelinePostsChangedSubscription$data;
-  variables: LiveTimelinePostsChangedSubscription$variables;
+export type liveOperationsPostsChangedSubscription = {
+  response: liveOperationsPostsChangedSubscription$data;
+  variables: liveOperationsPostsChangedSubscription$variables;
 };
 
 const node: ConcreteRequest = (function(){
@@ -126,7 +126,7 @@ return {
     ],
     "kind": "Fragment",
     "metadata": null,
-    "name": "LiveTimelinePostsChangedSubscription",
+    "name": "liveOperationsPostsChangedSubscription",
     "selections": [
       {
         "alias": null,
@@ -154,7 +154,7 @@ return {
       (v2/*:: as any*/)
     ],
     "kind": "Operation",
-    "name": "LiveTimelinePostsChangedSubscription",
+    "name": "liveOperationsPostsChangedSubscription",
     "selections": [
       {
         "alias": null,
@@ -193,16 +193,16 @@ return {
     ]
   },
   "params": {
-    "cacheID": "a6639b35afdf372ffbd584b1401dfbc3",
+    "cacheID": "038a08e5976deb4777a0fdc63b51cbae",
     "id": null,
     "metadata": {},
-    "name": "LiveTimelinePostsChangedSubscription",
+    "name": "liveOperationsPostsChangedSubscription",
     "operationKind": "subscription",
-    "text": "subscription LiveTimelinePostsChangedSubscription(\n  $authorId: ID!\n  $after: String\n) {\n  postsChanged(authorId: $authorId, after: $after) {\n    cursor\n    addedEdge {\n      cursor\n      node {\n        id\n        content\n      }\n    }\n    deletedPostId\n  }\n}\n"
+    "text": "subscription liveOperationsPostsChangedSubscription(\n  $authorId: ID!\n  $after: String\n) {\n  postsChanged(authorId: $authorId, after: $after) {\n    cursor\n    addedEdge {\n      cursor\n      node {\n        id\n        content\n      }\n    }\n    deletedPostId\n  }\n}\n"
   }
 };
 })();
 
-(node as any).hash = "ac66cf4d326bf25abc48df046a957233";
+(node as any).hash = "9429363aceafbebe5bc1b1d208e9e956";
 
 export default node;

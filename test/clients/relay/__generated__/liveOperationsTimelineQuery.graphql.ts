@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<d360f37329f9cf4c282c1012089877c8>>
+ * @generated SignedSource<<f8a1cb8c56fbff8ee889217b36b011c4>>
  * @lightSyntaxTransform
  */
 
@@ -7,11 +7,12 @@
 /* eslint-disable */
 // @ts-nocheck
 
-import { ConcreteRequest } from 'relay-runtime';
-export type LiveTimelineQuery$variables = {
+import type { ConcreteRequest } from 'relay-runtime';
+export type liveOperationsTimelineQuery$variables = {
+  first: number;
   username: string;
 };
-export type LiveTimelineQuery$data = {
+export type liveOperationsTimelineQuery$data = {
   readonly userByUsername: {
     readonly id: string;
     readonly posts: {
@@ -23,37 +24,43 @@ export type LiveTimelineQuery$data = {
           readonly id: string;
         };
       }>;
+      readonly pageInfo: {
+        readonly startCursor: string | null | undefined;
+      };
     };
   } | null | undefined;
 };
-export type LiveTimelineQuery = {
-  response: LiveTimelineQuery$data;
-  variables: LiveTimelineQuery$variables;
+export type liveOperationsTimelineQuery = {
+  response: liveOperationsTimelineQuery$data;
+  variables: liveOperationsTimelineQuery$variables;
 };
 
 const node: ConcreteRequest = (function(){
-var v0 = [
-  {
-    "defaultValue": null,
-    "kind": "LocalArgument",
-    "name": "username"
-  }
-],
-v1 = [
+var v0 = {
+  "defaultValue": null,
+  "kind": "LocalArgument",
+  "name": "first"
+},
+v1 = {
+  "defaultValue": null,
+  "kind": "LocalArgument",
+  "name": "username"
+},
+v2 = [
   {
     "kind": "Variable",
     "name": "username",
     "variableName": "username"
   }
 ],
-v2 = {
+v3 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "id",
   "storageKey": null
 },
-v3 = [
+v4 = [
   {
     "alias": null,
     "args": null,
@@ -77,7 +84,7 @@ v3 = [
         "name": "node",
         "plural": false,
         "selections": [
-          (v2/*:: as any*/),
+          (v3/*:: as any*/),
           {
             "alias": null,
             "args": null,
@@ -110,6 +117,13 @@ v3 = [
         "alias": null,
         "args": null,
         "kind": "ScalarField",
+        "name": "startCursor",
+        "storageKey": null
+      },
+      {
+        "alias": null,
+        "args": null,
+        "kind": "ScalarField",
         "name": "endCursor",
         "storageKey": null
       },
@@ -136,37 +150,40 @@ v3 = [
     ]
   }
 ],
-v4 = [
+v5 = [
   {
-    "kind": "Literal",
+    "kind": "Variable",
     "name": "first",
-    "value": 3
+    "variableName": "first"
   }
 ];
 return {
   "fragment": {
-    "argumentDefinitions": (v0/*:: as any*/),
+    "argumentDefinitions": [
+      (v0/*:: as any*/),
+      (v1/*:: as any*/)
+    ],
     "kind": "Fragment",
     "metadata": null,
-    "name": "LiveTimelineQuery",
+    "name": "liveOperationsTimelineQuery",
     "selections": [
       {
         "alias": null,
-        "args": (v1/*:: as any*/),
+        "args": (v2/*:: as any*/),
         "concreteType": "User",
         "kind": "LinkedField",
         "name": "userByUsername",
         "plural": false,
         "selections": [
-          (v2/*:: as any*/),
+          (v3/*:: as any*/),
           {
             "alias": "posts",
             "args": null,
             "concreteType": "PostConnection",
             "kind": "LinkedField",
-            "name": "__LiveTimeline_posts_connection",
+            "name": "__liveOperations_posts_connection",
             "plural": false,
-            "selections": (v3/*:: as any*/),
+            "selections": (v4/*:: as any*/),
             "storageKey": null
           }
         ],
@@ -178,35 +195,38 @@ return {
   },
   "kind": "Request",
   "operation": {
-    "argumentDefinitions": (v0/*:: as any*/),
+    "argumentDefinitions": [
+      (v1/*:: as any*/),
+      (v0/*:: as any*/)
+    ],
     "kind": "Operation",
-    "name": "LiveTimelineQuery",
+    "name": "liveOperationsTimelineQuery",
     "selections": [
       {
         "alias": null,
-        "args": (v1/*:: as any*/),
+        "args": (v2/*:: as any*/),
         "concreteType": "User",
         "kind": "LinkedField",
         "name": "userByUsername",
         "plural": false,
         "selections": [
-          (v2/*:: as any*/),
+          (v3/*:: as any*/),
           {
             "alias": null,
-            "args": (v4/*:: as any*/),
+            "args": (v5/*:: as any*/),
             "concreteType": "PostConnection",
             "kind": "LinkedField",
             "name": "posts",
             "plural": false,
-            "selections": (v3/*:: as any*/),
-            "storageKey": "posts(first:3)"
+            "selections": (v4/*:: as any*/),
+            "storageKey": null
           },
           {
             "alias": null,
-            "args": (v4/*:: as any*/),
+            "args": (v5/*:: as any*/),
             "filters": null,
             "handle": "connection",
-            "key": "LiveTimeline_posts",
+            "key": "liveOperations_posts",
             "kind": "LinkedHandle",
             "name": "posts"
           }
@@ -216,12 +236,12 @@ return {
     ]
   },
   "params": {
-    "cacheID": "2f709a9eb90e4a350a6102a03a7471bb",
+    "cacheID": "4c8310a101f34107722364500ada14c0",
     "id": null,
     "metadata": {
       "connection": [
         {
-          "count": null,
+          "count": "first",
           "cursor": null,
           "direction": "forward",
           "path": [
@@ -231,13 +251,13 @@ return {
         }
       ]
     },
-    "name": "LiveTimelineQuery",
+    "name": "liveOperationsTimelineQuery",
     "operationKind": "query",
-    "text": "query LiveTimelineQuery(\n  $username: String!\n) {\n  userByUsername(username: $username) {\n    id\n    posts(first: 3) {\n      edges {\n        cursor\n        node {\n          id\n          content\n          __typename\n        }\n      }\n      pageInfo {\n        endCursor\n        hasNextPage\n      }\n    }\n  }\n}\n"
+    "text": "query liveOperationsTimelineQuery(\n  $username: String!\n  $first: Int!\n) {\n  userByUsername(username: $username) {\n    id\n    posts(first: $first) {\n      edges {\n        cursor\n        node {\n          id\n          content\n          __typename\n        }\n      }\n      pageInfo {\n        startCursor\n        endCursor\n        hasNextPage\n      }\n    }\n  }\n}\n"
   }
 };
 })();
 
-(node as any).hash = "e7df29b13f58d77ff96f226e59b92b34";
+(node as any).hash = "2c3a7327df87c00d08e6199888bd03d1";
 
 export default node;
