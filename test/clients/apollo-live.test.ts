@@ -7,13 +7,14 @@
  * After a dropped socket the follower resumes from the last change it merged; after a
  * CURSOR_EXPIRED it reloads the page and follows from there.
  */
+import { describeEachStore } from '../support/stores.js';
 import { ApolloClient, ApolloLink, CombinedGraphQLErrors, HttpLink, InMemoryCache, gql, type ObservableQuery, type TypedDocumentNode } from '@apollo/client';
 import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
 import { relayStylePagination } from '@apollo/client/utilities';
 import { OperationTypeNode } from 'graphql';
 import type { Client } from 'graphql-ws';
 import { isDeepStrictEqual } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, expect, it, onTestFinished } from 'vitest';
 import { MonotonicClock } from '../../src/store/clock.js';
 import { waitFor, wsClient } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
@@ -134,11 +135,11 @@ async function watchTimeline(apollo: ApolloClient, username: string, first: numb
   };
 }
 
-describe('Apollo Client keeps a relayStylePagination connection current from a subscription', () => {
+describeEachStore('Apollo Client keeps a relayStylePagination connection current from a subscription', (target) => {
   let server: TestServer;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: LIVE_ENV });
+    server = await startTestServer({ target, env: LIVE_ENV });
   });
   afterAll(() => server.close());
 
@@ -233,7 +234,7 @@ describe('Apollo Client keeps a relayStylePagination connection current from a s
   it('reloads the page and follows from its startCursor when the last cursor is older than the change log keeps (CURSOR_EXPIRED)', async () => {
     // A server whose clock jumps past the retention while the client is away.
     let jumpMs = 0;
-    const aged = await startTestServer({ env: { ...LIVE_ENV, LIVE_RETENTION_S: '60' }, clock: new MonotonicClock({ now: () => Date.now() + jumpMs }) });
+    const aged = await startTestServer({ target, env: { ...LIVE_ENV, LIVE_RETENTION_S: '60' }, clock: new MonotonicClock({ now: () => Date.now() + jumpMs }) });
     onTestFinished(() => aged.close());
     const { author, apollo } = await anAuthorsClient(aged, 1);
     const { timeline, firstPage, current, settled } = await watchTimeline(apollo, author.username, 10);

@@ -6,6 +6,7 @@
  * subscribes with graphql-ws; no React: the store is read with `environment.lookup`, as
  * a component's query would read it, and must equal the server's own page.
  */
+import { describeEachStore } from '../support/stores.js';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,7 +27,7 @@ import {
   type RecordSourceSelectorProxy,
   type GraphQLTaggedNode,
 } from 'relay-runtime';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, expect, it, onTestFinished } from 'vitest';
 import { waitFor, wsClient } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 import { LIVE_ENV, aLiveAuthor, publish, serverTimeline, unpublish, withoutTypenames } from './live-fixture.js';
@@ -98,12 +99,12 @@ function placeListItem(store: RecordSourceSelectorProxy, connectionId: string): 
   }
 }
 
-describe('Relay keeps connections current from subscriptions', () => {
+describeEachStore('Relay keeps connections current from subscriptions', (target) => {
   let server: TestServer;
   const sockets: Client[] = [];
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { ...LIVE_ENV, LIST_APPLIER_INTERVAL_MS: '50' } });
+    server = await startTestServer({ target, env: { ...LIVE_ENV, LIST_APPLIER_INTERVAL_MS: '50' } });
   });
   afterAll(async () => {
     for (const ws of sockets) await ws.dispose();

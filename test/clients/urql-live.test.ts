@@ -6,10 +6,11 @@
  * takes each deleted post out of every page. The cached query ends equal to the server's
  * page, and a next page joins it without a gap or a repeat.
  */
+import { describeEachStore } from '../support/stores.js';
 import { Client, fetchExchange, gql, subscriptionExchange, type TypedDocumentNode } from '@urql/core';
 import { cacheExchange, type Cache, type UpdateResolver } from '@urql/exchange-graphcache';
 import { relayPagination } from '@urql/exchange-graphcache/extras';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, expect, it, onTestFinished } from 'vitest';
 import { waitFor, wsClient } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 import {
@@ -66,11 +67,11 @@ const postsChanged: UpdateResolver<{ postsChanged: PostsChange }, { authorId: st
   }
 };
 
-describe('urql with Graphcache keeps a relayPagination connection current from a subscription', () => {
+describeEachStore('urql with Graphcache keeps a relayPagination connection current from a subscription', (target) => {
   let server: TestServer;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: LIVE_ENV });
+    server = await startTestServer({ target, env: LIVE_ENV });
   });
   afterAll(() => server.close());
 
