@@ -30,6 +30,10 @@ import * as Operations from './graphql.js';
 
 
 
+
+
+
+
 export type Requester<C = {}> = <R, V>(doc: DocumentNode, vars?: V, options?: C) => Promise<R> | AsyncIterable<R>
 export function getSdk<C>(requester: Requester<C>) {
   return {
@@ -110,6 +114,18 @@ export function getSdk<C>(requester: Requester<C>) {
     },
     UsersByName(variables: Types.UsersByNameQueryVariables, options?: C): Promise<Types.UsersByNameQuery> {
       return requester<Types.UsersByNameQuery, Types.UsersByNameQueryVariables>(Operations.UsersByNameDocument, variables, options) as Promise<Types.UsersByNameQuery>;
+    },
+    PostsChanged(variables: Types.PostsChangedSubscriptionVariables, options?: C): AsyncIterable<Types.PostsChangedSubscription> {
+      return requester<Types.PostsChangedSubscription, Types.PostsChangedSubscriptionVariables>(Operations.PostsChangedDocument, variables, options) as AsyncIterable<Types.PostsChangedSubscription>;
+    },
+    ListItemsChanged(variables: Types.ListItemsChangedSubscriptionVariables, options?: C): AsyncIterable<Types.ListItemsChangedSubscription> {
+      return requester<Types.ListItemsChangedSubscription, Types.ListItemsChangedSubscriptionVariables>(Operations.ListItemsChangedDocument, variables, options) as AsyncIterable<Types.ListItemsChangedSubscription>;
+    },
+    MeetingChanged(variables: Types.MeetingChangedSubscriptionVariables, options?: C): AsyncIterable<Types.MeetingChangedSubscription> {
+      return requester<Types.MeetingChangedSubscription, Types.MeetingChangedSubscriptionVariables>(Operations.MeetingChangedDocument, variables, options) as AsyncIterable<Types.MeetingChangedSubscription>;
+    },
+    SuspensionsChanged(variables?: Types.SuspensionsChangedSubscriptionVariables, options?: C): AsyncIterable<Types.SuspensionsChangedSubscription> {
+      return requester<Types.SuspensionsChangedSubscription, Types.SuspensionsChangedSubscriptionVariables>(Operations.SuspensionsChangedDocument, variables, options) as AsyncIterable<Types.SuspensionsChangedSubscription>;
     }
   };
 }

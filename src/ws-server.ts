@@ -18,7 +18,8 @@
  * (any case of the name); a missing or bad token makes the socket anonymous, and the
  * socket is closed with 4403 when its token expires (the client reconnects with a new
  * one and resumes with its last cursor). Browser origins follow CORS_ORIGINS, as for
- * HTTP. Closing the server closes every socket with 1001: clients resume elsewhere.
+ * HTTP; a page of this server's own origin (the playground) is always let in, as a
+ * same-origin request needs no CORS. Closing the server closes every socket with 1001: clients resume elsewhere.
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -108,6 +109,20 @@ const CLOSE_GRACE_MS = 2_000;
 function refuse(socket: Duplex, status: number, reason: string, message: string): void {
   const body = `${message}\n`;
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
+
+/**
+ * Whether a browser's `Origin` is the server's own (the host the request was sent to):
+ * a page this server served, such as the playground. A page elsewhere cannot forge its
+ * Origin, so this lets in no other site.
+ */
+function sameOrigin(origin: string, host: string | undefined): boolean {
+  if (host === undefined) return false;
+  try {
+    return new URL(origin).host === host.toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 /** A GraphQL error with a code, as the HTTP path would send it. */
@@ -283,7 +298,7 @@ export function createLiveServer<C extends object>(httpServer: Server, options: 
     if (path !== '/graphql') return refuse(socket, 404, 'Not Found', `no WebSocket endpoint at ${path}; use /graphql`);
     if (stopping) return refuse(socket, 503, 'Service Unavailable', 'the server is shutting down; connect to another one');
     const origin = req.headers.origin;
-    if (origin !== undefined && !allows(options.cors, origin)) {
+    if (origin !== undefined && !sameOrigin(origin, req.headers.host) && !allows(options.cors, origin)) {
       return refuse(socket, 403, 'Forbidden', `WebSocket connections from ${origin} are not allowed (CORS_ORIGINS)`);
     }
     if (sockets.size >= settings.maxSockets) {

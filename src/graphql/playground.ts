@@ -1,7 +1,9 @@
 /**
  * The playground: GraphiQL served entirely by this server (no CDN), so it works with no
  * internet access. `GET /graphql` from a browser gets the page; its scripts and styles
- * come from the installed `graphiql`, `react` and `react-dom` packages.
+ * come from the installed `graphiql`, `react` and `react-dom` packages, and the
+ * WebSocket client that runs subscriptions from `graphql-ws`'s own browser build (its
+ * `umd/` folder, the global `graphqlWs`), which the server depends on anyway.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -15,6 +17,7 @@ const ASSETS: Record<string, { pkg: string; file: string; type: string }> = {
   '/playground/react-dom.production.min.js': { pkg: 'react-dom', file: 'umd/react-dom.production.min.js', type: 'text/javascript' },
   '/playground/graphiql.min.js': { pkg: 'graphiql', file: 'graphiql.min.js', type: 'text/javascript' },
   '/playground/graphiql.min.css': { pkg: 'graphiql', file: 'graphiql.min.css', type: 'text/css' },
+  '/playground/graphql-ws.min.js': { pkg: 'graphql-ws', file: 'umd/graphql-ws.min.js', type: 'text/javascript' },
 };
 
 const cache = new Map<string, Buffer>();
@@ -36,16 +39,19 @@ export function playgroundAsset(path: string): { body: Buffer; type: string } | 
 export interface DemoIds {
   readonly meeting: string;
   readonly list: string;
+  /** alice's: the subscription tab follows her timeline. */
+  readonly alice: string;
 }
 
 /**
- * Example operations the playground opens with: one per connection, and the mutations.
- * Lines stay short so every tab reads whole in a 1024 px wide window. With the demo
- * data set's ids, the meeting and list tabs run as they are.
+ * Example operations the playground opens with: one per connection, the mutations, and
+ * a subscription. Lines stay short so every tab reads whole in a 1024 px wide window.
+ * With the demo data set's ids, the meeting, list and subscription tabs run as they are.
  */
 export function exampleTabs(ids: DemoIds | null): ReadonlyArray<{ query: string }> {
   const meeting = ids?.meeting ?? 'PASTE-A-MEETING-ID';
   const list = ids?.list ?? 'PASTE-AN-ORDEREDLIST-ID';
+  const alice = ids?.alice ?? 'PASTE-A-USER-ID';
   const whereFrom = (what: string, mutation: string) =>
     ids
       ? `# (the demo ${what}; any ${what} id works)`
@@ -192,6 +198,30 @@ query UserListsAndMeetings {
   }
 }`,
     },
+    {
+      query: `# Live: alice's timeline as it changes, over
+# this server's WebSocket. Run it, then create
+# a post as alice in another tab (the mutations
+# tab, with her token): it shows up here.
+${ids ? "# (alice's id; any user's id works)" : '# Paste a user\'s id below: userByUsername\n# gives one.'}
+# The Headers pane's token goes with it (the
+# suspensionsChanged feed needs an admin's).
+# Resume later, missing nothing, with "after":
+# the last change's cursor.
+subscription AliceTimeline($after: String) {
+  postsChanged(
+    authorId: "${alice}"
+    after: $after
+  ) {
+    cursor
+    addedEdge {
+      cursor
+      node { id content createdAt }
+    }
+    deletedPostId
+  }
+}`,
+    },
   ];
 }
 
@@ -205,7 +235,7 @@ export const EXAMPLE_TABS = exampleTabs(null);
  * kept per demo data set, so a new data set's ids reach the example tabs.
  */
 export function playgroundHtml(ids: DemoIds | null = null): string {
-  const config = JSON.stringify({ tabs: exampleTabs(ids), namespace: ids ? `${ids.meeting}:${ids.list}` : 'no-demo' }).replace(
+  const config = JSON.stringify({ tabs: exampleTabs(ids), namespace: ids ? `${ids.meeting}:${ids.list}:${ids.alice}` : 'no-demo' }).replace(
     /</g,
     '\\u003c',
   );
@@ -223,15 +253,39 @@ export function playgroundHtml(ids: DemoIds | null = null): string {
 <script src="/playground/react.production.min.js"></script>
 <script src="/playground/react-dom.production.min.js"></script>
 <script src="/playground/graphiql.min.js"></script>
+<script src="/playground/graphql-ws.min.js"></script>
 <script>
   const config = ${config};
-  const send = GraphiQL.createFetcher({ url: window.location.origin + '/graphql' });
-  // Right after a tab switch GraphiQL may still send the previous tab's operation name:
-  // send a name only when the document has that operation (or its only one).
+  const url = window.location.origin + '/graphql';
+  // Subscriptions run over this server's WebSocket (graphql-ws). A socket sends headers
+  // once, in connection_init, so each set of headers (the token) gets a client of its
+  // own; a client holds a socket only while it has subscriptions (lazy), so one left
+  // behind closes when its last subscription ends. No silent reconnect: a closed socket
+  // shows in the results, and running again with "after" resumes without a gap.
+  let current = null;
+  const sendWith = (headers) => {
+    const key = JSON.stringify(headers || {});
+    if (!current || current.key !== key) {
+      const wsClient = graphqlWs.createClient({ url: url.replace(/^http/, 'ws'), connectionParams: headers || {}, retryAttempts: 0 });
+      current = { key, send: GraphiQL.createFetcher({ url, wsClient }) };
+    }
+    return current.send;
+  };
+  // Right after a tab switch GraphiQL may still send the previous tab's operation name,
+  // and the document it parsed last (which tells the fetcher a subscription from the
+  // rest): parse what is sent, with the graphql-js GraphiQL bundles, and send a name
+  // only when the document has that operation (or its only one). A document that does
+  // not parse goes to the server as it is, which says why.
   const fetcher = (params, options) => {
-    const names = [...params.query.replace(/#.*$/gm, '').matchAll(/\\b(?:query|mutation|subscription)\\s+([_A-Za-z]\\w*)/g)].map((m) => m[1]);
-    const operationName = names.includes(params.operationName) ? params.operationName : names.length <= 1 ? names[0] : params.operationName;
-    return send({ ...params, operationName }, options);
+    let documentAST;
+    try {
+      documentAST = GraphiQL.GraphQL.parse(params.query);
+    } catch {
+      return sendWith(options && options.headers)(params, options);
+    }
+    const names = documentAST.definitions.filter((d) => d.kind === 'OperationDefinition').map((d) => d.name && d.name.value);
+    const operationName = names.includes(params.operationName) ? params.operationName : names.length <= 1 ? names[0] || undefined : params.operationName;
+    return sendWith(options && options.headers)({ ...params, operationName }, { ...options, documentAST });
   };
   // GraphiQL's saved state (tabs, headers), kept apart for each demo data set.
   const prefix = 'playground:' + config.namespace + ':';

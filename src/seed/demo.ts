@@ -4,8 +4,9 @@
  * for several pages, a suspension, a meeting with acceptances, and an ordered list.
  */
 import { createListApplier, createRequestContext, type Services } from '../composition-root.js';
+import { readUserIds } from '../features/users/users.js';
 import type { DemoIds } from '../graphql/playground.js';
-import { listGlobalId, meetingGlobalId } from '../graphql/ids.js';
+import { listGlobalId, meetingGlobalId, userGlobalId } from '../graphql/ids.js';
 import type { Store } from '../store/port.js';
 import { seedProgressTable } from './seed-tables.js';
 
@@ -33,8 +34,8 @@ export async function demoIds(store: Store): Promise<DemoSummary | null> {
 
 /** The demo set's global IDs for the playground's example tabs, or null. */
 export async function demoGlobalIds(store: Store): Promise<DemoIds | null> {
-  const ids = await demoIds(store);
-  return ids && { meeting: meetingGlobalId(ids.meetingId), list: listGlobalId(ids.listId) };
+  const [ids, [alice]] = await Promise.all([demoIds(store), readUserIds(store, [DEMO_USERS[0]!.username])]);
+  return ids && alice ? { meeting: meetingGlobalId(ids.meetingId), list: listGlobalId(ids.listId), alice: userGlobalId(alice) } : null;
 }
 
 /** Seed the demo set unless its first user exists; returns the ids to try, or null. */

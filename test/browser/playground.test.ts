@@ -2,14 +2,19 @@
  * The playground in a real browser (Chromium through playwright-core), 1024 px wide,
  * over the demo data set: every asset comes from this server; every example tab reads
  * whole and carries the demo ids; a token set once in the Headers pane serves a
- * mutation in another tab. A screenshot is saved to test-results/playground.png.
+ * mutation in another tab; the subscription tab runs over the server's own WebSocket
+ * and shows a post created elsewhere, and the Headers pane's token goes with a
+ * subscription. Screenshots are saved to test-results/playground.png and
+ * test-results/playground-subscription.png.
  */
 import { mkdirSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aUser } from '../../src/features/users/user-mother.js';
 import { listGlobalId, meetingGlobalId } from '../../src/graphql/ids.js';
 import { seedDemoData, type DemoSummary } from '../../src/seed/demo.js';
 import { launchChromium } from '../support/browser.js';
+import { waitFor } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
 /** A script reading one of GraphiQL's CodeMirror editors (they render only visible lines). */
@@ -35,13 +40,45 @@ async function run(page: Page): Promise<Record<string, any>> {
   return JSON.parse(await editorValue(page, RESULT)) as Record<string, any>;
 }
 
+/** Open the playground in a new 1024 px page, noting every request and socket that leaves the server. */
+async function openPlayground(browser: Browser, server: TestServer) {
+  const page = await browser.newPage({ viewport: { width: 1024, height: 768 } });
+  const origin = new URL(server.url).origin;
+  const foreign: string[] = [];
+  page.on('request', (r) => {
+    if (!r.url().startsWith(origin)) foreign.push(r.url());
+  });
+  const sockets: string[] = [];
+  page.on('websocket', (ws) => sockets.push(ws.url()));
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(server.url, { waitUntil: 'load' });
+  await page.waitForSelector('.graphiql-container', { timeout: 20_000 });
+  return { page, foreign, sockets, errors };
+}
+
+/** Start the active tab's subscription and wait until the server holds `count` of them. */
+async function subscribe(page: Page, server: TestServer, count: number): Promise<void> {
+  await page.click('.graphiql-execute-button');
+  await waitFor(() => server.app.services.live.subscriptions === count, 20_000, `${count} subscriptions on the server`);
+}
+
+/** Wait until the results pane shows `text`, and return the result it holds. */
+async function resultShowing(page: Page, text: string): Promise<Record<string, any>> {
+  await page.waitForFunction(`${readEditor(RESULT)}.includes(${JSON.stringify(text)})`, null, { timeout: 20_000 });
+  return JSON.parse(await editorValue(page, RESULT)) as Record<string, any>;
+}
+
 describe('the playground in Chromium', () => {
   let server: TestServer;
   let browser: Browser;
   let demo: DemoSummary;
 
   beforeAll(async () => {
-    server = await startTestServer();
+    // One process, one clock: a subscription starts exactly when the server holds it.
+    // CORS_ORIGINS leaves the playground's origin out: its own page needs no CORS, its
+    // WebSocket included.
+    server = await startTestServer({ env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0', CORS_ORIGINS: 'https://app.example.com' } });
     demo = (await seedDemoData(server.app.services))!;
     browser = await launchChromium();
   }, 60_000);
@@ -52,16 +89,7 @@ describe('the playground in Chromium', () => {
   });
 
   it('loads offline at 1024 px, with every example readable and the demo ids filled in', async () => {
-    const page = await browser.newPage({ viewport: { width: 1024, height: 768 } });
-    const origin = new URL(server.url).origin;
-    const foreign: string[] = [];
-    page.on('request', (r) => {
-      if (!r.url().startsWith(origin)) foreign.push(r.url());
-    });
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    await page.goto(server.url, { waitUntil: 'load' });
-    await page.waitForSelector('.graphiql-container', { timeout: 20_000 });
+    const { page, foreign, errors } = await openPlayground(browser, server);
 
     const result = await run(page);
     expect(result.data.userByUsername.posts.edges.map((e: { node: { content: string } }) => e.node.content)).toEqual(
@@ -70,9 +98,9 @@ describe('the playground in Chromium', () => {
     expect(result.data.userByUsername.posts.pageInfo.hasNextPage).toBe(true);
 
     const tabs = page.locator('.graphiql-tab');
-    expect(await tabs.count()).toBe(7);
+    expect(await tabs.count()).toBe(8);
     const queries: string[] = [];
-    for (let i = 0; i < 7; i++) {
+    for (let i = 0; i < 8; i++) {
       await tabs.nth(i).click();
       queries.push(await editorValue(page, QUERY));
       // Nothing runs off the editor: no horizontal scrolling.
@@ -84,6 +112,8 @@ describe('the playground in Chromium', () => {
     }
     expect(queries[2]).toContain(`node(id: "${meetingGlobalId(demo.meetingId)}")`);
     expect(queries[3]).toContain(`node(id: "${listGlobalId(demo.listId)}")`);
+    const alice = await server.gql(`{ userByUsername(username: "alice") { id } }`);
+    expect(queries[7]).toContain(`authorId: "${alice.data!.userByUsername.id}"`);
     await tabs.nth(2).click();
     const meetingResult = await run(page);
     expect(meetingResult.data.node).toMatchObject({ title: 'Tea party planning', acceptanceCount: 3 });
@@ -103,9 +133,7 @@ describe('the playground in Chromium', () => {
   }, 60_000);
 
   it('sends a token set once, in the first tab, from every other tab', async () => {
-    const page = await browser.newPage({ viewport: { width: 1024, height: 768 } });
-    await page.goto(server.url, { waitUntil: 'load' });
-    await page.waitForSelector('.graphiql-container', { timeout: 20_000 });
+    const { page } = await openPlayground(browser, server);
     const token = await server.token('alice');
     const headers = JSON.stringify({ Authorization: `Bearer ${token}` });
     await setEditorValue(page, HEADERS, headers);
@@ -121,6 +149,71 @@ describe('the playground in Chromium', () => {
     await setEditorValue(page, QUERY, 'mutation { createList(input: { title: "From a new tab" }) { list { title } } }');
     const fromNewTab = await run(page);
     expect(fromNewTab.data).toEqual({ createList: { list: { title: 'From a new tab' } } });
+    await page.close();
+  }, 60_000);
+
+  it('runs the subscription tab over its own WebSocket: a post created elsewhere shows up in the results', async () => {
+    const { page, foreign, sockets, errors } = await openPlayground(browser, server);
+    const tabs = page.locator('.graphiql-tab');
+    await tabs.nth(7).click();
+    expect(await editorValue(page, QUERY)).toContain('subscription AliceTimeline');
+    await subscribe(page, server, 1);
+
+    const created = await server.gql(`mutation { createPost(input: { content: "Live from another tab" }) { post { id } } }`, {}, await server.token('alice'));
+    const change = await resultShowing(page, 'Live from another tab');
+    expect(change).toEqual({
+      data: {
+        postsChanged: {
+          cursor: expect.stringMatching(/\S/),
+          addedEdge: {
+            cursor: expect.stringMatching(/\S/),
+            node: { id: created.data!.createPost.post.id, content: 'Live from another tab', createdAt: expect.stringMatching(/^\d{4}-/) },
+          },
+          deletedPostId: null,
+        },
+      },
+    });
+    // What the user sees: the rendered results pane.
+    expect(await page.locator('.result-window').innerText()).toContain('"content": "Live from another tab"');
+    mkdirSync('test-results', { recursive: true });
+    await page.screenshot({ path: 'test-results/playground-subscription.png' });
+
+    // The button now stops the subscription, and the server lets it go.
+    await page.click('.graphiql-execute-button');
+    await waitFor(() => server.app.services.live.subscriptions === 0, 10_000, 'the subscription to end');
+    expect(sockets).toEqual([server.url.replace(/^http/, 'ws')]);
+    expect(foreign).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  it('sends the Headers pane\'s token with a subscription, a new one on a new socket', async () => {
+    const { page, sockets } = await openPlayground(browser, server);
+    await page.click('.graphiql-tab-add');
+    await setEditorValue(page, HEADERS, '');
+    await setEditorValue(page, QUERY, 'subscription Suspensions {\n  suspensionsChanged { addedEdge { node { reason user { username } } } }\n}');
+    // No token: the admins' feed is refused, and the refusal shows.
+    const refused = await run(page);
+    expect(refused.errors.map((e: { extensions: { code: string } }) => e.extensions.code)).toEqual(['UNAUTHENTICATED']);
+
+    const admin = await server.token('root', { admin: true });
+    await setEditorValue(page, HEADERS, JSON.stringify({ Authorization: `Bearer ${admin}` }));
+    await subscribe(page, server, 1);
+    const input = aUser();
+    const user = await server.gql(`mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`, { input }, await server.token(input.username));
+    await server.gql(
+      `mutation ($input: SuspendUserInput!) { suspendUser(input: $input) { suspension { reason } } }`,
+      { input: { userId: user.data!.createUser.user.id, reason: 'seen live in the playground' } },
+      admin,
+    );
+    const change = await resultShowing(page, 'seen live in the playground');
+    expect(change).toEqual({
+      data: { suspensionsChanged: { addedEdge: { node: { reason: 'seen live in the playground', user: { username: input.username } } } } },
+    });
+    await page.click('.graphiql-execute-button');
+    await waitFor(() => server.app.services.live.subscriptions === 0, 10_000, 'the subscription to end');
+    // One socket for each set of headers.
+    expect(sockets).toHaveLength(2);
     await page.close();
   }, 60_000);
 });

@@ -42,7 +42,8 @@ function runtimeImports(source: string): string[] {
   for (const m of source.matchAll(statement)) if (!m[2]) found.push(m[4]!);
   for (const m of source.matchAll(/^\s*import\s+'([^']+)'/gm)) found.push(m[1]!);
   for (const m of source.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)) found.push(m[1]!);
-  return found.filter((s) => !s.startsWith('.') && !s.startsWith('node:') && !builtinModules.includes(s)).map(packageOf);
+  // Relative paths and absolute URLs (a browser module in a page's template) name no package.
+  return found.filter((s) => !s.startsWith('.') && !s.startsWith('/') && !s.startsWith('node:') && !builtinModules.includes(s)).map(packageOf);
 }
 
 /** Packages the server loads by file rather than by import: the playground's browser assets. */

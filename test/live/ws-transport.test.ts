@@ -86,7 +86,7 @@ describe('the WebSocket transport', () => {
     for (const sub of kept) expect((await sub.next(1))[0]).toMatchObject({ postsChanged: { addedEdge: { node: { content: 'still served' } } } });
   });
 
-  it('refuses a socket beyond LIVE_MAX_SOCKETS with 503, and one from an origin CORS_ORIGINS does not allow with 403', async () => {
+  it('refuses a socket beyond LIVE_MAX_SOCKETS with 503, and one from an origin CORS_ORIGINS does not allow with 403 (but for its own)', async () => {
     const { server } = await aServer({ LIVE_MAX_SOCKETS: '1', CORS_ORIGINS: 'https://app.example.com' });
     servers.push(server);
     const first = rawSocket(server, { origin: 'https://app.example.com' });
@@ -98,6 +98,14 @@ describe('the WebSocket transport', () => {
     const allowed = rawSocket(server, { origin: 'https://app.example.com' });
     await allowed.opened;
     allowed.socket.close();
+    await allowed.closed;
+    // A page the server served itself (the playground) is same-origin: no CORS needed.
+    const { host } = new URL(server.url);
+    const own = rawSocket(server, { origin: `http://${host}` });
+    expect(await Promise.race([own.opened.then(() => 'opened'), own.refused])).toBe('opened');
+    own.socket.close();
+    await own.closed;
+    expect(await rawSocket(server, { origin: `http://${host}.evil.example.com` }).refused).toBe(403);
   });
 
   it('closes a socket that sends no connection_init in LIVE_INIT_TIMEOUT_MS (4408), a malformed message (4400), a subscribe before init (4401) and a message above LIVE_MAX_MESSAGE_BYTES (1009), and keeps serving others', async () => {

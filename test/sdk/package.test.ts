@@ -2,7 +2,8 @@
  * The SDK leaves the repository: `npm run build:sdk`, `npm pack` in sdk/, then a
  * scratch project under the temp folder installs the tarball (offline, with the peer
  * dependencies linked from this checkout's node_modules), type-checks a client that uses
- * typed documents and `getSdk`/`createSdk`, and runs it against a live server.
+ * typed documents, `getSdk`/`createSdk` and a subscription over graphql-ws, and runs it
+ * against a live server.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,8 @@ const TSC = join(modules('typescript'), 'bin', 'tsc');
 /** A client app as its README section shows it. */
 const CLIENT = `import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type DocumentNode } from 'graphql';
+import * as graphqlWs from 'graphql-ws';
+import WebSocket from 'ws';
 import { createSdk, getSdk, SdkError, TimelineDocument, type TimelineQuery, type TimelineQueryVariables } from 'cassandra-relay-graphql-sdk';
 
 const url = process.env.API_URL!;
@@ -52,22 +55,36 @@ try {
   code = err instanceof SdkError ? err.code : 'not an SdkError';
 }
 
-/** Never called: the compiler must refuse it. */
+// Subscriptions over WebSocket (Node 20 has no global WebSocket: ws's), resumed after a
+// cursor: here the page's startCursor, so the post made below arrives however late we subscribe.
+const live = createSdk(url, { token: process.env.API_TOKEN, graphqlWs, webSocketImpl: WebSocket });
+await live.CreatePost({ input: { content: 'carol live' } });
+const arrived: string[] = [];
+for await (const { postsChanged } of live.PostsChanged({ authorId: page.userByUsername!.id, after: page.userByUsername!.posts.pageInfo.startCursor })) {
+  if (postsChanged.addedEdge) arrived.push(postsChanged.addedEdge.node.content);
+  break;
+}
+
+/** Never called: the compiler must refuse them. */
 export function wrongVariables() {
+  // @ts-expect-error after is a String
+  live.PostsChanged({ authorId: 'x', after: 42 });
   // @ts-expect-error username is a String!
   return sdk.Timeline({ username: 42 });
 }
 
-console.log(JSON.stringify({ contents, next: next.userByUsername!.posts.edges.map((e) => e.node.content), code, kind: timeline.kind }));
+console.log(JSON.stringify({ contents, next: next.userByUsername!.posts.edges.map((e) => e.node.content), code, kind: timeline.kind, arrived }));
 `;
 
 describeEachStore('the SDK as an installed package', (target) => {
   let server: TestServer;
   const scratch = mkdtempSync(join(tmpdir(), 'sdk-client-'));
 
+  let token: string;
+
   beforeAll(async () => {
     server = await startTestServer({ target });
-    const token = await server.token('carol');
+    token = await server.token('carol');
     await server.gql(`mutation { createUser(input: { username: "carol", displayName: "Carol" }) { user { id } } }`, {}, token);
     for (let i = 1; i <= 4; i++) {
       await server.gql(`mutation ($c: String!) { createPost(input: { content: $c }) { post { id } } }`, { c: `carol ${i}` }, token);
@@ -90,7 +107,15 @@ describeEachStore('the SDK as an installed package', (target) => {
     // The peers come from this checkout (linked), the SDK from its tarball; no registry.
     await run(
       'npm',
-      ['install', '--offline', '--no-audit', '--no-fund', '--install-links=false', resolve(scratch, tarball), modules('graphql'), modules('@graphql-typed-document-node/core')],
+      [
+        'install',
+        '--offline',
+        '--no-audit',
+        '--no-fund',
+        '--install-links=false',
+        resolve(scratch, tarball),
+        ...['graphql', '@graphql-typed-document-node/core', 'graphql-ws', 'ws'].map(modules),
+      ],
       { cwd: app },
     );
     writeFileSync(join(app, 'client.ts'), CLIENT);
@@ -101,18 +126,22 @@ describeEachStore('the SDK as an installed package', (target) => {
         files: ['client.ts', 'env.d.ts'],
       }),
     );
-    // No @types/node in the scratch project: the client declares the little it needs.
-    writeFileSync(join(app, 'env.d.ts'), 'declare const process: { env: Record<string, string | undefined> };\n');
+    // No @types/node or @types/ws in the scratch project: the client declares the little it needs.
+    writeFileSync(
+      join(app, 'env.d.ts'),
+      "declare const process: { env: Record<string, string | undefined> };\ndeclare module 'ws' { const WebSocket: unknown; export default WebSocket; }\n",
+    );
     await run(process.execPath, [TSC, '-p', 'tsconfig.json', '--noEmit', 'false'], { cwd: app }).catch((err: { stdout: string }) => {
       throw new Error(`the client does not type-check:\n${err.stdout}`);
     });
 
-    const { stdout } = await run(process.execPath, ['out/client.js'], { cwd: app, env: { ...process.env, API_URL: server.url } });
+    const { stdout } = await run(process.execPath, ['out/client.js'], { cwd: app, env: { ...process.env, API_URL: server.url, API_TOKEN: token } });
     expect(JSON.parse(stdout)).toEqual({
       contents: ['carol 4', 'carol 3'],
       next: ['carol 2', 'carol 1'],
       code: 'UNAUTHENTICATED',
       kind: 'Document',
+      arrived: ['carol live'],
     });
   }, 120_000);
 });

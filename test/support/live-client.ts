@@ -3,7 +3,7 @@
  * and collects what arrives, with helpers to wait for a number of changes, for the
  * completion, or for the socket's close.
  */
-import { createClient, type Client } from 'graphql-ws';
+import { createClient, type Client, type ClientOptions } from 'graphql-ws';
 import type { Delivery } from '../../src/live/live-hub.js';
 import WebSocket from 'ws';
 
@@ -38,15 +38,37 @@ export async function waitFor(ready: () => boolean, timeoutMs: number, what: str
   }
 }
 
-/** Connect to a test server's `/graphql` over WebSocket (the token, if any, in connection_init). */
-export function liveClient(httpUrl: string, options: { token?: string; params?: Record<string, unknown>; retryAttempts?: number } = {}): LiveClient {
-  const closes: Array<{ code: number; reason: string }> = [];
-  const client = createClient({
+/** How a test connects: its token (or its own `connection_init` payload) and its reconnects. */
+export interface WsClientOptions {
+  readonly token?: string;
+  /** The `connection_init` payload, instead of the one `token` makes. */
+  readonly params?: Record<string, unknown>;
+  /** Reconnects after a dropped socket (none by default: a test sees every close). */
+  readonly retryAttempts?: number;
+  readonly on?: ClientOptions['on'];
+}
+
+/**
+ * A graphql-ws client of a test server's `/graphql`, with `ws` as Node's WebSocket and
+ * the token in `connection_init`: what every test's GraphQL client (Apollo's
+ * `GraphQLWsLink`, Relay's network, urql's `subscriptionExchange`) subscribes through.
+ */
+export function wsClient(httpUrl: string, options: WsClientOptions = {}): Client {
+  return createClient({
     url: httpUrl.replace(/^http/, 'ws'),
     webSocketImpl: WebSocket,
     retryAttempts: options.retryAttempts ?? 0,
     lazy: true,
     connectionParams: options.params ?? (options.token ? { Authorization: `Bearer ${options.token}` } : {}),
+    on: options.on,
+  });
+}
+
+/** Connect to a test server's `/graphql` over WebSocket (the token, if any, in connection_init). */
+export function liveClient(httpUrl: string, options: Omit<WsClientOptions, 'on'> = {}): LiveClient {
+  const closes: Array<{ code: number; reason: string }> = [];
+  const client = wsClient(httpUrl, {
+    ...options,
     on: { closed: (event) => closes.push({ code: (event as { code: number }).code, reason: String((event as { reason: unknown }).reason) }) },
   });
   return {
