@@ -11,7 +11,8 @@
  *   the change log costs a write), and with 10,000 idle subscribers (what the polling
  *   costs it), pairs in turn on fresh servers, medians of three;
  * - fan-out at saturation: writes to a feed 100 subscribers follow, as fast as they go.
- * Writes `bench/results/live-latest.json` (ignored by git). BENCH_LIVE_SECONDS sets each
+ * Writes `bench/results/live-latest.json` (ignored by git; recorded runs are kept in
+ * `bench/results/recorded-live.json`). BENCH_LIVE_SECONDS sets each
  * measurement's length (default 10), BENCH_LIVE_RATE the writes per second during the
  * delay measurements (default 20), BENCH_LIVE_PARTS which parts run
  * (feeds,auto,writes,fanout).
