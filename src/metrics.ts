@@ -265,7 +265,7 @@ export class Metrics {
   }
 
   /** Wrap the HTTP handler: each response counted by route and status, and timed. */
-  wrapHttp(handler: (req: IncomingMessage, res: ServerResponse) => unknown): (req: IncomingMessage, res: ServerResponse) => unknown {
+  wrapHttp<R>(handler: (req: IncomingMessage, res: ServerResponse) => R): (req: IncomingMessage, res: ServerResponse) => R {
     return (req, res) => {
       const started = performance.now();
       res.once('finish', () => {
