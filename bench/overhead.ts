@@ -22,7 +22,8 @@ export interface OverheadOptions {
   readonly connections: number;
 }
 
-interface ServerSpec {
+/** A server the benchmarks start. */
+export interface ServerSpec {
   readonly name: string;
   readonly key: 'ours' | 'mercurius' | 'graphqlJs';
   /** The node arguments, given the fixture file and the port. */
@@ -31,14 +32,17 @@ interface ServerSpec {
 
 const BUILD_DIR = '.bench-build';
 
+/** Ours, as `npm start` runs it (after `npm run build`). */
+export const OURS: ServerSpec = { name: 'ours (Apollo Server + graphql-jit)', key: 'ours', args: () => ['dist/main.js'] };
+
 const SERVERS: readonly ServerSpec[] = [
-  { name: 'ours (Apollo Server + graphql-jit)', key: 'ours', args: () => ['dist/main.js'] },
+  OURS,
   { name: 'mercurius + graphql-jit', key: 'mercurius', args: (file, port) => [`${BUILD_DIR}/mercurius.js`, file, String(port)] },
   { name: 'graphql-js on node:http', key: 'graphqlJs', args: (file, port) => [`${BUILD_DIR}/graphql-js.js`, file, String(port)] },
 ];
 
 /** One measured load of one workload on one server. */
-interface Measure {
+export interface Measure {
   readonly requestsPerSecond: number;
   readonly p50: number;
   readonly p99: number;
@@ -87,12 +91,13 @@ export function freePort(): Promise<number> {
   });
 }
 
-async function startServer(spec: ServerSpec, file: string, prefix: string[]): Promise<{ child: ChildProcess; port: number }> {
+/** Start a server on `file` (its environment plus `env`), pinned by `prefix`; resolves once it answers. */
+export async function startServer(spec: ServerSpec, file: string, prefix: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
   const argv = [...prefix, process.execPath, ...spec.args(file, port)];
   const child = spawn(argv[0]!, argv.slice(1), {
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, ...benchEnv(file), HOST: '127.0.0.1', PORT: String(port) },
+    env: { ...process.env, ...benchEnv(file), ...env, HOST: '127.0.0.1', PORT: String(port) },
   });
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${spec.name} exited with ${code}`))));
   exited.catch(() => undefined);
@@ -131,7 +136,8 @@ function peakRssMb(pid: number): number | null {
   }
 }
 
-async function load(port: number, pid: number, workload: Workload, seconds: number, connections: number): Promise<Measure> {
+/** Load one workload for `seconds`, measuring the server's CPU per request. */
+export async function load(port: number, pid: number, workload: Workload, seconds: number, connections: number): Promise<Measure> {
   const cpuBefore = cpuMs(pid);
   const selfBefore = process.cpuUsage();
   const started = process.hrtime.bigint();
@@ -156,7 +162,8 @@ async function load(port: number, pid: number, workload: Workload, seconds: numb
   };
 }
 
-async function check(port: number, workload: Workload, name: string): Promise<void> {
+/** Fail unless the server answers the workload as it should. */
+export async function check(port: number, workload: Workload, name: string): Promise<void> {
   const res = await fetch(`http://127.0.0.1:${port}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: workload.body });
   const problem = workload.check(await res.json());
   if (problem) throw new Error(`${name}, ${workload.name}: ${problem}`);
@@ -175,7 +182,8 @@ export interface Spread {
   readonly max: number;
 }
 
-function spread(xs: number[]): Spread {
+/** Median and range of a series. */
+export function spread(xs: number[]): Spread {
   return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
 }
 
