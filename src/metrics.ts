@@ -18,7 +18,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ApolloServerPlugin, GraphQLRequestContextWillSendResponse, GraphQLRequestListener } from '@apollo/server';
+import type { GraphQLRequestContextWillSendResponse } from '@apollo/server';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { MetricFamily, type Series } from './metric-families.js';
 import type { PollReport } from './live/live-hub.js';
@@ -65,6 +65,14 @@ const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 /** Delay buckets of the list applier (seconds). */
 const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** What a GraphQL request's context tells the metrics. */
+export interface GraphqlCounts {
+  /** `performance.now()` when the context was made (the request's start, for Apollo). */
+  readonly startedAt: number;
+  storeRoundTrips(): number;
+  storeStatements(): number;
+}
 
 /** What the gauges read at scrape time (set once the app has built them). */
 export interface MetricsSources {
@@ -222,25 +230,11 @@ export class Metrics {
   }
 
   /**
-   * The Apollo plugin: one listener per request (its start time), told the operation
-   * and the outcome when the response is sent.
+   * A GraphQL request is answered: count it under its operation, outcome and code, with
+   * its latency (from its context's `startedAt`) and store costs. Called from the app's
+   * one request plugin (a plugin of its own would cost Apollo a listener per request).
    */
-  graphqlPlugin<C extends { storeRoundTrips(): number; storeStatements(): number }>(): ApolloServerPlugin<C> {
-    return {
-      requestDidStart: async () => {
-        const started = performance.now();
-        const listener: GraphQLRequestListener<C> = {
-          willSendResponse: async (ctx) => this.graphqlFinished(ctx, (performance.now() - started) / 1000),
-        };
-        return listener;
-      },
-    };
-  }
-
-  private graphqlFinished<C extends { storeRoundTrips(): number; storeStatements(): number }>(
-    ctx: GraphQLRequestContextWillSendResponse<C>,
-    seconds: number,
-  ): void {
+  graphqlFinished<C extends GraphqlCounts>(ctx: GraphQLRequestContextWillSendResponse<C>): void {
     const resolved = ctx.operation !== undefined;
     const operation = this.operationLabel(ctx.operationName ?? ctx.operation?.name?.value, resolved);
     const type = ctx.operation?.operation ?? 'unknown';
@@ -260,13 +254,10 @@ export class Metrics {
       this.graphqlSeries.set(key, series);
     }
     series.requests.value++;
-    this.graphqlDuration.observe(series.duration, seconds);
-    // A request refused before its context was built has no counts.
-    const context = ctx.contextValue as Partial<C> | undefined;
-    if (typeof context?.storeRoundTrips === 'function') {
-      series.trips.value += context.storeRoundTrips();
-      series.statements.value += context.storeStatements!();
-    }
+    const context = ctx.contextValue;
+    this.graphqlDuration.observe(series.duration, (performance.now() - context.startedAt) / 1000);
+    series.trips.value += context.storeRoundTrips();
+    series.statements.value += context.storeStatements();
   }
 
   /** Wrap the HTTP handler: each response counted by route and status, and timed. */
