@@ -118,6 +118,20 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
     expect(await store.get(hits, { name })).toEqual({ name, n: 1n });
   });
 
+  it('numbers and times each schema change it sends', async () => {
+    const lines: string[] = [];
+    const fresh = await target.create({ log: (m) => lines.push(m) });
+    try {
+      await fresh.store.ensureTables([claims, hits]);
+      const changes = lines.filter((l) => l.startsWith('schema change'));
+      expect(changes).toHaveLength(3);
+      expect(changes[0]).toMatch(/^schema change 1 of 3 in \d+\.\d s \(\d+\.\d s in all\): CREATE KEYSPACE IF NOT EXISTS /);
+      expect(changes[2]).toMatch(/^schema change 3 of 3 in \d+\.\d s \(\d+\.\d s in all\): CREATE TABLE IF NOT EXISTS \w+\.hits /);
+    } finally {
+      await fresh.dispose();
+    }
+  }, target.ddlTimeoutMs);
+
   it('splits a bound on a mixed ASC/DESC key into one statement per range', async () => {
     const p = randomUUID();
     for (const a of [1, 0]) for (const b of [0, 1, 2]) await store.upsert(mixed, { p, a, b, v: '' });
