@@ -8,7 +8,7 @@
 import cassandra from 'cassandra-driver';
 import type { CassandraDriverSettings } from '../../config.js';
 import type { Clock } from '../clock.js';
-import { CassandraStore } from './cassandra-store.js';
+import { CassandraStore, type CassandraClientLike } from './cassandra-store.js';
 import type { Replication } from './cassandra-schema.js';
 
 /** What a server or a command needs to reach its cluster. */
@@ -94,10 +94,16 @@ export function consistencyOf(name: string): cassandra.types.consistencies {
  */
 export function cassandraStoreFrom(
   settings: CassandraSettings,
-  options: { log: (message: string) => void; clock?: Clock },
+  options: {
+    log: (message: string) => void;
+    clock?: Clock;
+    /** Wrap the driver client (a benchmark recording what is sent, a test injecting faults). */
+    wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
+  },
 ): CassandraStore {
+  const client = cassandraClientFrom(settings);
   return new CassandraStore({
-    client: cassandraClientFrom(settings),
+    client: options.wrapClient ? options.wrapClient(client) : client,
     keyspace: settings.keyspace,
     replication: settings.replication,
     consistency: consistencyOf(settings.consistency),
