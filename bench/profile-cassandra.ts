@@ -22,6 +22,7 @@ import { cassandraClientFrom, cassandraStoreFrom } from '../src/store/cassandra/
 import { MonotonicClock } from '../src/store/clock.js';
 import { closedLoop, preparePagesFixture, suspendedPage, timelinePage } from './cassandra-pages.js';
 import { BENCH_SECRETS } from './fixture.js';
+import { busyTime, type Areas, type CpuProfile } from './profile-areas.js';
 
 const { positionals } = parseCli(
   `usage: npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds]
@@ -53,19 +54,8 @@ if (!process.env.BENCH_PROFILE_COMPILED) {
   process.exit(run.status ?? 1);
 }
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
 /** Areas, first match wins for a frame; a sample counts once per area on its stack. */
-const AREAS: Array<[string, (f: ProfileNode['callFrame']) => boolean]> = [
+const AREAS: Areas = [
   ['cassandra-driver', (f) => f.url.includes('/cassandra-driver/')],
   ['Cassandra adapter (src/store/cassandra)', (f) => f.url.includes('/store/cassandra/')],
   ['store validation and values (src/store)', (f) => /\/src\/store\/(validate|values|table|timeuuid)\./.test(f.url)],
@@ -98,7 +88,7 @@ await session.post('Profiler.enable');
 await session.post('Profiler.setSamplingInterval', { interval: 100 });
 await session.post('Profiler.start');
 const figures = await closedLoop(page, seconds, 32, []);
-const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
+const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: CpuProfile };
 session.disconnect();
 const dropper = cassandraClientFrom(settings);
 await dropper.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
@@ -110,32 +100,7 @@ mkdirSync(dir, { recursive: true });
 const file = join(dir, `cassandra-${which}-${Date.now()}.cpuprofile`);
 writeFileSync(file, JSON.stringify(profile));
 
-const parent = new Map<number, number>();
-const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-const areaOfNode = new Map<number, Set<string>>();
-function areasOf(id: number): Set<string> {
-  let set = areaOfNode.get(id);
-  if (set) return set;
-  const node = byId.get(id)!;
-  set = new Set(parent.has(id) ? areasOf(parent.get(id)!) : []);
-  const area = AREAS.find(([, test]) => test(node.callFrame));
-  if (area) set.add(area[0]);
-  areaOfNode.set(id, set);
-  return set;
-}
-const totals = new Map<string, number>();
-const self = new Map<string, number>();
-let busy = 0;
-profile.samples.forEach((id, i) => {
-  const dt = profile.timeDeltas[i] ?? 0;
-  const frame = byId.get(id)!.callFrame;
-  if (frame.functionName === '(idle)' || frame.functionName === '(program)') return;
-  busy += dt;
-  for (const a of areasOf(id)) totals.set(a, (totals.get(a) ?? 0) + dt);
-  const name = `${frame.functionName || '(anonymous)'} ${frame.url.replace(/^.*\/(node_modules|\.bench-build\/tree)\//, '')}:${frame.lineNumber + 1}`;
-  self.set(name, (self.get(name) ?? 0) + dt);
-});
+const { busy, byArea: totals, bySelf: self } = busyTime(profile, AREAS);
 const pages = figures.perSecond * seconds;
 const perPage = (us: number) => `${(us / pages).toFixed(0)} µs/page`;
 console.log(`${which}: ${figures.perSecond} pages/s under the profiler (p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, ${figures.errors} errors); profile in ${file}`);
