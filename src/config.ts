@@ -1,6 +1,7 @@
 /**
  * Configuration from the environment, validated once and frozen. Every variable, its
- * default and its meaning is listed in the README's configuration table.
+ * default and its meaning is listed in the configuration table of docs/operations.md
+ * (test/docs/configuration-table.test.ts fails when one is missing).
  */
 import { hostname } from 'node:os';
 import { parseCorsOrigins, type CorsOrigins } from './cors.js';
@@ -23,7 +24,7 @@ export const DEV_AUTH_SECRET = 'dev-auth-secret-do-not-use-in-production';
 /**
  * Secrets published as examples (the development ones, and the defaults earlier
  * versions of docker-compose.yml printed): anyone can read them, so production refuses
- * them. test/config/production-secrets.test.ts fails if the README or
+ * them. test/config/production-secrets.test.ts fails if the docs or
  * docker-compose.yml prints one that is not listed here.
  */
 export const EXAMPLE_SECRETS: readonly string[] = [
@@ -99,7 +100,7 @@ export interface Config {
     readonly recoveryIntervalMs: number;
     readonly recoveryGraceMs: number;
   };
-  /** What the servers sharing one cluster assume of each other (README, "Operations"). */
+  /** What the servers sharing one cluster assume of each other (docs/operations.md, "Many servers on one cluster"). */
   readonly cluster: ClusterSettings;
   /**
    * This server's stable name (`INSTANCE_ID`, default host:port): a restarted server
@@ -110,7 +111,7 @@ export interface Config {
   readonly live: LiveSettings;
 }
 
-/** How live connections run (README, "Live connections"). */
+/** How live connections run (docs/api.md and docs/how-it-works.md, "Live connections"). */
 export interface LiveSettings {
   /** How often each server polls the change log of its live feeds (`LIVE_POLL_MS`). */
   readonly pollMs: number;
@@ -284,7 +285,7 @@ function checkProductionSecret(name: string, value: string): void {
     throw new ConfigError(`${name} must be at least ${MIN_PRODUCTION_SECRET_BYTES} bytes long when NODE_ENV=production, got ${bytes}`);
   }
   if (EXAMPLE_SECRETS.includes(value)) {
-    throw new ConfigError(`${name} is an example secret printed in the README or docker-compose.yml; generate one, e.g. \`openssl rand -base64 48\``);
+    throw new ConfigError(`${name} is an example secret printed in the docs or docker-compose.yml; generate one, e.g. \`openssl rand -base64 48\``);
   }
   if (/^(.{1,4})\1+$/su.test(value)) {
     throw new ConfigError(`${name} must not be one character or a short pattern repeated when NODE_ENV=production; generate one, e.g. \`openssl rand -base64 48\``);
