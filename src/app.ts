@@ -21,8 +21,10 @@ import {
   createLiveLoaders,
   createRequestContext,
   createSagaRunner,
+  createMetrics,
   createServices,
   createStore,
+  observeStore,
   type Services,
 } from './composition-root.js';
 import type { Config } from './config.js';
@@ -107,7 +109,9 @@ export async function createApp(
     logger.warn(`${name} is not set: using the development secret. Set it before exposing this server.`);
   }
   const clock = deps.clock ?? new MonotonicClock();
-  const store = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
+  const metrics = createMetrics(config);
+  // Every caller (requests, background jobs) sees the store through its observers.
+  const store = observeStore(deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) }), metrics ? [metrics.storeObserver] : []);
   await store.ensureTables(ALL_TABLES);
   const key = authKey(config.authSecret);
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
@@ -121,6 +125,7 @@ export async function createApp(
     presence,
     onListAppend: config.listApplier ? (listId) => applier.wake(listId) : undefined,
     onLivePoll: deps.onLivePoll,
+    metrics,
   });
   // The ledger-list applier, started with the server: woken after each append, and on a timer.
   const applier = createListApplier(services);
@@ -134,11 +139,18 @@ export async function createApp(
   const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
   // Sagas a crash left open: roll them forward or back before serving.
   const startup = await recoverSagas();
+  metrics?.recoveryPass(startup);
   if (startup.rolledForward + startup.rolledBack + startup.failed > 0) logger.info(startup, 'saga recovery at start-up');
   const recoveryTimer = startRecoveryTimer(() => createSagaRunner(services), {
     intervalMs: config.saga.recoveryIntervalMs,
     graceMs: config.saga.recoveryGraceMs,
     logger,
+    onPass: metrics
+      ? (report) => {
+          if (report) metrics.recoveryPass(report);
+          metrics.backgroundPass('saga_recovery', report !== null);
+        }
+      : undefined,
   });
 
   const limits = limitProtections(config.limits, { hideSuggestions: !config.introspection });
@@ -172,6 +184,7 @@ export async function createApp(
       if (!loaders) liveLoaders.set(batch, (loaders = createLiveLoaders(services)));
       return createRequestContext(services, viewer, { loaders });
     },
+    onClosedTooSlow: metrics ? () => metrics.socketClosedTooSlow() : undefined,
   });
   const apollo = new ApolloServer<RequestContext>({
     // Apollo's plain schema mode; the request plugin executes with graphql-jit.
@@ -197,6 +210,7 @@ export async function createApp(
       ApolloServerPluginDrainHttpServer({ httpServer }),
       { serverWillStart: async () => ({ drainServer: () => liveServer.close() }) },
       requestPlugin(limits, schema, formatError),
+      ...(metrics ? [metrics.graphqlPlugin<RequestContext>()] : []),
     ],
   });
   await apollo.start();
@@ -213,7 +227,12 @@ export async function createApp(
     writeTimeoutMs: config.writeTimeoutMs,
     queryHashes,
     requestTimeoutMs: config.requestTimeoutMs,
-    ping: () => store.ping(),
+    // Ready: the store answers, with every declared table and column.
+    readiness: async () => {
+      const missing = await store.checkSchema(ALL_TABLES);
+      return missing.length === 0 ? null : `the store's schema is incomplete: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
+    },
+    metrics: metrics ? (req, res) => metrics.answer(req, res) : undefined,
     contextFor: async (req, deadline) => {
       const header = req.headers.authorization;
       // Anonymous requests (no header) skip the token check's await.
@@ -222,7 +241,14 @@ export async function createApp(
       return createRequestContext(services, viewer, { deadline: { at: deadline, timeoutMs: config.requestTimeoutMs } });
     },
   });
-  handle = withRequestLog(handler, logger);
+  handle = withRequestLog(metrics ? metrics.wrapHttp(handler) : handler, logger);
+  metrics?.setSources({
+    sagasInFlight: () => services.sagasInFlight.size,
+    listApplierLagSeconds: () => applier.lagSeconds(),
+    liveSockets: () => liveServer.sockets,
+    liveSubscriptions: () => services.live.subscriptions,
+    liveFeeds: () => services.live.activeFeeds,
+  });
   // The live hub polls the change log of the feeds subscribed to here.
   services.live.start();
 

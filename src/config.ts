@@ -58,6 +58,8 @@ export interface Config {
     readonly autoSchema: boolean;
     /** How long start-up keeps retrying an unreachable cluster. */
     readonly connectTimeoutS: number;
+    /** How the driver reaches the cluster: pools, timeouts, retries, speculation, balancing. */
+    readonly driver: CassandraDriverSettings;
   };
   readonly cursorSecret: string;
   readonly authSecret: string;
@@ -107,6 +109,16 @@ export interface Config {
   readonly instanceId: string;
   /** Live connections: subscriptions over WebSocket and the change log behind them. */
   readonly live: LiveSettings;
+  /** Prometheus metrics at GET /metrics (README, "Metrics and probes"). */
+  readonly metrics: MetricsSettings;
+}
+
+/** Whether `/metrics` is served, and the bearer token it requires. */
+export interface MetricsSettings {
+  /** Serve `GET /metrics` (`METRICS`, off by default). */
+  readonly enabled: boolean;
+  /** The bearer token a scrape must carry (`METRICS_TOKEN`); null: none required (refused in production). */
+  readonly token: string | null;
 }
 
 /** How live connections run (docs/api.md and docs/how-it-works.md, "Live connections"). */
@@ -130,6 +142,43 @@ export interface LiveSettings {
   /** Changes a subscription may have waiting before its socket is closed as too slow (`LIVE_MAX_QUEUED`). */
   readonly maxQueued: number;
 }
+
+/**
+ * The cassandra-driver settings an operator tunes (README, "Configuration"): each one a
+ * `CASSANDRA_*` variable with the default below.
+ */
+export interface CassandraDriverSettings {
+  /** Connections to each host of the local data centre (`CASSANDRA_CONNECTIONS_PER_HOST`). */
+  readonly connectionsPerHost: number;
+  /** Connections to each host of remote data centres (`CASSANDRA_CONNECTIONS_PER_REMOTE_HOST`). */
+  readonly connectionsPerRemoteHost: number;
+  /** How long the driver waits for a node's answer before trying the next (`CASSANDRA_REQUEST_TIMEOUT_MS`). */
+  readonly requestTimeoutMs: number;
+  /** Extra executions of an idempotent statement sent to other replicas while the first is slow; 0: off (`CASSANDRA_SPECULATIVE_EXECUTIONS`). */
+  readonly speculativeExecutions: number;
+  /** How long to wait before each speculative execution (`CASSANDRA_SPECULATIVE_DELAY_MS`). */
+  readonly speculativeDelayMs: number;
+  /** `default`: the driver's retry policy (non-idempotent statements are never retried on a timeout); `never`: no retries (`CASSANDRA_RETRY_POLICY`). */
+  readonly retryPolicy: 'default' | 'never';
+  /**
+   * Which node coordinates a statement (`CASSANDRA_LOAD_BALANCING`): `default`, the driver's
+   * (token-aware, local data centre, the less busy of two replicas); `token-aware`, the
+   * replicas in turn (TokenAwarePolicy over DCAwareRoundRobinPolicy); `round-robin`, every
+   * local node in turn, not token-aware.
+   */
+  readonly loadBalancing: 'default' | 'token-aware' | 'round-robin';
+}
+
+/** The driver settings' defaults: the driver's own (one connection per host, 12 s, no speculation). */
+export const DEFAULT_CASSANDRA_DRIVER_SETTINGS: CassandraDriverSettings = Object.freeze({
+  connectionsPerHost: 1,
+  connectionsPerRemoteHost: 1,
+  requestTimeoutMs: 12_000,
+  speculativeExecutions: 0,
+  speculativeDelayMs: 100,
+  retryPolicy: 'default',
+  loadBalancing: 'default',
+});
 
 /** The defaults of live connections (the composition root's, for processes without a configuration). */
 export const DEFAULT_LIVE_SETTINGS: LiveSettings = Object.freeze({
@@ -266,6 +315,46 @@ function duration(env: NodeJS.ProcessEnv, name: string, fallback: string): numbe
   return seconds;
 }
 
+/**
+ * `METRICS` and `METRICS_TOKEN`. In production the endpoint is never public: METRICS=true
+ * without a token refuses to start.
+ */
+function metricsSettings(env: NodeJS.ProcessEnv, production: boolean): MetricsSettings {
+  const enabled = bool(env, 'METRICS', false);
+  const token = env.METRICS_TOKEN === undefined || env.METRICS_TOKEN === '' ? null : env.METRICS_TOKEN;
+  if (token !== null && Buffer.byteLength(token) < 16) {
+    throw new ConfigError(`METRICS_TOKEN must be at least 16 bytes long, got ${Buffer.byteLength(token)}`);
+  }
+  if (enabled && production && token === null) {
+    throw new ConfigError(
+      'METRICS=true needs METRICS_TOKEN when NODE_ENV=production (the metrics endpoint is never public in production); ' +
+        'set METRICS_TOKEN to a secret, e.g. `openssl rand -base64 32`, and scrape with `Authorization: Bearer <token>`',
+    );
+  }
+  return Object.freeze({ enabled, token });
+}
+
+/** The `CASSANDRA_*` driver settings, each within what the driver accepts. */
+function cassandraDriver(env: NodeJS.ProcessEnv): CassandraDriverSettings {
+  const d = DEFAULT_CASSANDRA_DRIVER_SETTINGS;
+  const settings: CassandraDriverSettings = {
+    connectionsPerHost: int(env, 'CASSANDRA_CONNECTIONS_PER_HOST', d.connectionsPerHost, 1, 64),
+    connectionsPerRemoteHost: int(env, 'CASSANDRA_CONNECTIONS_PER_REMOTE_HOST', d.connectionsPerRemoteHost, 0, 64),
+    requestTimeoutMs: int(env, 'CASSANDRA_REQUEST_TIMEOUT_MS', d.requestTimeoutMs, 100, 600_000),
+    speculativeExecutions: int(env, 'CASSANDRA_SPECULATIVE_EXECUTIONS', d.speculativeExecutions, 0, 10),
+    speculativeDelayMs: int(env, 'CASSANDRA_SPECULATIVE_DELAY_MS', d.speculativeDelayMs, 0, 60_000),
+    retryPolicy: oneOf(env, 'CASSANDRA_RETRY_POLICY', ['default', 'never'] as const, d.retryPolicy),
+    loadBalancing: oneOf(env, 'CASSANDRA_LOAD_BALANCING', ['default', 'token-aware', 'round-robin'] as const, d.loadBalancing),
+  };
+  // A speculative execution scheduled after the request has timed out would never be sent.
+  if (settings.speculativeExecutions > 0 && settings.speculativeDelayMs >= settings.requestTimeoutMs) {
+    throw new ConfigError(
+      `CASSANDRA_SPECULATIVE_DELAY_MS must be below CASSANDRA_REQUEST_TIMEOUT_MS (${settings.requestTimeoutMs}) when CASSANDRA_SPECULATIVE_EXECUTIONS is set, got "${settings.speculativeDelayMs}"`,
+    );
+  }
+  return Object.freeze(settings);
+}
+
 const CONSISTENCIES = ['ONE', 'TWO', 'THREE', 'QUORUM', 'ALL', 'LOCAL_QUORUM', 'EACH_QUORUM', 'LOCAL_ONE'];
 
 /** Read and validate the configuration. */
@@ -296,6 +385,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     return value;
   };
   const config: Config = {
+    metrics: metricsSettings(env, production),
     nodeEnv: env.NODE_ENV ?? 'development',
     host: env.HOST ?? '0.0.0.0',
     port: int(env, 'PORT', 4000, 0, 65535),
@@ -315,6 +405,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       serialConsistency: oneOf(env, 'CASSANDRA_SERIAL_CONSISTENCY', ['LOCAL_SERIAL', 'SERIAL'] as const, 'LOCAL_SERIAL'),
       autoSchema: bool(env, 'CASSANDRA_AUTO_SCHEMA', false),
       connectTimeoutS: int(env, 'CASSANDRA_CONNECT_TIMEOUT_S', 60, 0, 3_600),
+      driver: cassandraDriver(env),
     }),
     cursorSecret: secret('CURSOR_SECRET', DEV_CURSOR_SECRET),
     authSecret: secret('AUTH_SECRET', DEV_AUTH_SECRET),

@@ -227,7 +227,11 @@ function pick<T>(items: T[], seed: number, count: number): T[] {
 }
 
 /** Run the store contract against the store `createStore` gives. */
-export function defineStoreContract(name: string, createStore: (options?: StoreOptions) => Promise<StoreUnderTest>): void {
+export function defineStoreContract(
+  name: string,
+  createStore: (options?: StoreOptions) => Promise<StoreUnderTest>,
+  timeouts: { readonly ddlTimeoutMs: number },
+): void {
   describe(`${name} store contract`, () => {
     let subject: StoreUnderTest;
     let store: Store;
@@ -603,6 +607,18 @@ export function defineStoreContract(name: string, createStore: (options?: StoreO
           else await store.upsert(table, row);
           expect(await store.get(table, key), table.name).toEqual(row);
         }
+      }, timeouts.ddlTimeoutMs);
+
+      it('checks the schema without changing it: complete after ensureTables, and names a missing table and a missing column', async () => {
+        expect(await store.checkSchema([kv, counters])).toEqual([]);
+        const missing = defineTable({ name: 'contract_never_created', columns: { id: 'uuid' }, partitionKey: ['id'] });
+        const grown = defineTable({ name: kv.name, columns: { ...kv.columns, contract_added: 'text' }, partitionKey: ['id'] });
+        const differences = await store.checkSchema([kv, missing, grown]);
+        expect(differences, differences.join("; ")).toHaveLength(2);
+        expect(differences[0]).toMatch(/^table (\w+\.)?contract_never_created$/);
+        expect(differences[1]).toMatch(new RegExp(`^column ${kv.name}\\.\\w*contract_added$`));
+        // Still missing: a check creates nothing.
+        expect(await store.checkSchema([missing])).toHaveLength(1);
       });
     });
 
