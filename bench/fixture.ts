@@ -43,11 +43,14 @@ export async function benchServices(file: string) {
 export interface Workload {
   readonly name: string;
   readonly body: string;
+  /** Headers besides the content type (a token, for workloads that need one). */
+  readonly headers?: Record<string, string>;
   /** Null when the response is the expected one, otherwise why not. */
   check(response: unknown): string | null;
 }
 
-const TIMELINE_QUERY = `query Timeline { userByUsername(username: "bench") { posts(first: 20) {
+/** The timeline page: a user by name, and the first 20 of their posts with each post's author. */
+export const TIMELINE_QUERY = `query Timeline { userByUsername(username: "bench") { posts(first: 20) {
   edges { cursor node { id content createdAt author { username displayName } } }
   pageInfo { hasNextPage hasPreviousPage endCursor } } } }`;
 
@@ -57,17 +60,20 @@ const ACCEPTANCES_QUERY = `query Acceptances($id: ID!) { node(id: $id) { ... on 
 
 type Edges = { edges: Array<{ node: { id?: string; author?: { username: string } } }> };
 
+/** The timeline page of the user "bench" (who has at least 20 posts). */
+export const TIMELINE_WORKLOAD: Workload = {
+  name: 'timeline',
+  body: JSON.stringify({ query: TIMELINE_QUERY }),
+  check(response) {
+    const posts = (response as { data?: { userByUsername?: { posts?: Edges } } }).data?.userByUsername?.posts;
+    return posts?.edges.length === 20 ? null : `expected 20 posts, got ${JSON.stringify(response).slice(0, 200)}`;
+  },
+};
+
 /** The two workloads over a prepared fixture. */
 export function benchWorkloads(meetingId: string): Workload[] {
   return [
-    {
-      name: 'timeline',
-      body: JSON.stringify({ query: TIMELINE_QUERY }),
-      check(response) {
-        const posts = (response as { data?: { userByUsername?: { posts?: Edges } } }).data?.userByUsername?.posts;
-        return posts?.edges.length === 20 ? null : `expected 20 posts, got ${JSON.stringify(response).slice(0, 200)}`;
-      },
-    },
+    TIMELINE_WORKLOAD,
     {
       name: 'acceptances (20 users, batched)',
       body: JSON.stringify({ query: ACCEPTANCES_QUERY, variables: { id: meetingGlobalId(meetingId) } }),

@@ -22,7 +22,7 @@ export interface OverheadOptions {
   readonly connections: number;
 }
 
-/** A server the benchmarks start. */
+/** A server the benchmarks start: its name, and how node runs it. */
 export interface ServerSpec {
   readonly name: string;
   readonly key: 'ours' | 'mercurius' | 'graphqlJs';
@@ -32,11 +32,11 @@ export interface ServerSpec {
 
 const BUILD_DIR = '.bench-build';
 
-/** Ours, as `npm start` runs it (after `npm run build`). */
-export const OURS: ServerSpec = { name: 'ours (Apollo Server + graphql-jit)', key: 'ours', args: () => ['dist/main.js'] };
+/** Ours: the `npm run build` output that `npm start` runs. */
+export const OUR_SERVER: ServerSpec = { name: 'ours (Apollo Server + graphql-jit)', key: 'ours', args: () => ['dist/main.js'] };
 
 const SERVERS: readonly ServerSpec[] = [
-  OURS,
+  OUR_SERVER,
   { name: 'mercurius + graphql-jit', key: 'mercurius', args: (file, port) => [`${BUILD_DIR}/mercurius.js`, file, String(port)] },
   { name: 'graphql-js on node:http', key: 'graphqlJs', args: (file, port) => [`${BUILD_DIR}/graphql-js.js`, file, String(port)] },
 ];
@@ -91,13 +91,21 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Start a server on `file` (its environment plus `env`), pinned by `prefix`; resolves once it answers. */
-export async function startServer(spec: ServerSpec, file: string, prefix: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; port: number }> {
+/**
+ * Start a compiled server over `file` (the fixture) with `env` (by default the bench
+ * environment over that file), pinned by `prefix`; resolves once it answers.
+ */
+export async function startServer(
+  spec: ServerSpec,
+  file: string,
+  prefix: string[],
+  env: Record<string, string> = benchEnv(file),
+): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
   const argv = [...prefix, process.execPath, ...spec.args(file, port)];
   const child = spawn(argv[0]!, argv.slice(1), {
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, ...benchEnv(file), ...env, HOST: '127.0.0.1', PORT: String(port) },
+    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port) },
   });
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${spec.name} exited with ${code}`))));
   exited.catch(() => undefined);
@@ -136,7 +144,7 @@ function peakRssMb(pid: number): number | null {
   }
 }
 
-/** Load one workload for `seconds`, measuring the server's CPU per request. */
+/** Load `workload` on the server at `port` (process `pid`) for `seconds` with autocannon. */
 export async function load(port: number, pid: number, workload: Workload, seconds: number, connections: number): Promise<Measure> {
   const cpuBefore = cpuMs(pid);
   const selfBefore = process.cpuUsage();
@@ -146,7 +154,7 @@ export async function load(port: number, pid: number, workload: Workload, second
     connections,
     duration: seconds,
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...workload.headers },
     body: workload.body,
   });
   const wallMs = Number(process.hrtime.bigint() - started) / 1e6;
@@ -162,14 +170,19 @@ export async function load(port: number, pid: number, workload: Workload, second
   };
 }
 
-/** Fail unless the server answers the workload as it should. */
+/** Throws unless the server at `port` answers `workload` rightly. */
 export async function check(port: number, workload: Workload, name: string): Promise<void> {
-  const res = await fetch(`http://127.0.0.1:${port}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: workload.body });
+  const res = await fetch(`http://127.0.0.1:${port}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...workload.headers },
+    body: workload.body,
+  });
   const problem = workload.check(await res.json());
   if (problem) throw new Error(`${name}, ${workload.name}: ${problem}`);
 }
 
-const median = (xs: number[]) => {
+/** The median of some numbers. */
+export const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
@@ -182,7 +195,7 @@ export interface Spread {
   readonly max: number;
 }
 
-/** Median and range of a series. */
+/** Median, least and most of a series. */
 export function spread(xs: number[]): Spread {
   return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
 }

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { benchEnv, benchWorkloads, prepareOverheadFixture } from './fixture.js';
 import { parseCli } from '../src/scripts/cli.js';
+import { busyTime, type Areas, type CpuProfile } from './profile-areas.js';
 
 const { positionals } = parseCli(
   `usage: npx tsx bench/profile.ts [timeline|acceptances] [seconds] [ours|mercurius|graphql-js]
@@ -24,14 +25,8 @@ left out) and the shares of that time by area.`,
   true,
 );
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string };
-  children?: number[];
-}
-
 /** Areas, first match wins for a frame; a sample counts once per area on its stack. */
-const AREAS: Array<[string, (f: ProfileNode['callFrame']) => boolean]> = [
+const AREAS: Areas = [
   ['SQLite adapter (src/store/sqlite + better-sqlite3)', (f) => f.url.includes('/store/sqlite/') || f.url.includes('better-sqlite3')],
   ['cursor codec (src/paging/cursor)', (f) => f.url.includes('/paging/cursor.')],
   ['paging engine and sources (src/paging)', (f) => f.url.includes('/paging/')],
@@ -83,34 +78,27 @@ await exited;
 rmSync(dir, { recursive: true, force: true });
 
 const [name] = readdirSync(profiles);
-const profile = JSON.parse(readFileSync(join(profiles, name!), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[]; startTime: number };
-const parent = new Map<number, number>();
-const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-const areaOfNode = new Map<number, Set<string>>();
-function areasOf(id: number): Set<string> {
-  let set = areaOfNode.get(id);
-  if (set) return set;
-  const node = byId.get(id)!;
-  set = new Set(parent.has(id) ? areasOf(parent.get(id)!) : []);
-  const area = AREAS.find(([, test]) => test(node.callFrame));
-  if (area) set.add(area[0]);
-  areaOfNode.set(id, set);
-  return set;
-}
-const totals = new Map<string, number>();
-let busy = 0;
-let at = profile.startTime;
-profile.samples.forEach((id, i) => {
-  const dt = profile.timeDeltas[i] ?? 0;
-  at += dt;
-  // Start-up (module loading, compilation) and shutdown are not the load.
-  if (at < loadStart || at > loadEnd) return;
-  if (byId.get(id)!.callFrame.functionName === '(idle)') return;
-  busy += dt;
-  for (const a of areasOf(id)) totals.set(a, (totals.get(a) ?? 0) + dt);
-});
+const profile = JSON.parse(readFileSync(join(profiles, name!), 'utf8')) as CpuProfile;
+// The profile's timestamps and hrtime share the monotonic clock (µs): start-up (module
+// loading, compilation) and shutdown are not the load.
+const { busy, byArea: totals, bySelf } = busyTime(profile, AREAS, (at) => at >= loadStart && at <= loadEnd);
 const perRequest = (us: number) => `${(us / result.requests.total).toFixed(0)} µs/request`;
 console.log(`${workload.name}: ${Math.round(result.requests.average)} req/s under the profiler; busy ${(busy / 1e6).toFixed(1)} s of the load; profile in ${profiles}`);
 console.log(`busy ${perRequest(busy)}, of which garbage collector ${perRequest(totals.get('garbage collector') ?? 0)}`);
 for (const [area] of AREAS) console.log(`${(((totals.get(area) ?? 0) / busy) * 100).toFixed(1).padStart(5)}%  ${area}`);
+if (process.env.METRICS === 'true') {
+  // METRICS=true (with METRICS_TOKEN: the bench runs in production mode): the self time of
+  // the metrics code (the store observer, the families, the HTTP and GraphQL counting,
+  // prom-client, Node's event-loop and GC observers it turns on), which the load's
+  // samples spent there and nowhere else. The store decorator's own frames serve the
+  // request's CountingStore and the observer alike: shown apart.
+  const metricsCode = /\/dist\/(metrics|metric-families|store\/store-observer)\.js:|prom-client\/|node:internal\/(perf|histogram)/;
+  let own = 0;
+  let decorator = 0;
+  for (const [fn, us] of bySelf) {
+    if (metricsCode.test(fn)) own += us;
+    else if (fn.includes('/dist/store/store-decorator.js:')) decorator += us;
+  }
+  const fine = (us: number) => `${(us / result.requests.total).toFixed(1)} µs/request`;
+  console.log(`METRICS on: the metrics code's self time ${fine(own)}, ${((own / busy) * 100).toFixed(2)}% of busy time; the store decorator's frames ${fine(decorator)} (${((decorator / busy) * 100).toFixed(2)}%, shared with the request's counting store)`);
+}

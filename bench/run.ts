@@ -17,6 +17,7 @@ import { runNameSearch } from './name-search.js';
 import { runRoundTrips } from './round-trips.js';
 import { runUniqueCounter } from './unique-counter.js';
 import { parseCli } from '../src/scripts/cli.js';
+import { positive } from './settings.js';
 
 parseCli(
   `usage: npm run bench
@@ -30,15 +31,6 @@ BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,sear
 BENCH_NAMES_FILE (where the name search's users are kept between runs).`,
   {},
 );
-
-function positive(name: string, fallback: number): number {
-  const value = Number(process.env[name] ?? fallback);
-  if (!(value > 0)) {
-    console.error(`${name} must be a positive number, got ${JSON.stringify(process.env[name])}`);
-    process.exit(2);
-  }
-  return value;
-}
 
 const ROUNDS = Math.round(positive('BENCH_ROUNDS', 5));
 const DURATION = positive('BENCH_DURATION', 5);

@@ -39,6 +39,7 @@ import { presenceTable, type Presence } from './presence.js';
 import { KeyedLock } from './saga/keyed-lock.js';
 import { sagaLogTables } from './saga/saga-log.js';
 import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
+import type { DemoSeeding } from './seed/demo.js';
 import { seedProgressTable } from './seed/seed-tables.js';
 import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
@@ -262,6 +263,16 @@ export function createListApplier(
   });
 }
 
+/** What seeding the demo set needs (`seedDemoData`): the features acting as an admin, and the list applier. */
+export function demoSeeding(services: Services): DemoSeeding {
+  return {
+    store: services.store,
+    features: () => createRequestContext(services, { username: 'demo', isAdmin: true }),
+    drainList: async (listId) => {
+      await createListApplier(services).drain(listId);
+    },
+  };
+}
 
 /**
  * The features of one unit of work (a GraphQL request, or a seeding job) for one

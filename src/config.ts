@@ -1,6 +1,7 @@
 /**
  * Configuration from the environment, validated once and frozen. Every variable, its
- * default and its meaning is listed in the README's configuration table.
+ * default and its meaning is listed in the configuration table of docs/operations.md
+ * (test/docs/configuration-table.test.ts fails when one is missing).
  */
 import { hostname } from 'node:os';
 import { parseCorsOrigins, type CorsOrigins } from './cors.js';
@@ -23,7 +24,7 @@ export const DEV_AUTH_SECRET = 'dev-auth-secret-do-not-use-in-production';
 /**
  * Secrets published as examples (the development ones, and the defaults earlier
  * versions of docker-compose.yml printed): anyone can read them, so production refuses
- * them. test/config/production-secrets.test.ts fails if the README or
+ * them. test/config/production-secrets.test.ts fails if the docs or
  * docker-compose.yml prints one that is not listed here.
  */
 export const EXAMPLE_SECRETS: readonly string[] = [
@@ -57,6 +58,8 @@ export interface Config {
     readonly autoSchema: boolean;
     /** How long start-up keeps retrying an unreachable cluster. */
     readonly connectTimeoutS: number;
+    /** How the driver reaches the cluster: pools, timeouts, retries, speculation, balancing. */
+    readonly driver: CassandraDriverSettings;
   };
   readonly cursorSecret: string;
   readonly authSecret: string;
@@ -97,7 +100,7 @@ export interface Config {
     readonly recoveryIntervalMs: number;
     readonly recoveryGraceMs: number;
   };
-  /** What the servers sharing one cluster assume of each other (README, "Operations"). */
+  /** What the servers sharing one cluster assume of each other (docs/operations.md, "Many servers on one cluster"). */
   readonly cluster: ClusterSettings;
   /**
    * This server's stable name (`INSTANCE_ID`, default host:port): a restarted server
@@ -118,7 +121,7 @@ export interface MetricsSettings {
   readonly token: string | null;
 }
 
-/** How live connections run (README, "Live connections"). */
+/** How live connections run (docs/api.md and docs/how-it-works.md, "Live connections"). */
 export interface LiveSettings {
   /** How often each server polls the change log of its live feeds (`LIVE_POLL_MS`). */
   readonly pollMs: number;
@@ -139,6 +142,43 @@ export interface LiveSettings {
   /** Changes a subscription may have waiting before its socket is closed as too slow (`LIVE_MAX_QUEUED`). */
   readonly maxQueued: number;
 }
+
+/**
+ * The cassandra-driver settings an operator tunes (README, "Configuration"): each one a
+ * `CASSANDRA_*` variable with the default below.
+ */
+export interface CassandraDriverSettings {
+  /** Connections to each host of the local data centre (`CASSANDRA_CONNECTIONS_PER_HOST`). */
+  readonly connectionsPerHost: number;
+  /** Connections to each host of remote data centres (`CASSANDRA_CONNECTIONS_PER_REMOTE_HOST`). */
+  readonly connectionsPerRemoteHost: number;
+  /** How long the driver waits for a node's answer before trying the next (`CASSANDRA_REQUEST_TIMEOUT_MS`). */
+  readonly requestTimeoutMs: number;
+  /** Extra executions of an idempotent statement sent to other replicas while the first is slow; 0: off (`CASSANDRA_SPECULATIVE_EXECUTIONS`). */
+  readonly speculativeExecutions: number;
+  /** How long to wait before each speculative execution (`CASSANDRA_SPECULATIVE_DELAY_MS`). */
+  readonly speculativeDelayMs: number;
+  /** `default`: the driver's retry policy (non-idempotent statements are never retried on a timeout); `never`: no retries (`CASSANDRA_RETRY_POLICY`). */
+  readonly retryPolicy: 'default' | 'never';
+  /**
+   * Which node coordinates a statement (`CASSANDRA_LOAD_BALANCING`): `default`, the driver's
+   * (token-aware, local data centre, the less busy of two replicas); `token-aware`, the
+   * replicas in turn (TokenAwarePolicy over DCAwareRoundRobinPolicy); `round-robin`, every
+   * local node in turn, not token-aware.
+   */
+  readonly loadBalancing: 'default' | 'token-aware' | 'round-robin';
+}
+
+/** The driver settings' defaults: the driver's own (one connection per host, 12 s, no speculation). */
+export const DEFAULT_CASSANDRA_DRIVER_SETTINGS: CassandraDriverSettings = Object.freeze({
+  connectionsPerHost: 1,
+  connectionsPerRemoteHost: 1,
+  requestTimeoutMs: 12_000,
+  speculativeExecutions: 0,
+  speculativeDelayMs: 100,
+  retryPolicy: 'default',
+  loadBalancing: 'default',
+});
 
 /** The defaults of live connections (the composition root's, for processes without a configuration). */
 export const DEFAULT_LIVE_SETTINGS: LiveSettings = Object.freeze({
@@ -255,7 +295,7 @@ function checkProductionSecret(name: string, value: string): void {
     throw new ConfigError(`${name} must be at least ${MIN_PRODUCTION_SECRET_BYTES} bytes long when NODE_ENV=production, got ${bytes}`);
   }
   if (EXAMPLE_SECRETS.includes(value)) {
-    throw new ConfigError(`${name} is an example secret printed in the README or docker-compose.yml; generate one, e.g. \`openssl rand -base64 48\``);
+    throw new ConfigError(`${name} is an example secret printed in the docs or docker-compose.yml; generate one, e.g. \`openssl rand -base64 48\``);
   }
   if (/^(.{1,4})\1+$/su.test(value)) {
     throw new ConfigError(`${name} must not be one character or a short pattern repeated when NODE_ENV=production; generate one, e.g. \`openssl rand -base64 48\``);
@@ -292,6 +332,27 @@ function metricsSettings(env: NodeJS.ProcessEnv, production: boolean): MetricsSe
     );
   }
   return Object.freeze({ enabled, token });
+}
+
+/** The `CASSANDRA_*` driver settings, each within what the driver accepts. */
+function cassandraDriver(env: NodeJS.ProcessEnv): CassandraDriverSettings {
+  const d = DEFAULT_CASSANDRA_DRIVER_SETTINGS;
+  const settings: CassandraDriverSettings = {
+    connectionsPerHost: int(env, 'CASSANDRA_CONNECTIONS_PER_HOST', d.connectionsPerHost, 1, 64),
+    connectionsPerRemoteHost: int(env, 'CASSANDRA_CONNECTIONS_PER_REMOTE_HOST', d.connectionsPerRemoteHost, 0, 64),
+    requestTimeoutMs: int(env, 'CASSANDRA_REQUEST_TIMEOUT_MS', d.requestTimeoutMs, 100, 600_000),
+    speculativeExecutions: int(env, 'CASSANDRA_SPECULATIVE_EXECUTIONS', d.speculativeExecutions, 0, 10),
+    speculativeDelayMs: int(env, 'CASSANDRA_SPECULATIVE_DELAY_MS', d.speculativeDelayMs, 0, 60_000),
+    retryPolicy: oneOf(env, 'CASSANDRA_RETRY_POLICY', ['default', 'never'] as const, d.retryPolicy),
+    loadBalancing: oneOf(env, 'CASSANDRA_LOAD_BALANCING', ['default', 'token-aware', 'round-robin'] as const, d.loadBalancing),
+  };
+  // A speculative execution scheduled after the request has timed out would never be sent.
+  if (settings.speculativeExecutions > 0 && settings.speculativeDelayMs >= settings.requestTimeoutMs) {
+    throw new ConfigError(
+      `CASSANDRA_SPECULATIVE_DELAY_MS must be below CASSANDRA_REQUEST_TIMEOUT_MS (${settings.requestTimeoutMs}) when CASSANDRA_SPECULATIVE_EXECUTIONS is set, got "${settings.speculativeDelayMs}"`,
+    );
+  }
+  return Object.freeze(settings);
 }
 
 const CONSISTENCIES = ['ONE', 'TWO', 'THREE', 'QUORUM', 'ALL', 'LOCAL_QUORUM', 'EACH_QUORUM', 'LOCAL_ONE'];
@@ -344,6 +405,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       serialConsistency: oneOf(env, 'CASSANDRA_SERIAL_CONSISTENCY', ['LOCAL_SERIAL', 'SERIAL'] as const, 'LOCAL_SERIAL'),
       autoSchema: bool(env, 'CASSANDRA_AUTO_SCHEMA', false),
       connectTimeoutS: int(env, 'CASSANDRA_CONNECT_TIMEOUT_S', 60, 0, 3_600),
+      driver: cassandraDriver(env),
     }),
     cursorSecret: secret('CURSOR_SECRET', DEV_CURSOR_SECRET),
     authSecret: secret('AUTH_SECRET', DEV_AUTH_SECRET),

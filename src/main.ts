@@ -8,7 +8,7 @@ const USAGE = `usage: node dist/main.js      (npm start builds first; npm run de
 Starts the GraphQL server on http://HOST:PORT/graphql (default 0.0.0.0:4000), with
 /livez, /readyz and, with METRICS=true, /metrics. Everything is configured through environment variables (STORE,
 SQLITE_PATH, CASSANDRA_*, AUTH_SECRET, CURSOR_SECRET, CORS_ORIGINS, LOG_LEVEL, ...):
-see the Configuration table of the README.`;
+see the configuration table in docs/operations.md.`;
 
 parseCli(USAGE, {});
 serve().catch((err: unknown) => {

@@ -4,7 +4,7 @@
  * may wrap the store (a fault-injecting or slowing decorator) first.
  */
 import { createApp } from './app.js';
-import { createStore } from './composition-root.js';
+import { createStore, demoSeeding } from './composition-root.js';
 import { ConfigError, loadConfig } from './config.js';
 import { listGlobalId, meetingGlobalId } from './graphql/ids.js';
 import { createLogger } from './logger.js';
@@ -35,7 +35,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   const clock = new MonotonicClock();
   const store = options.wrapStore ? options.wrapStore(createStore(config, { clock, log: (message) => logger.info(message) })) : undefined;
   const app = await createApp(config, { logger, store, clock });
-  const seeded = config.seedDemo ? await seedDemoData(app.services) : null;
+  const seeded = config.seedDemo ? await seedDemoData(demoSeeding(app.services)) : null;
   // On every start, not only the first: the ids to try in the playground.
   const demo = seeded ?? (await demoIds(app.store));
   if (demo) {

@@ -9,23 +9,11 @@
 import { createApp } from '../../src/app.js';
 import { createStore } from '../../src/composition-root.js';
 import { loadConfig } from '../../src/config.js';
-import { liveTables } from '../../src/live/change-log-tables.js';
 import type { PollReport } from '../../src/live/live-hub.js';
 import { createLogger } from '../../src/logger.js';
 import { MonotonicClock } from '../../src/store/clock.js';
-import type { Mutation, Store } from '../../src/store/port.js';
-import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
-
-/** A store whose batches leave out the change log's rows. */
-class WithoutChangeLog extends StoreDecorator {
-  private readonly log = new Set(liveTables.map((t) => t.name));
-  protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
-    return run();
-  }
-  override batch(mutations: readonly Mutation[]): Promise<void> {
-    return super.batch(mutations.filter((m) => !this.log.has(m.table.name)));
-  }
-}
+import type { Store } from '../../src/store/port.js';
+import { WithoutChangeLog } from '../without-change-log.js';
 
 const config = loadConfig();
 const logger = createLogger({ level: config.logLevel, production: true });

@@ -14,7 +14,9 @@ const USAGE = `usage: npm run schema
 
 Creates the Cassandra keyspace (CASSANDRA_KEYSPACE, with CASSANDRA_REPLICATION) and every
 table and column the product declares that does not exist yet, waiting for schema
-agreement after each statement. With STORE=sqlite it creates the embedded store's tables.`;
+agreement after each statement, and prints each statement as it lands: its number, how
+long it took and the time so far (about 0.1 s a table on one node, over 1 s on a
+three-node ring). With STORE=sqlite it creates the embedded store's tables.`;
 
 parseCli(USAGE, {});
 
@@ -24,11 +26,14 @@ runScript('schema', async () => {
   const log = (message: string) => console.log(message);
   // This command is what creates the schema (the embedded store creates its own anyway).
   const store = createStore({ ...config, cassandra: { ...config.cassandra, autoSchema: true } }, { log });
+  const where = config.store === 'cassandra' ? `keyspace ${config.cassandra.keyspace} on ${config.cassandra.contactPoints.join(',')}` : config.sqlitePath;
+  const started = Date.now();
+  const how = config.store === 'cassandra' ? '; each missing one is created, and agreed on by every node, before the next' : '';
+  console.log(`checking ${ALL_TABLES.length} tables in ${where}${how}`);
   try {
     await store.ensureTables(ALL_TABLES);
   } finally {
     await store.close();
   }
-  const where = config.store === 'cassandra' ? `keyspace ${config.cassandra.keyspace}` : config.sqlitePath;
-  console.log(`schema ready: ${ALL_TABLES.length} tables in ${where}`);
+  console.log(`schema ready: ${ALL_TABLES.length} tables in ${where} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 });

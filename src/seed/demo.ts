@@ -2,9 +2,14 @@
  * The small demo data set `npm start` loads into an empty store, so every playground
  * example has something to show: users with locations and names, enough posts
  * for several pages, a suspension, a meeting with acceptances, and an ordered list.
+ * It imports nothing above it: the composition root hands in the features it writes
+ * through (`demoSeeding` there).
  */
-import { createListApplier, createRequestContext, type Services } from '../composition-root.js';
-import { readUserIds } from '../features/users/users.js';
+import type { Lists } from '../features/lists/lists.js';
+import type { Meetings } from '../features/meetings/meetings.js';
+import type { Suspensions } from '../features/suspensions/suspensions.js';
+import type { Timeline } from '../features/timeline/timeline.js';
+import { readUserIds, type Users } from '../features/users/users.js';
 import type { DemoIds } from '../graphql/playground.js';
 import { listGlobalId, meetingGlobalId, userGlobalId } from '../graphql/ids.js';
 import type { Store } from '../store/port.js';
@@ -16,6 +21,24 @@ const DEMO_USERS = [
   { username: 'carol', displayName: 'Carol Danvers', location: 'Paris', firstName: 'Carol', lastName: 'Danvers', posts: 3 },
   { username: 'dave', displayName: 'Dave Lister', location: 'Paris', firstName: 'Dave', lastName: 'Lister', posts: 1 },
 ];
+
+/** The features the demo set is written through. */
+export interface DemoFeatures {
+  readonly users: Users;
+  readonly timeline: Timeline;
+  readonly suspensions: Suspensions;
+  readonly meetings: Meetings;
+  readonly lists: Lists;
+}
+
+/** What seeding the demo set needs from whoever wires the features (the composition root's `demoSeeding`). */
+export interface DemoSeeding {
+  readonly store: Store;
+  /** The features of one unit of work, acting as an admin. */
+  readonly features: () => DemoFeatures;
+  /** Apply a list's pending transactions now, so the demo list is settled before the server answers. */
+  readonly drainList: (listId: string) => Promise<void>;
+}
 
 /** What was seeded, for the start-up log. */
 export interface DemoSummary {
@@ -39,8 +62,8 @@ export async function demoGlobalIds(store: Store): Promise<DemoIds | null> {
 }
 
 /** Seed the demo set unless its first user exists; returns the ids to try, or null. */
-export async function seedDemoData(services: Services, now = Date.now()): Promise<DemoSummary | null> {
-  const ctx = createRequestContext(services, { username: 'demo', isAdmin: true });
+export async function seedDemoData(seeding: DemoSeeding, now = Date.now()): Promise<DemoSummary | null> {
+  const ctx = seeding.features();
   const [existing] = await ctx.users.idsByUsername([DEMO_USERS[0]!.username]);
   if (existing) return null;
   const ids: string[] = [];
@@ -58,7 +81,7 @@ export async function seedDemoData(services: Services, now = Date.now()): Promis
   for (const id of ids.slice(0, 3)) await ctx.meetings.accept(meeting.meetingId, id);
   const list = await ctx.lists.create('Groceries', ids[0]!);
   for (const label of ['milk', 'eggs', 'bread', 'tea', 'jam']) await ctx.lists.add(list.listId, label);
-  await createListApplier(services).drain(list.listId);
-  await services.store.upsert(seedProgressTable, { ...DEMO_KEY, ref: meeting.meetingId, step: 0, detail: list.listId, done: true });
+  await seeding.drainList(list.listId);
+  await seeding.store.upsert(seedProgressTable, { ...DEMO_KEY, ref: meeting.meetingId, step: 0, detail: list.listId, done: true });
   return { meetingId: meeting.meetingId, listId: list.listId };
 }

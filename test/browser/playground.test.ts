@@ -10,6 +10,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoSeeding } from '../../src/composition-root.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { listGlobalId, meetingGlobalId } from '../../src/graphql/ids.js';
 import { seedDemoData, type DemoSummary } from '../../src/seed/demo.js';
@@ -79,7 +80,7 @@ describe('the playground in Chromium', () => {
     // CORS_ORIGINS leaves the playground's origin out: its own page needs no CORS, its
     // WebSocket included.
     server = await startTestServer({ env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0', CORS_ORIGINS: 'https://app.example.com' } });
-    demo = (await seedDemoData(server.app.services))!;
+    demo = (await seedDemoData(demoSeeding(server.app.services)))!;
     browser = await launchChromium();
   }, 60_000);
 

@@ -41,7 +41,7 @@ const CREATE_POST: TypedDocumentNode<{ createPost: { post: { id: string; content
 const DELETE_POST: TypedDocumentNode<{ deletePost: { deletedPostId: string } }, { id: string }> = gql`mutation DeletePost($id: ID!) { deletePost(input: { id: $id }) { deletedPostId } }`;
 
 /**
- * The README's `updateQuery`: the added edge first, the deleted post gone, and pageInfo's
+ * The `updateQuery` of docs/clients.md: the added edge first, the deleted post gone, and pageInfo's
  * cursors moved with the ends (relayStylePagination's merge stamps `startCursor` onto
  * the first incoming edge and `endCursor` onto the last, so stale ones would overwrite
  * the new edges' own cursors).
@@ -55,7 +55,7 @@ function mergePostsChange(timeline: Timeline, { addedEdge, deletedPostId }: Post
 }
 
 /**
- * The README's follower: merges `postsChanged` into a watched timeline from `after`, and
+ * The follower of docs/clients.md: merges `postsChanged` into a watched timeline from `after`, and
  * when the subscription ends with a dropped socket (or a stopping server), subscribes
  * again after the last change it merged: nothing made meanwhile is missed, nothing
  * repeated (graphql-ws's own reconnect would resend the first `after`: the client it
@@ -112,7 +112,7 @@ function apolloClient(url: string, token: string, socket: Client) {
 
 /**
  * Load `username`'s newest `first` posts and watch them until the test ends, as a view
- * does (the README's order): the first page, the page shown now, and the page once the
+ * does (the order docs/clients.md gives): the first page, the page shown now, and the page once the
  * watched query shows what the cache holds (its broadcast may come a tick after a write).
  */
 async function watchTimeline(apollo: ApolloClient, username: string, first: number) {

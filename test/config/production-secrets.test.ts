@@ -1,10 +1,10 @@
 /**
  * Production secrets and defaults (issue 16, defect 11): secrets of at least 32
- * bytes, none of the examples printed in the README or docker-compose.yml, no single
+ * bytes, none of the examples printed in the docs or docker-compose.yml, no single
  * repeated character or short pattern; demo data only on request; MAX_TOKEN_AGE.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -14,10 +14,11 @@ import { startChildServer, type ChildServer } from '../support/child-server.js';
 const real = () => randomBytes(32).toString('base64');
 const production = (overrides: Record<string, string> = {}) => ({ NODE_ENV: 'production', AUTH_SECRET: real(), CURSOR_SECRET: real(), ...overrides });
 
-/** Every secret value the README and docker-compose.yml print as an example. */
+/** Every secret value the docs (README.md, docs/*.md) and docker-compose.yml print as an example. */
 function publishedExamples(): string[] {
   const compose = readFileSync('docker-compose.yml', 'utf8');
-  const readme = readFileSync('README.md', 'utf8');
+  const docs = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const readme = docs.map((file) => readFileSync(file, 'utf8')).join('\n');
   return [
     // Literal values only: `${VAR:?…}`, `$(openssl …)` and printf's `%s` are not secrets.
     ...[...compose.matchAll(/_SECRET: \$\{\w+:-([^}]+)\}/g)].map((m) => m[1]!),
@@ -41,7 +42,7 @@ describe('production secrets', () => {
     expect(loadConfig({ AUTH_SECRET: short }).authSecret).toBe(short);
   });
 
-  it('refuses every example secret the README and docker-compose.yml print', () => {
+  it('refuses every example secret the docs and docker-compose.yml print', () => {
     // The defaults docker-compose.yml once printed stay refused, with whatever the files print now.
     const examples = [...publishedExamples(), 'change-me-cursor-secret-0000', 'change-me-auth-secret-000000'];
     for (const example of examples) {

@@ -227,7 +227,11 @@ function pick<T>(items: T[], seed: number, count: number): T[] {
 }
 
 /** Run the store contract against the store `createStore` gives. */
-export function defineStoreContract(name: string, createStore: (options?: StoreOptions) => Promise<StoreUnderTest>): void {
+export function defineStoreContract(
+  name: string,
+  createStore: (options?: StoreOptions) => Promise<StoreUnderTest>,
+  timeouts: { readonly ddlTimeoutMs: number },
+): void {
   describe(`${name} store contract`, () => {
     let subject: StoreUnderTest;
     let store: Store;
@@ -603,7 +607,7 @@ export function defineStoreContract(name: string, createStore: (options?: StoreO
           else await store.upsert(table, row);
           expect(await store.get(table, key), table.name).toEqual(row);
         }
-      });
+      }, timeouts.ddlTimeoutMs);
 
       it('checks the schema without changing it: complete after ensureTables, and names a missing table and a missing column', async () => {
         expect(await store.checkSchema([kv, counters])).toEqual([]);

@@ -6,4 +6,4 @@
 import { defineStoreContract } from './store-contract.js';
 import { describeEachStore } from '../support/stores.js';
 
-describeEachStore('store contract', (target) => defineStoreContract(target.name, target.create));
+describeEachStore('store contract', (target) => defineStoreContract(target.name, target.create, { ddlTimeoutMs: target.ddlTimeoutMs }));

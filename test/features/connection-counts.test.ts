@@ -91,7 +91,7 @@ describeEachStore('connection counts', (target) => {
     expect(await w.a.read(key)).toBe(1);
     await w.settle();
     expect([await w.a.read(key), await w.b.read(key)]).toEqual([1, 1]);
-  });
+  }, target.ddlTimeoutMs);
 
   it('take nothing away for a removal of an item never added, or undone before its addition landed', async () => {
     const w = await twoServers(pool);
@@ -111,7 +111,7 @@ describeEachStore('connection counts', (target) => {
     await w.settle();
     expect(await w.a.read(key)).toBe(1);
     expect(await settleFully(w.store, key, closedThrough(w.a.services.clock, CLUSTER))).toBe(1);
-  });
+  }, target.ddlTimeoutMs);
 
   it('settle window by window and in full to the same count, whatever the order of arrival', async () => {
     const w = await twoServers(pool);
@@ -133,7 +133,7 @@ describeEachStore('connection counts', (target) => {
     for (const end of ends) full.push(await settleFully(w.store, key, end));
     expect(full).toEqual(stepwise);
     expect(stepwise[stepwise.length - 1]).toBe(await w.a.read(key));
-  });
+  }, target.ddlTimeoutMs);
 
   it('read the counts of a page of connections in one round trip, and a count whose verifiers lag by a slice', async () => {
     const w = await twoServers(pool);
@@ -158,7 +158,7 @@ describeEachStore('connection counts', (target) => {
     const settled = new CountingStore(w.store);
     expect(await read(settled, w.now())).toEqual(keys.map((_, k) => k));
     expect(settled.roundTrips).toBe(1);
-  });
+  }, target.ddlTimeoutMs);
 
   it('are exact over acceptances in 40 windows, before and after settling, and reconcile at once a count whose live cell was lost', async () => {
     const w = await twoServers(pool);
@@ -182,7 +182,7 @@ describeEachStore('connection counts', (target) => {
     expect(await w.a.read(key)).toBe(41);
     await w.settle();
     expect(await w.a.read(key)).toBe(41);
-  });
+  }, target.ddlTimeoutMs);
 });
 
 describeEachStore('connection counts against a model', (target) => {

@@ -118,7 +118,7 @@ describeEachStore('search by name', (target) => {
     expect(await w.found('jo jo')).toEqual([jones.id]);
     expect(await w.found('odeg')).toEqual([ode.id]);
     expect(await w.found('smithy')).toEqual([]);
-  });
+  }, target.ddlTimeoutMs);
 
   it('refuses a query of no term or more than three, saying so, and reads nothing', async () => {
     const w = await world(pool);
@@ -129,7 +129,7 @@ describeEachStore('search by name', (target) => {
       expect((err as Error).message).toMatch(/^`query` must hold one to three name terms separated by spaces.*, got \d/);
       expect(ctx.storeRoundTrips()).toBe(0);
     }
-  });
+  }, target.ddlTimeoutMs);
 
   it('serves a page of swept entries from one slice without reading a user, and checks recent ones', async () => {
     const w = await world(pool);
@@ -147,7 +147,7 @@ describeEachStore('search by name', (target) => {
     // Each node is the user as the entry shows them.
     expect(page.edges[3]!.node).toEqual({ userId: smiths[3]!.id, user: { ...smiths[3], profileVersions: { location: null, lastName: null } } });
     expect(ctx.storeRoundTrips()).toBe(1);
-  });
+  }, target.ddlTimeoutMs);
 
   it('follows renames, removals and changes of what entries show, and never shows a stale entry', async () => {
     const w = await world(pool);
@@ -162,7 +162,7 @@ describeEachStore('search by name', (target) => {
     await w.ctx().users.update(u.id, { firstName: '', lastName: '' });
     expect(await w.found('grace')).toEqual([]);
     expect(await w.base.slice(userNameIndexTable, { partition: { prefix: 'g' }, limit: 10 })).toEqual([]);
-  });
+  }, target.ddlTimeoutMs);
 
   it('leaves exactly the right entries after two concurrent renames, the loser filtered until swept', async () => {
     let rendezvous!: RendezvousStore;
@@ -179,7 +179,7 @@ describeEachStore('search by name', (target) => {
     await w.sweep();
     expect(await w.base.slice(userNameIndexTable, { partition: { prefix: other.slice(0, 3) }, limit: 10 })).toEqual([]);
     expect(await w.found(current.lastName!)).toEqual([u.id]);
-  });
+  }, target.ddlTimeoutMs);
 });
 
 describeEachStore('search by name against a model', (target) => {

@@ -1,5 +1,5 @@
 /**
- * The README's authorization table, checked row by row: for every operation it lists,
+ * The authorization table of docs/api.md, checked row by row: for every operation it lists,
  * each kind of caller (anonymous, member, owner, admin, and a ghost: a valid token
  * whose user does not exist) is allowed exactly when the row says so. The table and
  * this test cannot drift apart: a row without a scenario, or a scenario without a row,
@@ -16,16 +16,18 @@ type Caller = 'anonymous' | 'member' | 'owner' | 'admin' | 'ghost';
 const CALLERS: Caller[] = ['anonymous', 'member', 'owner', 'admin', 'ghost'];
 
 /**
- * Fields anonymous callers read as null with FORBIDDEN (the README says so), while the
+ * Fields anonymous callers read as null with FORBIDDEN (docs/api.md says so), while the
  * rest of their answer stands; every other refusal of an anonymous caller is
  * UNAUTHENTICATED.
  */
 const MEMBER_FIELDS = new Set(['User.location', 'User.lastName', 'User.firstName']);
 
-/** The table in the README: operation -> the callers it allows. */
+/** The table in docs/api.md: operation -> the callers it allows. */
 function readTable(): Map<string, Set<Caller>> {
-  const readme = readFileSync('README.md', 'utf8');
-  const section = readme.slice(readme.indexOf('## Authorization'), readme.indexOf('## Configuration'));
+  const guide = readFileSync('docs/api.md', 'utf8');
+  const start = guide.indexOf('\n## Authorization\n');
+  const end = guide.indexOf('\n## ', start + 1);
+  const section = guide.slice(start, end === -1 ? undefined : end);
   const rows = new Map<string, Set<Caller>>();
   for (const m of section.matchAll(/^\| `([\w.]+)` \| ([a-z ]+) \|$/gm)) {
     const rule = m[2]!.trim();
@@ -37,7 +39,7 @@ function readTable(): Map<string, Set<Caller>> {
   return rows;
 }
 
-describeEachStore('authorization, as the README table says', (target) => {
+describeEachStore('authorization, as the table in docs/api.md says', (target) => {
   let server: TestServer;
   const tokens = {} as Record<Caller, string | undefined>;
   let owner: { id: string; username: string };

@@ -1,7 +1,10 @@
 /**
  * The layering of DESIGN.md, kept by a small import scan of src/: dependencies point
  * down (graphql -> features -> paging, saga -> store), only the composition root picks
- * a store adapter, and the configuration knows no feature and no adapter.
+ * a store adapter, only the entry points and the application import the composition
+ * root, the GraphQL layer builds no query (it imports no table declaration), the
+ * configuration knows no feature and no adapter, and the areas of src/ form no import
+ * cycle. CONTRIBUTING.md lists the rules for contributors.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -25,6 +28,8 @@ interface Rule {
 }
 
 const ADAPTERS = /^src\/store\/(cassandra|sqlite)\//;
+/** What a query is built from: table declarations, and the store's statement and table builders. */
+const TABLE_DECLARATIONS = /(-tables\.ts$|^src\/store\/(table|statements)\.ts$)/;
 
 const RULES: Rule[] = [
   { name: 'the GraphQL layer never imports the saga runner', from: /^src\/graphql\//, to: /^src\/saga\// },
@@ -40,6 +45,17 @@ const RULES: Rule[] = [
     from: /^src\//,
     to: ADAPTERS,
     except: /^src\/(composition-root\.ts$|store\/)/,
+  },
+  {
+    name: 'the GraphQL layer builds no query (imports no table declaration)',
+    from: /^src\/graphql\//,
+    to: TABLE_DECLARATIONS,
+  },
+  {
+    name: 'only the entry points and the application import the composition root',
+    from: /^src\//,
+    to: /^src\/composition-root\.ts$/,
+    except: /^src\/(main\.ts|serve\.ts|app\.ts|scripts\/)/,
   },
   {
     name: 'nothing below the application imports the composition root or the app',
@@ -67,6 +83,42 @@ function importsOf(files: readonly string[]): ImportEdge[] {
   );
 }
 
+/**
+ * The area of a file: its folder under src/ (`src/features/lists/lists.ts` -> `features`,
+ * `src/store/sqlite/…` -> `store/sqlite`), or the file itself at the top
+ * (`src/app.ts` -> `app`).
+ */
+function areaOf(file: string): string {
+  const parts = file.split('/').slice(1);
+  if (parts.length === 1) return parts[0]!.replace(/\.ts$/, '');
+  return parts[0] === 'store' && parts.length > 2 ? `store/${parts[1]}` : parts[0]!;
+}
+
+/** An import cycle between areas, as "a -> b -> a", or null when every import points down. */
+function areaCycle(edges: readonly ImportEdge[]): string | null {
+  const next = new Map<string, Set<string>>();
+  for (const e of edges) {
+    const [from, to] = [areaOf(e.from), areaOf(e.to)];
+    if (from !== to) next.set(from, (next.get(from) ?? new Set()).add(to));
+  }
+  const done = new Set<string>();
+  const visit = (area: string, path: string[]): string | null => {
+    if (path.includes(area)) return [...path.slice(path.indexOf(area)), area].join(' -> ');
+    if (done.has(area)) return null;
+    for (const to of next.get(area) ?? []) {
+      const cycle = visit(to, [...path, area]);
+      if (cycle) return cycle;
+    }
+    done.add(area);
+    return null;
+  };
+  for (const area of next.keys()) {
+    const cycle = visit(area, []);
+    if (cycle) return cycle;
+  }
+  return null;
+}
+
 /** The imports that break a rule, as "file -> import (rule)". */
 function violations(edges: readonly ImportEdge[], rules: readonly Rule[] = RULES): string[] {
   return edges.flatMap((e) =>
@@ -91,6 +143,15 @@ describe('the layering', () => {
     expect(violations(edges)).toEqual([]);
   });
 
+  it('points down: the areas of src/ import one another without a cycle', () => {
+    expect(areaCycle(edges)).toBeNull();
+    // The check sees a cycle when there is one.
+    expect(areaCycle([...edges, { from: 'src/store/port.ts', to: 'src/graphql/errors.ts' }])).toContain('store -> graphql');
+    expect(areaOf('src/features/lists/lists.ts')).toBe('features');
+    expect(areaOf('src/store/sqlite/sqlite-store.ts')).toBe('store/sqlite');
+    expect(areaOf('src/composition-root.ts')).toBe('composition-root');
+  });
+
   it('fails on each kind of import the issue forbids, and passes the imports it allows', () => {
     const broken = (from: string, to: string) => violations([{ from, to }]).map((v) => v.slice(v.indexOf(' (') + 2, -1));
     expect(broken('src/graphql/context.ts', 'src/saga/saga-runner.ts')).toEqual(['the GraphQL layer never imports the saga runner']);
@@ -103,5 +164,14 @@ describe('the layering', () => {
     expect(broken('src/graphql/loaders.ts', 'src/features/users/users.ts')).toEqual([]);
     expect(broken('src/features/suspensions/suspensions.ts', 'src/saga/saga-runner.ts')).toEqual([]);
     expect(broken('src/composition-root.ts', 'src/store/cassandra/cassandra-store.ts')).toEqual([]);
+    expect(broken('src/seed/demo.ts', 'src/composition-root.ts')).toEqual(['only the entry points and the application import the composition root']);
+    expect(broken('src/graphql/loaders.ts', 'src/composition-root.ts')).toContain('only the entry points and the application import the composition root');
+    expect(broken('src/scripts/seed.ts', 'src/composition-root.ts')).toEqual([]);
+    expect(broken('src/serve.ts', 'src/composition-root.ts')).toEqual([]);
+    expect(broken('src/graphql/resolvers/list-resolvers.ts', 'src/features/lists/lists-tables.ts')).toEqual([
+      'the GraphQL layer builds no query (imports no table declaration)',
+    ]);
+    expect(broken('src/graphql/context.ts', 'src/store/table.ts')).toEqual(['the GraphQL layer builds no query (imports no table declaration)']);
+    expect(broken('src/paging/engine.ts', 'src/features/timeline/timeline.ts')).toEqual(['the paging engine knows no feature, GraphQL or saga']);
   });
 });

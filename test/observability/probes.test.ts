@@ -17,7 +17,7 @@ import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
 import type { Store } from '../../src/store/port.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
-import { cassandraClient, cassandraTarget, uniqueKeyspace, type StoreTarget } from '../support/stores.js';
+import { cassandraClient, cassandraTarget, DDL_TIMEOUT_MS, uniqueKeyspace, type StoreTarget } from '../support/stores.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
 /** A target whose one store is already made (its own database file, or a keyspace reached through a proxy). */
@@ -27,6 +27,7 @@ function targetOf(name: string, store: Store, dispose: () => Promise<void>): Sto
     available: true,
     reason: '',
     create: async () => ({ store, dispose, snapshot: async () => ({}), countRows: async () => 0 }),
+    ddlTimeoutMs: store instanceof CassandraStore ? DDL_TIMEOUT_MS.cassandra : DDL_TIMEOUT_MS.sqlite,
   };
 }
 

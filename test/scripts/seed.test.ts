@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { ALL_TABLES, createRequestContext, createServices } from '../../src/composition-root.js';
+import { ALL_TABLES, createRequestContext, createServices, demoSeeding } from '../../src/composition-root.js';
 import { readConnectionCounts } from '../../src/counts/connection-counts.js';
 import { listGlobalId, meetingGlobalId } from '../../src/graphql/ids.js';
 import { demoIds, seedDemoData } from '../../src/seed/demo.js';
@@ -30,9 +30,9 @@ describeEachStore('the demo data set of npm start', (target) => {
   it('fills every feature once, and only into an empty store', async () => {
     const server = await startTestServer({ target });
     try {
-      const demo = await seedDemoData(server.app.services);
+      const demo = await seedDemoData(demoSeeding(server.app.services));
       expect(demo).not.toBeNull();
-      expect(await seedDemoData(server.app.services)).toBeNull();
+      expect(await seedDemoData(demoSeeding(server.app.services))).toBeNull();
       // Every later start finds the ids again, for its log and the playground's tabs.
       expect(await demoIds(server.app.store)).toEqual(demo);
       const admin = await server.token('root', { admin: true });

@@ -20,7 +20,7 @@ const require = createRequire(import.meta.url);
 const modules = (name: string) => dirname(require.resolve(`${name}/package.json`));
 const TSC = join(modules('typescript'), 'bin', 'tsc');
 
-/** A client app as its README section shows it. */
+/** A client app as docs/clients.md shows it. */
 const CLIENT = `import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type DocumentNode } from 'graphql';
 import * as graphqlWs from 'graphql-ws';

@@ -26,12 +26,15 @@ function rowsTable(name: string, orders: [ClusteringOrder, ClusteringOrder]) {
   const [a, b] = orders;
   return defineTable({ name, columns: { p: 'uuid', a: 'int', b: 'int', v: 'text' }, partitionKey: ['p'], clustering: [{ column: 'a', order: a }, { column: 'b', order: b }] });
 }
+const hits = defineTable({ name: 'hits', columns: { name: 'text', n: 'counter' }, partitionKey: ['name'] });
 const desc = rowsTable('desc_rows', ['DESC', 'DESC']);
 const mixed = rowsTable('mixed_rows', ['DESC', 'ASC']);
 
 /** A driver client whose next lightweight transaction times out, after or instead of running. */
 class LostResponses implements CassandraClientLike {
   private armed: 'after' | 'instead' | null = null;
+  /** Every statement sent, and whether it was marked idempotent (retries, speculative executions). */
+  readonly sent: Array<{ query: string; idempotent: boolean | undefined }> = [];
   constructor(private readonly client: CassandraClientLike) {}
   get metadata() {
     return this.client.metadata;
@@ -43,12 +46,14 @@ class LostResponses implements CassandraClientLike {
     return this.client.connect();
   }
   batch(queries: Array<{ query: string; params?: unknown[] }>, options?: cassandra.QueryOptions) {
+    this.sent.push({ query: `BATCH ${queries.map((q) => q.query).join('; ')}`, idempotent: options?.isIdempotent });
     return this.client.batch(queries, options);
   }
   shutdown() {
     return this.client.shutdown();
   }
   async execute(query: string, params?: unknown[], options?: cassandra.QueryOptions) {
+    this.sent.push({ query, idempotent: options?.isIdempotent });
     const how = this.armed;
     if (how && / IF (NOT )?EXISTS| IF \w+ = \?/.test(query)) {
       this.armed = null;
@@ -70,7 +75,7 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
   beforeAll(async () => {
     subject = await target.create({ wrapClient: (c) => (lost = new LostResponses(c)) });
     store = subject.store;
-    await store.ensureTables([claims, desc, mixed]);
+    await store.ensureTables([claims, hits, desc, mixed]);
   }, 120_000);
 
   afterAll(async () => {
@@ -91,6 +96,42 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
     expect(after.map((r) => [r.a, r.b])).toEqual([[1, 9], [1, 8], [1, 7], [1, 6], [1, 5]]);
     expect(oneWay.statements).toBe(1);
   }, 120_000);
+
+  it('marks reads and timestamped writes idempotent, counter increments and lightweight transactions not', async () => {
+    const p = randomUUID();
+    const owner = randomUUID();
+    const name = `idem-${p}`;
+    const flags = async (call: () => Promise<unknown>) => {
+      const from = lost.sent.length;
+      await call();
+      return [...new Set(lost.sent.slice(from).map((s) => s.idempotent))];
+    };
+    expect(await flags(() => store.get(claims, { name }))).toEqual([true]);
+    expect(await flags(() => store.getMany(claims, [{ name }, { name: `${name}-2` }]))).toEqual([true]);
+    expect(await flags(() => store.slice(desc, { partition: { p }, limit: 5 }))).toEqual([true]);
+    expect(await flags(() => store.readCells(claims, { name }, ['owner']))).toEqual([true]);
+    expect(await flags(() => store.upsert(claims, { name, owner }))).toEqual([true]);
+    expect(await flags(() => store.delete(claims, { name }))).toEqual([true]);
+    expect(await flags(() => store.batch([{ kind: 'upsert', table: claims, row: { name, owner } }]))).toEqual([true]);
+    expect(await flags(() => store.increment(hits, { name }, { n: 1n }))).toEqual([false]);
+    expect(await flags(() => store.insertIfNotExists(claims, { name: `${name}-lwt`, owner }))).toEqual([false]);
+    expect(await flags(() => store.deleteIf(claims, { name: `${name}-lwt` }, { owner }))).toEqual([false]);
+    expect(await store.get(hits, { name })).toEqual({ name, n: 1n });
+  });
+
+  it('numbers and times each schema change it sends', async () => {
+    const lines: string[] = [];
+    const fresh = await target.create({ log: (m) => lines.push(m) });
+    try {
+      await fresh.store.ensureTables([claims, hits]);
+      const changes = lines.filter((l) => l.startsWith('schema change'));
+      expect(changes).toHaveLength(3);
+      expect(changes[0]).toMatch(/^schema change 1 of 3 in \d+\.\d s \(\d+\.\d s in all\): CREATE KEYSPACE IF NOT EXISTS /);
+      expect(changes[2]).toMatch(/^schema change 3 of 3 in \d+\.\d s \(\d+\.\d s in all\): CREATE TABLE IF NOT EXISTS \w+\.hits /);
+    } finally {
+      await fresh.dispose();
+    }
+  }, target.ddlTimeoutMs);
 
   it('splits a bound on a mixed ASC/DESC key into one statement per range', async () => {
     const p = randomUUID();

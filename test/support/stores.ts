@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import { describe, it } from 'vitest';
 import { CassandraStore, type CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
+import { parseReplication, type ReplicationSetting } from '../../src/config.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import type { Row } from '../../src/store/table.js';
@@ -44,6 +45,24 @@ export interface StoreTarget {
   readonly create: (options?: StoreOptions) => Promise<StoreUnderTest>;
   /** Cassandra only: where it listens, for tests that open their own client. */
   readonly contactPoints?: () => Promise<readonly string[]>;
+  /** How long a test that creates tables on this store may take (DDL_TIMEOUT_MS). */
+  readonly ddlTimeoutMs: number;
+}
+
+/**
+ * How long a test that creates tables may take, by store: vitest's 30 s on the embedded
+ * store; on Cassandra each table is a schema change every node must agree on before
+ * the next (`npm run schema` took 3.4 s for 31 tables on one node, 40 s on a three-node
+ * ring), so four minutes.
+ */
+export const DDL_TIMEOUT_MS = { sqlite: 30_000, cassandra: 240_000 } as const;
+
+/**
+ * The replication of the keyspaces tests create on Cassandra: CASSANDRA_REPLICATION, as
+ * the product reads it (a ring runs its suites at its own replication factor).
+ */
+function testReplication(): ReplicationSetting {
+  return parseReplication(process.env.CASSANDRA_REPLICATION ?? 'SimpleStrategy:1');
 }
 
 /** The embedded store's own options a suite may set besides `StoreOptions` (its clocks). */
@@ -115,6 +134,7 @@ async function cassandraStoreUnderTest(contactPoints: readonly string[], options
   const store = new CassandraStore({
     client: options.wrapClient ? options.wrapClient(client) : client,
     keyspace,
+    replication: testReplication(),
     clock: options.clock,
     log: options.log,
   });
@@ -178,16 +198,18 @@ export async function cassandraTarget(): Promise<StoreTarget> {
       reason: '',
       create: (options = {}) => cassandraStoreUnderTest(points, options),
       contactPoints: async () => points,
+      ddlTimeoutMs: DDL_TIMEOUT_MS.cassandra,
     };
   }
   const reason = await dockerAvailable();
-  if (reason) return { name: 'Cassandra', available: false, reason, create: () => Promise.reject(new Error(reason)) };
+  if (reason) return { name: 'Cassandra', available: false, reason, create: () => Promise.reject(new Error(reason)), ddlTimeoutMs: DDL_TIMEOUT_MS.cassandra };
   return {
     name: 'Cassandra',
     available: true,
     reason: '',
     create: async (options = {}) => cassandraStoreUnderTest([(await sharedContainer()).contactPoint], options),
     contactPoints: async () => [(await sharedContainer()).contactPoint],
+    ddlTimeoutMs: DDL_TIMEOUT_MS.cassandra,
   };
 }
 
@@ -197,6 +219,7 @@ export const SQLITE_TARGET: StoreTarget = {
   available: true,
   reason: '',
   create: async (options = {}) => sqliteStoreUnderTest(options),
+  ddlTimeoutMs: DDL_TIMEOUT_MS.sqlite,
 };
 
 /** Every store the contract runs against, in order. */

@@ -1,12 +1,14 @@
 /**
  * A `CassandraStore` from plain settings (the configuration's `cassandra` block): the
- * driver client, consistency names turned into the driver's values, and the start-up
+ * driver client with the operator's pool, timeout, retry, speculation and balancing
+ * settings, consistency names turned into the driver's values, and the start-up
  * behaviour `ensureTables` then shows (retry an unreachable cluster for
  * `connectTimeoutS`, then check the schema, or create it when `autoSchema`).
  */
 import cassandra from 'cassandra-driver';
+import type { CassandraDriverSettings } from '../../config.js';
 import type { Clock } from '../clock.js';
-import { CassandraStore } from './cassandra-store.js';
+import { CassandraStore, type CassandraClientLike } from './cassandra-store.js';
 import type { Replication } from './cassandra-schema.js';
 
 /** What a server or a command needs to reach its cluster. */
@@ -22,6 +24,60 @@ export interface CassandraSettings {
   /** Create what is missing at start instead of refusing to start. */
   readonly autoSchema: boolean;
   readonly connectTimeoutS: number;
+  /** The driver's tuning; the driver's own defaults when absent. */
+  readonly driver?: CassandraDriverSettings;
+}
+
+const { policies, types } = cassandra;
+
+/**
+ * The driver's client options for `settings`. Speculative executions and retries after a
+ * timeout apply only to statements the adapter marks idempotent (reads, and writes that
+ * carry their own timestamp); counter increments and lightweight transactions are not.
+ */
+export function cassandraClientOptions(settings: Omit<CassandraSettings, 'keyspace' | 'replication' | 'consistency' | 'serialConsistency' | 'autoSchema' | 'connectTimeoutS'>): cassandra.ClientOptions {
+  const options: cassandra.ClientOptions = {
+    contactPoints: [...settings.contactPoints],
+    localDataCenter: settings.localDataCenter,
+    encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
+  };
+  const driver = settings.driver;
+  if (!driver) return options;
+  return {
+    ...options,
+    pooling: {
+      coreConnectionsPerHost: {
+        [types.distance.local]: driver.connectionsPerHost,
+        [types.distance.remote]: driver.connectionsPerRemoteHost,
+        [types.distance.ignored]: 0,
+      },
+    },
+    socketOptions: { readTimeout: driver.requestTimeoutMs },
+    policies: {
+      loadBalancing: loadBalancingOf(driver.loadBalancing, settings.localDataCenter),
+      retry: driver.retryPolicy === 'never' ? new policies.retry.FallthroughRetryPolicy() : new policies.retry.RetryPolicy(),
+      speculativeExecution:
+        driver.speculativeExecutions > 0
+          ? new policies.speculativeExecution.ConstantSpeculativeExecutionPolicy(driver.speculativeDelayMs, driver.speculativeExecutions)
+          : new policies.speculativeExecution.NoSpeculativeExecutionPolicy(),
+    },
+  };
+}
+
+function loadBalancingOf(name: CassandraDriverSettings['loadBalancing'], localDataCenter: string): cassandra.policies.loadBalancing.LoadBalancingPolicy {
+  switch (name) {
+    case 'default':
+      return new policies.loadBalancing.DefaultLoadBalancingPolicy({ localDc: localDataCenter });
+    case 'token-aware':
+      return new policies.loadBalancing.TokenAwarePolicy(new policies.loadBalancing.DCAwareRoundRobinPolicy(localDataCenter));
+    case 'round-robin':
+      return new policies.loadBalancing.DCAwareRoundRobinPolicy(localDataCenter);
+  }
+}
+
+/** A driver client for `settings` (nothing is sent before its `connect`). */
+export function cassandraClientFrom(settings: Parameters<typeof cassandraClientOptions>[0]): cassandra.Client {
+  return new cassandra.Client(cassandraClientOptions(settings));
 }
 
 /** The driver's value for a CQL consistency name (`LOCAL_QUORUM` → `localQuorum`). */
@@ -38,15 +94,16 @@ export function consistencyOf(name: string): cassandra.types.consistencies {
  */
 export function cassandraStoreFrom(
   settings: CassandraSettings,
-  options: { log: (message: string) => void; clock?: Clock },
+  options: {
+    log: (message: string) => void;
+    clock?: Clock;
+    /** Wrap the driver client (a benchmark recording what is sent, a test injecting faults). */
+    wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
+  },
 ): CassandraStore {
-  const client = new cassandra.Client({
-    contactPoints: [...settings.contactPoints],
-    localDataCenter: settings.localDataCenter,
-    encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
-  });
+  const client = cassandraClientFrom(settings);
   return new CassandraStore({
-    client,
+    client: options.wrapClient ? options.wrapClient(client) : client,
     keyspace: settings.keyspace,
     replication: settings.replication,
     consistency: consistencyOf(settings.consistency),

@@ -153,9 +153,13 @@ export class CassandraStore implements Store {
     await this.connect();
     let existing = await this.existingSchema();
     if (this.schema === 'create') {
-      for (const cql of schemaChanges(this.keyspace, this.replication, existing, tables)) {
-        this.log(cql);
+      // One line per change, numbered and timed: on a ring each waits for every node to agree.
+      const changes = schemaChanges(this.keyspace, this.replication, existing, tables);
+      const started = Date.now();
+      for (const [i, cql] of changes.entries()) {
+        const at = Date.now();
         await this.ddl(cql);
+        this.log(`schema change ${i + 1} of ${changes.length} in ${seconds(Date.now() - at)} (${seconds(Date.now() - started)} in all): ${cql}`);
       }
       existing = await this.existingSchema();
     }
@@ -535,12 +539,16 @@ export class CassandraStore implements Store {
   private async ddl(cql: string): Promise<void> {
     const result = await this.run(undefined, { query: cql, params: [] }, { idempotent: true, prepare: false });
     if ((result.info as { isSchemaInAgreement?: boolean } | undefined)?.isSchemaInAgreement !== false) return;
-    const deadline = Date.now() + 60_000;
+    // The driver waited its own 10 s (protocolOptions.maxSchemaAgreementWaitSeconds) already.
+    const started = Date.now();
+    const deadline = started + 60_000;
+    this.log(`waiting for schema agreement (the nodes still disagree after the driver's wait) on: ${cql.slice(0, 80)}`);
     const metadata = this.client.metadata as { checkSchemaAgreement(): Promise<boolean> };
     while (!(await metadata.checkSchemaAgreement())) {
       if (Date.now() > deadline) throw new StoreUnavailableError(`no schema agreement 60 s after: ${cql}`);
       await sleep(500);
     }
+    this.log(`schema agreement after ${seconds(Date.now() - started)} more`);
   }
 
   private selectRow(table: TableSpec, key: Row): Statement {
@@ -645,6 +653,11 @@ export class CassandraStore implements Store {
     if (isCounterTable(table) && regularColumnsOf(table).every((c) => out[c] === null)) return null;
     return out;
   }
+}
+
+/** A duration in ms as seconds for a log line ("1.3 s"). */
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
 }
 
 function positiveInteger(name: string, value: number): number {

@@ -1,0 +1,305 @@
+/**
+ * `npm run bench:cassandra`: the product on a real Cassandra (CASSANDRA_CONTACT_POINTS,
+ * one node or a ring), in a keyspace of its own that it drops at the end. Skipped, with
+ * the reason printed and exit 0, when no Cassandra answers there. Side by side in one
+ * run, `BENCH_CONNECTIONS` (32) at a time:
+ * - pages: the timeline page (username, user, a 21-row slice) and a 50-edge
+ *   `suspendedUsers` page, in process (the features' own calls as a request makes
+ *   them: request context, loaders, paging engine, cursors, adapter) and over HTTP (the
+ *   compiled server, autocannon); against the ceiling, a plain cassandra-driver loop
+ *   sending the statements the product sent for that page (recorded from it), with the
+ *   same dependencies between them. Req/s, p50, p99, CPU per page (this process's in
+ *   process, the server's over HTTP, Cassandra's where its processes are visible).
+ * - counter: seed 001 through `Meetings.accept`, first-write-wins against the
+ *   lightweight transaction, each user accepting twice, counts checked, the LWT's
+ *   failures counted by kind.
+ * - writes: `createPost` with the live change log and without it.
+ * Writes bench/results/cassandra-latest.json (ignored by git; the figures BENCHMARKS.md
+ * quotes are in bench/results/recorded-cassandra.json).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import pino from 'pino';
+import { ALL_TABLES, createRequestContext, createServices, type Services } from '../src/composition-root.js';
+import { loadConfig } from '../src/config.js';
+import { authKey, signToken } from '../src/graphql/auth.js';
+import { parseCli } from '../src/scripts/cli.js';
+import { cassandraClientFrom, cassandraStoreFrom } from '../src/store/cassandra/cassandra-connect.js';
+import { oneLine } from '../src/store/cassandra/cassandra-errors.js';
+import { MonotonicClock } from '../src/store/clock.js';
+import type { Store } from '../src/store/port.js';
+import { BENCH_SECRETS, benchEnv, TIMELINE_WORKLOAD, type Workload } from './fixture.js';
+import { buildServers, check, load, median, OUR_SERVER, spread, startServer } from './overhead.js';
+import { measureAcceptances, type AcceptanceRun } from './unique-counter.js';
+import { WithoutChangeLog } from './without-change-log.js';
+import {
+  ADMIN,
+  cassandraCpuMs,
+  cassandraPids,
+  closedLoop,
+  preparePagesFixture,
+  replay,
+  StatementRecorder,
+  suspendedPage,
+  suspendedWorkload,
+  timelinePage,
+  type LoopFigures,
+} from './cassandra-pages.js';
+import { positive } from './settings.js';
+
+parseCli(
+  `usage: npm run bench:cassandra
+
+Benchmarks the product on the Cassandra at CASSANDRA_CONTACT_POINTS (default 127.0.0.1;
+CASSANDRA_LOCAL_DC, CASSANDRA_REPLICATION and the other CASSANDRA_* settings as the
+server reads them), in a new keyspace it drops at the end; skipped (exit 0) when none
+answers. Writes bench/results/cassandra-latest.json. Environment: BENCH_ROUNDS (default
+3), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP (default 2),
+BENCH_CONNECTIONS (default 32), BENCH_ACCEPTANCES (per run, default 2000),
+BENCH_CASSANDRA_PARTS (comma-separated: pages,http,counter,writes; default all).`,
+  {},
+);
+
+const ROUNDS = Math.round(positive('BENCH_ROUNDS', 3));
+const DURATION = positive('BENCH_DURATION', 5);
+const WARMUP = positive('BENCH_WARMUP', 2);
+const CONNECTIONS = Math.round(positive('BENCH_CONNECTIONS', 32));
+const ACCEPTANCES = Math.round(positive('BENCH_ACCEPTANCES', 2_000) / 2) * 2;
+const PARTS = new Set((process.env.BENCH_CASSANDRA_PARTS ?? 'pages,http,counter,writes').split(','));
+/** The in-process ratio the store path must reach: at most a quarter on top of the driver. */
+const TARGET_IN_PROCESS = 0.8;
+
+const started = Date.now();
+const load1 = () => +loadavg()[0]!.toFixed(2);
+function progress(message: string): void {
+  process.stderr.write(`[bench:cassandra ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s, load ${load1()}] ${message}\n`);
+}
+const rows: Array<{ figure: string; value: string; target: string; met: string }> = [];
+function row(figure: string, value: string, target = '', met: boolean | null = null): void {
+  rows.push({ figure, value, target, met: met === null ? '' : met ? 'yes' : 'NO' });
+}
+
+// ---- the cluster ----------------------------------------------------------------
+
+const config = loadConfig({ ...process.env, ...BENCH_SECRETS, NODE_ENV: 'development', STORE: 'cassandra', SEED_DEMO: 'false' });
+const contactPoints = config.cassandra.contactPoints.join(',');
+
+/** The cluster's version and size, or why it cannot be reached. */
+async function probe(): Promise<{ release: string; nodes: number } | string> {
+  const client = cassandraClientFrom(config.cassandra);
+  try {
+    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within 10 s')), 10_000).unref());
+    await Promise.race([client.connect(), timeout]);
+    const local = await client.execute('SELECT release_version FROM system.local');
+    const peers = await client.execute('SELECT peer FROM system.peers');
+    return { release: String(local.rows[0]!.get('release_version')), nodes: peers.rows.length + 1 };
+  } catch (err) {
+    return oneLine(err);
+  } finally {
+    await client.shutdown().catch(() => undefined);
+  }
+}
+
+const pids = cassandraPids();
+
+async function measured(op: () => Promise<unknown>): Promise<LoopFigures> {
+  await closedLoop(op, WARMUP, CONNECTIONS, pids);
+  return closedLoop(op, DURATION, CONNECTIONS, pids);
+}
+
+/** Run `a` and `b` one after the other, `b` first in odd rounds (neither always meets a warmer cluster). */
+async function inTurn<A, B>(round: number, a: () => Promise<A>, b: () => Promise<B>): Promise<[A, B]> {
+  if (round % 2 === 0) {
+    const first = await a();
+    return [first, await b()];
+  }
+  const second = await b();
+  return [await a(), second];
+}
+
+const fmt = (s: { median: number; min: number; max: number }, digits = 0) =>
+  `${s.median.toFixed(digits)} [${s.min.toFixed(digits)}–${s.max.toFixed(digits)}]`;
+
+// ---- the run ---------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const cluster = await probe();
+  if (typeof cluster === 'string') {
+    const where = process.env.CASSANDRA_CONTACT_POINTS ? contactPoints : `${contactPoints} (CASSANDRA_CONTACT_POINTS unset, the default)`;
+    console.log(`bench:cassandra skipped: no Cassandra reachable at ${where}: ${cluster}`);
+    return;
+  }
+  const keyspace = `bench_${randomBytes(6).toString('hex')}`;
+  const settings = { ...config.cassandra, keyspace, autoSchema: true };
+  const results: Record<string, unknown> = {
+    machine: { cores: cpus().length, cpu: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, date: new Date().toISOString(), loadAverageAtStart: loadavg() },
+    cassandra: { release: cluster.release, nodes: cluster.nodes, contactPoints, replication: config.cassandra.replication, consistency: config.cassandra.consistency, localProcesses: pids.length },
+    settings: { rounds: ROUNDS, durationSeconds: DURATION, warmupSeconds: WARMUP, concurrency: CONNECTIONS, acceptancesPerRun: ACCEPTANCES },
+  };
+  progress(`Cassandra ${cluster.release}, ${cluster.nodes} node(s) at ${contactPoints}; keyspace ${keyspace} (${JSON.stringify(config.cassandra.replication)})`);
+  const clock = new MonotonicClock();
+  const logger = pino({ level: 'silent' });
+  const store = cassandraStoreFrom(settings, { log: () => undefined, clock });
+  const schemaStarted = Date.now();
+  await store.ensureTables(ALL_TABLES);
+  results.schemaSeconds = +((Date.now() - schemaStarted) / 1000).toFixed(1);
+  progress(`schema: ${ALL_TABLES.length} tables in ${results.schemaSeconds} s`);
+  const services = createServices(config, { store, logger, clock });
+  const driver = cassandraClientFrom(settings);
+  await driver.connect();
+  try {
+    if (PARTS.has('pages') || PARTS.has('http')) results.pages = await pagesPart(services, settings, store);
+    if (PARTS.has('counter')) results.counter = await counterPart(store);
+    if (PARTS.has('writes')) results.writes = await writesPart(services, store, clock);
+  } finally {
+    await driver.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`).catch((err: unknown) => progress(`could not drop ${keyspace}: ${oneLine(err)}`));
+    await driver.shutdown();
+    await store.close();
+  }
+  results.loadAverageAtEnd = loadavg();
+  results.totalSeconds = Math.round((Date.now() - started) / 1000);
+  console.log('');
+  console.table(rows);
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync('bench/results/cassandra-latest.json', `${JSON.stringify({ results, rows }, null, 2)}\n`);
+  console.log(`\nwrote bench/results/cassandra-latest.json (${results.totalSeconds} s in all)`);
+
+  /** Pages in process, the ceiling, and over HTTP, round after round. */
+  async function pagesPart(services: Services, settings: typeof config.cassandra, store: Store) {
+    progress('fixture: "bench" with 100 posts, 60 suspended users');
+    await preparePagesFixture(services);
+    // What each page sends, recorded through a second store over the same keyspace.
+    let recorder!: StatementRecorder;
+    const recording = cassandraStoreFrom({ ...settings, autoSchema: false }, { log: () => undefined, wrapClient: (c) => (recorder = new StatementRecorder(c)) });
+    await recording.ensureTables(ALL_TABLES);
+    const recordingServices = createServices(config, { store: recording, logger: pino({ level: 'silent' }) });
+    const pages = [
+      { name: 'timeline', op: timelinePage, statements: await recorder.record(() => timelinePage(recordingServices)) },
+      { name: 'suspendedUsers (50 edges)', op: suspendedPage, statements: await recorder.record(() => suspendedPage(recordingServices)) },
+    ];
+    await recording.close();
+    const driver = cassandraClientFrom(settings);
+    await driver.connect();
+    const token = await signToken(authKey(BENCH_SECRETS.AUTH_SECRET), 'root', { admin: true, expiresIn: '1d' });
+    const workloads: Record<string, Workload> = { timeline: TIMELINE_WORKLOAD, 'suspendedUsers (50 edges)': suspendedWorkload(token) };
+    let server: Awaited<ReturnType<typeof startServer>> | null = null;
+    if (PARTS.has('http')) {
+      await buildServers(progress);
+      const env = { ...benchEnv(''), STORE: 'cassandra', CASSANDRA_KEYSPACE: settings.keyspace, CASSANDRA_CONTACT_POINTS: contactPoints };
+      server = await startServer(OUR_SERVER, '', [], env);
+    }
+    const raw: Record<string, Array<Record<string, any>>> = {};
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const page of pages) {
+          progress(`round ${round + 1}/${ROUNDS}: ${page.name}, ${page.statements.length} statements a page`);
+          const [inProcess, driverAlone] = await inTurn(
+            round,
+            () => measured(() => page.op(services)),
+            () => measured(() => replay(driver, page.statements)),
+          );
+          const entry: Record<string, any> = { loadAverage: load1(), inProcess, ceiling: driverAlone, oursOverCeiling: +(inProcess.perSecond / driverAlone.perSecond).toFixed(3) };
+          if (server) {
+            const workload = workloads[page.name]!;
+            await check(server.port, workload, 'ours on Cassandra');
+            await load(server.port, server.child.pid!, workload, WARMUP, CONNECTIONS);
+            const dbBefore = cassandraCpuMs(pids);
+            const http = await load(server.port, server.child.pid!, workload, DURATION, CONNECTIONS);
+            const dbAfter = cassandraCpuMs(pids);
+            const total = http.requestsPerSecond * DURATION;
+            entry.http = { ...http, cassandraCpuMsPerRequest: dbBefore === null || dbAfter === null ? null : +((dbAfter - dbBefore) / total).toFixed(3) };
+            entry.httpOverCeiling = +(http.requestsPerSecond / driverAlone.perSecond).toFixed(3);
+          }
+          progress(`${page.name}: ${JSON.stringify(entry)}`);
+          (raw[page.name] ??= []).push(entry);
+        }
+      }
+    } finally {
+      if (server) {
+        const gone = new Promise((r) => server!.child.once('exit', r));
+        server.child.kill('SIGTERM');
+        await gone;
+      }
+      await driver.shutdown();
+    }
+    const summary: Record<string, unknown> = {};
+    for (const page of pages) {
+      const rounds = raw[page.name]!;
+      const pick = (f: (r: Record<string, any>) => number) => spread(rounds.map(f));
+      const ratio = pick((r) => r.oursOverCeiling);
+      row(`${page.name}: in process req/s, median [min–max]`, fmt(pick((r) => r.inProcess.perSecond)));
+      row(`${page.name}: in process p50 / p99 ms`, `${median(rounds.map((r) => r.inProcess.p50Ms))} / ${median(rounds.map((r) => r.inProcess.p99Ms))}`);
+      row(`${page.name}: in process CPU ms/page`, fmt(pick((r) => r.inProcess.cpuMsPerOp), 3));
+      row(`${page.name}: driver alone (ceiling) req/s`, fmt(pick((r) => r.ceiling.perSecond)));
+      row(`${page.name}: driver alone CPU ms/page`, fmt(pick((r) => r.ceiling.cpuMsPerOp), 3));
+      row(`${page.name}: ours / ceiling in process`, `${fmt(ratio, 3)}x`, `>= ${TARGET_IN_PROCESS}x`, ratio.median >= TARGET_IN_PROCESS);
+      if (server) {
+        row(`${page.name}: over HTTP req/s`, fmt(pick((r) => r.http.requestsPerSecond)));
+        row(`${page.name}: over HTTP p50 / p99 ms`, `${median(rounds.map((r) => r.http.p50))} / ${median(rounds.map((r) => r.http.p99))}`);
+        row(`${page.name}: over HTTP server CPU ms/request`, fmt(pick((r) => r.http.cpuMsPerRequest ?? NaN), 3));
+        row(`${page.name}: ours over HTTP / ceiling`, `${fmt(pick((r) => r.httpOverCeiling), 3)}x`);
+      }
+      summary[page.name] = {
+        statements: page.statements.map((s) => ({ query: s.query, after: s.after, idempotent: s.options.isIdempotent })),
+        oursOverCeilingInProcess: ratio,
+        rounds,
+      };
+    }
+    return summary;
+  }
+
+  /** Seed 001 through Meetings.accept: first-write-wins against the LWT, rounds alternating. */
+  async function counterPart(store: Store) {
+    const runs: AcceptanceRun[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? (['first-write-wins', 'lwt'] as const) : (['lwt', 'first-write-wins'] as const);
+      for (const strategy of order) {
+        const run = await measureAcceptances(store, strategy, { acceptances: ACCEPTANCES, concurrency: CONNECTIONS });
+        progress(`seed 001, round ${round + 1}/${ROUNDS}, ${strategy}: ${JSON.stringify(run)}`);
+        runs.push(run);
+      }
+    }
+    const of = (strategy: string) => runs.filter((r) => r.strategy === strategy);
+    const summary: Record<string, unknown> = { acceptancesPerRun: ACCEPTANCES, concurrency: CONNECTIONS, loadAverage: load1(), runs };
+    for (const strategy of ['first-write-wins', 'lwt'] as const) {
+      const rs = of(strategy);
+      const failures = rs.reduce((n, r) => n + Object.values(r.failures).reduce((a, b) => a + b, 0), 0);
+      const kinds = [...new Set(rs.flatMap((r) => Object.keys(r.failures)))];
+      row(`seed 001, ${strategy}: acceptances/s`, fmt(spread(rs.map((r) => r.perSecond))));
+      row(`seed 001, ${strategy}: p99 ms`, fmt(spread(rs.map((r) => r.p99Ms)), 1));
+      row(`seed 001, ${strategy}: failed accepts, of ${rs.length * ACCEPTANCES}`, `${failures}${kinds.length ? ` (${kinds.join('; ')})` : ''}`);
+      row(`seed 001, ${strategy}: runs with exact counts`, `${rs.filter((r) => r.exact).length} of ${rs.length}`, 'all', rs.every((r) => r.exact));
+    }
+    const ratio = spread(of('first-write-wins').map((r, i) => r.perSecond / of('lwt')[i]!.perSecond));
+    row('seed 001: first-write-wins / lwt acceptances/s', `${fmt(ratio, 2)}x`);
+    summary.firstWriteWinsOverLwt = ratio;
+    return summary;
+  }
+
+  /** createPost with the change log and without it, rounds alternating. */
+  async function writesPart(services: Services, store: Store, clock: MonotonicClock) {
+    const writer = await createRequestContext(services, ADMIN).users.create({ username: `writer_${Date.now()}`, displayName: 'Writer' });
+    const without = createServices(config, { store: new WithoutChangeLog(store), logger: pino({ level: 'silent' }), clock });
+    const viewer = { username: writer.username, isAdmin: false };
+    const write = (s: Services) => () => createRequestContext(s, viewer).timeline.createPost(writer.id, 'throughput');
+    const rounds: Array<{ withChangeLog: LoopFigures; withoutChangeLog: LoopFigures; loadAverage: number }> = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const [withChangeLog, withoutChangeLog] = await inTurn(round, () => measured(write(services)), () => measured(write(without)));
+      rounds.push({ withChangeLog, withoutChangeLog, loadAverage: load1() });
+      progress(`writes, round ${round + 1}/${ROUNDS}: ${JSON.stringify(rounds.at(-1))}`);
+    }
+    const lost = spread(rounds.map((r) => 1 - r.withChangeLog.perSecond / r.withoutChangeLog.perSecond));
+    const cpuAdded = spread(rounds.map((r) => r.withChangeLog.cpuMsPerOp / r.withoutChangeLog.cpuMsPerOp - 1));
+    row('writes (createPost): with the change log, writes/s', fmt(spread(rounds.map((r) => r.withChangeLog.perSecond))));
+    row('writes (createPost): without it, writes/s', fmt(spread(rounds.map((r) => r.withoutChangeLog.perSecond))));
+    row('writes: throughput lost to the change log', `${fmt({ median: lost.median * 100, min: lost.min * 100, max: lost.max * 100 }, 1)} %`, '< 15 %', lost.median < 0.15);
+    row('writes: CPU per write added by the change log', `${fmt({ median: cpuAdded.median * 100, min: cpuAdded.min * 100, max: cpuAdded.max * 100 }, 1)} %`);
+    return { rounds, throughputLost: lost, cpuPerWriteAdded: cpuAdded };
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

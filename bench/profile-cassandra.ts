@@ -1,0 +1,112 @@
+/**
+ * `npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds]`: a CPU profile of
+ * the in-process part of `npm run bench:cassandra` (the features' own calls for one
+ * page, 32 at a time, against the Cassandra at CASSANDRA_CONTACT_POINTS), compiled: src/
+ * and bench/ are transpiled file by file into .bench-build/tree/ (so each frame keeps its
+ * file) and run with node, the profiler on only while the pages are measured. Prints
+ * the pages per second under the profiler, busy time per page, its shares by area
+ * (inclusive) and the functions with the most self time. The profile is kept in
+ * .bench-build/profiles/.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { ALL_TABLES, createServices } from '../src/composition-root.js';
+import { loadConfig } from '../src/config.js';
+import { parseCli } from '../src/scripts/cli.js';
+import { cassandraClientFrom, cassandraStoreFrom } from '../src/store/cassandra/cassandra-connect.js';
+import { MonotonicClock } from '../src/store/clock.js';
+import { closedLoop, preparePagesFixture, suspendedPage, timelinePage } from './cassandra-pages.js';
+import { BENCH_SECRETS } from './fixture.js';
+import { busyTime, type Areas, type CpuProfile } from './profile-areas.js';
+
+const { positionals } = parseCli(
+  `usage: npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds]
+
+Profiles the in-process timeline (or suspendedUsers) page against the Cassandra at
+CASSANDRA_CONTACT_POINTS, compiled, 32 pages at a time, for 10 seconds by default, in a
+keyspace of its own that it drops afterwards.`,
+  {},
+  true,
+);
+
+const TREE = '.bench-build/tree';
+
+if (!process.env.BENCH_PROFILE_COMPILED) {
+  // Transpile src/ and bench/ file by file, then run this same script from there with node.
+  const { build } = await import('esbuild');
+  const files = (dir: string): string[] =>
+    readdirSync(dir).flatMap((f) => {
+      const path = join(dir, f);
+      if (statSync(path).isDirectory()) return f === 'results' || f === 'servers' ? [] : files(path);
+      return path.endsWith('.ts') ? [path] : [];
+    });
+  await build({ entryPoints: [...files('src'), ...files('bench')], outdir: TREE, outbase: '.', bundle: false, platform: 'node', format: 'esm', target: 'node20', logLevel: 'warning' });
+  // .bench-build/ is inside the project: the tree's imports of packages resolve from its node_modules.
+  const run = spawnSync(process.execPath, [join(TREE, 'bench/profile-cassandra.js'), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, BENCH_PROFILE_COMPILED: '1' },
+  });
+  process.exit(run.status ?? 1);
+}
+
+/** Areas, first match wins for a frame; a sample counts once per area on its stack. */
+const AREAS: Areas = [
+  ['cassandra-driver', (f) => f.url.includes('/cassandra-driver/')],
+  ['Cassandra adapter (src/store/cassandra)', (f) => f.url.includes('/store/cassandra/')],
+  ['store validation and values (src/store)', (f) => /\/src\/store\/(validate|values|table|timeuuid)\./.test(f.url)],
+  ['store decorators (counting, deadline)', (f) => /\/src\/store\/(store-decorator|deadline|statements)\./.test(f.url)],
+  ['cursor codec (src/paging/cursor)', (f) => f.url.includes('/paging/cursor.')],
+  ['paging engine and sources (src/paging)', (f) => f.url.includes('/src/paging/')],
+  ['DataLoader', (f) => f.url.includes('/dataloader/')],
+  ['request context (composition root)', (f) => f.url.includes('/src/composition-root.')],
+  ['features (src/features)', (f) => f.url.includes('/src/features/')],
+  ['crypto (HMAC)', (f) => f.url.startsWith('node:internal/crypto') || f.url === 'node:crypto'],
+  ['node net / streams', (f) => /^node:(net|internal\/(stream|streams|net))/.test(f.url)],
+  ['garbage collector', (f) => f.functionName === '(garbage collector)'],
+];
+
+const which = positionals[0] === 'suspended' ? 'suspended' : 'timeline';
+const seconds = Number(positionals[1] ?? 10);
+const config = loadConfig({ ...process.env, ...BENCH_SECRETS, NODE_ENV: 'development', STORE: 'cassandra', SEED_DEMO: 'false' });
+const keyspace = `profile_${randomBytes(6).toString('hex')}`;
+const settings = { ...config.cassandra, keyspace, autoSchema: true };
+const clock = new MonotonicClock();
+const store = cassandraStoreFrom(settings, { log: () => undefined, clock });
+await store.ensureTables(ALL_TABLES);
+const services = createServices(config, { store, logger: pino({ level: 'silent' }), clock });
+await preparePagesFixture(services);
+const page = which === 'timeline' ? () => timelinePage(services) : () => suspendedPage(services);
+await closedLoop(page, 3, 32, []);
+const session = new Session();
+session.connect();
+await session.post('Profiler.enable');
+await session.post('Profiler.setSamplingInterval', { interval: 100 });
+await session.post('Profiler.start');
+const figures = await closedLoop(page, seconds, 32, []);
+const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: CpuProfile };
+session.disconnect();
+const dropper = cassandraClientFrom(settings);
+await dropper.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+await dropper.shutdown();
+await store.close();
+
+const dir = join(fileURLToPath(new URL('../../profiles/', import.meta.url)));
+mkdirSync(dir, { recursive: true });
+const file = join(dir, `cassandra-${which}-${Date.now()}.cpuprofile`);
+writeFileSync(file, JSON.stringify(profile));
+
+const { busy, byArea: totals, bySelf: self } = busyTime(profile, AREAS);
+const pages = figures.perSecond * seconds;
+const perPage = (us: number) => `${(us / pages).toFixed(0)} µs/page`;
+console.log(`${which}: ${figures.perSecond} pages/s under the profiler (p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, ${figures.errors} errors); profile in ${file}`);
+console.log(`busy ${perPage(busy)} (CPU ${figures.cpuMsPerOp} ms/page)`);
+for (const [area] of AREAS) console.log(`${(((totals.get(area) ?? 0) / busy) * 100).toFixed(1).padStart(5)}%  ${area}`);
+console.log('\nmost self time:');
+for (const [name, us] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 30)) {
+  console.log(`${((us / busy) * 100).toFixed(1).padStart(5)}%  ${perPage(us).padStart(14)}  ${name}`);
+}
