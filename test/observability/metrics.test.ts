@@ -5,10 +5,13 @@
  * the background jobs have their series; the bearer token rules; the production
  * refusal; and operation-name labels bounded however many names clients send.
  */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { ANONYMOUS_OPERATION, INVALID_OPERATION, OPERATION_NAME_CAP, OTHER_OPERATION } from '../../src/metrics.js';
+import { freePort } from '../support/child-server.js';
 import { liveClient, waitFor } from '../support/live-client.js';
 import { scrape, valueOf } from '../support/prometheus.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
@@ -210,6 +213,19 @@ describe('METRICS in production', () => {
     expect(loadConfig({ ...production, METRICS: 'true', METRICS_TOKEN: 'a-long-enough-metrics-token' }).metrics).toEqual({ enabled: true, token: 'a-long-enough-metrics-token' });
     expect(loadConfig(production).metrics).toEqual({ enabled: false, token: null });
   });
+
+  it('makes the server process exit with code 2 and the configuration error on stderr', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: fileURLToPath(new URL('../../', import.meta.url)),
+      env: { ...process.env, ...production, METRICS: 'true', METRICS_TOKEN: '', SQLITE_PATH: ':memory:', PORT: String(await freePort()) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(stderr.trim()).toMatch(/^configuration error: METRICS=true needs METRICS_TOKEN when NODE_ENV=production/);
+  }, 30_000);
 
   it('refuses a token shorter than 16 bytes', () => {
     expect(() => loadConfig({ METRICS: 'true', METRICS_TOKEN: 'short' })).toThrow('METRICS_TOKEN must be at least 16 bytes long, got 5');
