@@ -605,10 +605,11 @@ export class CassandraStore implements Store {
   private async ddl(cql: string): Promise<void> {
     const result = await this.run(undefined, { query: cql, params: [] }, { idempotent: true, prepare: false });
     if ((result.info as { isSchemaInAgreement?: boolean } | undefined)?.isSchemaInAgreement !== false) return;
-    // The driver waited its own 10 s (protocolOptions.maxSchemaAgreementWaitSeconds) already.
+    // The driver waits up to 10 s itself (protocolOptions.maxSchemaAgreementWaitSeconds)
+    // before answering; the nodes still disagree, so wait here, saying so.
     const started = Date.now();
     const deadline = started + 60_000;
-    this.log(`waiting for schema agreement (the nodes still disagree after the driver's wait) on: ${cql.slice(0, 80)}`);
+    this.log(`waiting for schema agreement (up to 60 s: the nodes still disagree) on: ${cql.slice(0, 80)}`);
     const metadata = this.client.metadata as { checkSchemaAgreement(): Promise<boolean> };
     while (!(await metadata.checkSchemaAgreement())) {
       if (Date.now() > deadline) throw new StoreUnavailableError(`no schema agreement 60 s after: ${cql}`);
