@@ -28,6 +28,7 @@ import {
   type Services,
 } from './composition-root.js';
 import type { Config } from './config.js';
+import type { Metrics } from './metrics.js';
 import { authKey, sessionFromAuthorization, viewerFromAuthorization } from './graphql/auth.js';
 import type { Loaders } from './graphql/loaders.js';
 import type { PollReport } from './live/live-hub.js';
@@ -70,20 +71,24 @@ export interface App {
  * The server's one request plugin: the limits' hooks, execution through graphql-jit
  * (`responseForOperation`), and the store round trips of each request in
  * `extensions.storeRoundTrips` (with the statements the adapter sent for them in
- * `extensions.storeStatements`). One listener object serves every request (its hooks
- * read the request from their argument), so a request costs Apollo one plugin and no
+ * `extensions.storeStatements`), and, with metrics on, the request counted
+ * (`Metrics.graphqlFinished`). One listener object serves every request (its hooks read
+ * the request from their argument), so a request costs Apollo one plugin and no
  * allocation here.
  */
 function requestPlugin(
   limits: LimitProtections,
   schema: GraphQLSchema,
   formatError: ReturnType<typeof createFormatError>,
+  metrics: Metrics | null,
 ): ApolloServerPlugin<RequestContext> {
   const listener: GraphQLRequestListener<RequestContext> = {
     didResolveOperation: limits.didResolveOperation,
     didEncounterErrors: limits.didEncounterErrors,
     responseForOperation: jitResponder<RequestContext>(schema, { formatError, didEncounterErrors: limits.didEncounterErrors }),
-    async willSendResponse({ response, contextValue }) {
+    async willSendResponse(ctx) {
+      const { response, contextValue } = ctx;
+      metrics?.graphqlFinished(ctx);
       if (response.body.kind === 'single') {
         const result = response.body.singleResult;
         result.extensions = {
@@ -209,8 +214,7 @@ export async function createApp(
       // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
       ApolloServerPluginDrainHttpServer({ httpServer }),
       { serverWillStart: async () => ({ drainServer: () => liveServer.close() }) },
-      requestPlugin(limits, schema, formatError),
-      ...(metrics ? [metrics.graphqlPlugin<RequestContext>()] : []),
+      requestPlugin(limits, schema, formatError, metrics),
     ],
   });
   await apollo.start();

@@ -337,6 +337,7 @@ export function createRequestContext(
     directory,
     lists,
     live: new LiveSubscriptions({ hub: services.live, codec, onSlowConsumer: options.onSlowConsumer }),
+    startedAt: performance.now(),
     storeRoundTrips: () => store.roundTrips,
     storeStatements: () => store.statements,
   };

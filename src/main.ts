@@ -6,7 +6,7 @@ import { StoreStartupError } from './store/port.js';
 const USAGE = `usage: node dist/main.js      (npm start builds first; npm run dev watches src/)
 
 Starts the GraphQL server on http://HOST:PORT/graphql (default 0.0.0.0:4000), with
-/healthz and /readyz. Everything is configured through environment variables (STORE,
+/livez, /readyz and, with METRICS=true, /metrics. Everything is configured through environment variables (STORE,
 SQLITE_PATH, CASSANDRA_*, AUTH_SECRET, CURSOR_SECRET, CORS_ORIGINS, LOG_LEVEL, ...):
 see the configuration table in docs/operations.md.`;
 

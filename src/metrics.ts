@@ -18,8 +18,9 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ApolloServerPlugin, GraphQLRequestContextWillSendResponse, GraphQLRequestListener } from '@apollo/server';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { GraphQLRequestContextWillSendResponse } from '@apollo/server';
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { MetricFamily, type Series } from './metric-families.js';
 import type { PollReport } from './live/live-hub.js';
 import type { RecoveryReport } from './saga/saga-runner.js';
 import type { StoreOperation } from './store/store-decorator.js';
@@ -65,6 +66,14 @@ const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 /** Delay buckets of the list applier (seconds). */
 const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
+/** What a GraphQL request's context tells the metrics. */
+export interface GraphqlCounts {
+  /** `performance.now()` when the context was made (the request's start, for Apollo). */
+  readonly startedAt: number;
+  storeRoundTrips(): number;
+  storeStatements(): number;
+}
+
 /** What the gauges read at scrape time (set once the app has built them). */
 export interface MetricsSources {
   readonly sagasInFlight?: () => number;
@@ -74,11 +83,17 @@ export interface MetricsSources {
   readonly liveFeeds?: () => number;
 }
 
-type Child<T> = { inc(value?: number): void } & T;
-
 /** Hash a token so two of any lengths compare in constant time. */
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
+}
+
+/** The series a GraphQL request counts into, for one set of label values. */
+interface GraphqlSeries {
+  readonly requests: Series;
+  readonly duration: Series;
+  readonly trips: Series;
+  readonly statements: Series;
 }
 
 /** The metrics of one app. */
@@ -88,83 +103,80 @@ export class Metrics {
   private sources: MetricsSources = {};
   private readonly tokenDigest: Buffer | null;
   private readonly names = new Set<string>();
-
-  private readonly httpRequests: Counter<'route' | 'status'>;
-  private readonly httpDuration: Histogram<'route'>;
-  private readonly graphqlRequests: Counter<'operation' | 'type' | 'outcome' | 'code'>;
-  private readonly graphqlDuration: Histogram<'operation' | 'type'>;
-  private readonly graphqlRoundTrips: Counter<'operation'>;
-  private readonly graphqlStatements: Counter<'operation'>;
-  private readonly storeErrors: Counter<'operation' | 'kind'>;
-  private readonly storeLwt: Counter<'operation' | 'outcome'>;
-  private readonly tombstoneWarnings: Counter<'table'>;
-  private readonly sagaRecoveries: Counter<'outcome'>;
-  private readonly backgroundPasses: Counter<'job' | 'outcome'>;
-  private readonly applierDelay: Histogram;
-  private readonly registryPrunes: Counter<'registry' | 'outcome'>;
-  private readonly livePolls: Counter<'mode'>;
-  private readonly liveFeedsPolled: Counter;
-  private readonly livePollReads: Counter;
-  private readonly liveDelivered: Counter;
-  private readonly liveTooSlow: Counter;
   private openSagas = 0;
 
-  /** Per store operation: its round-trip and statement counters and its latency histogram, resolved once. */
-  private readonly byOperation: ReadonlyMap<
-    string,
-    { readonly trips: Child<object>; readonly statements: Child<object>; readonly duration: { observe(v: number): void } }
-  >;
-  /** GraphQL children by their label values, resolved once each. */
-  private readonly graphqlChildren = new Map<
-    string,
-    { readonly requests: Child<object>; readonly duration: { observe(v: number): void }; readonly trips: Child<object>; readonly statements: Child<object> }
-  >();
+  private readonly httpRequests: MetricFamily;
+  private readonly httpDuration: MetricFamily;
+  private readonly graphqlRequests: MetricFamily;
+  private readonly graphqlDuration: MetricFamily;
+  private readonly graphqlRoundTrips: MetricFamily;
+  private readonly graphqlStatements: MetricFamily;
+  private readonly storeDuration: MetricFamily;
+  private readonly storeErrors: MetricFamily;
+  private readonly storeLwt: MetricFamily;
+  private readonly tombstoneWarnings: MetricFamily;
+  private readonly sagaRecoveries: MetricFamily;
+  private readonly backgroundPasses: MetricFamily;
+  private readonly applierDelay: MetricFamily;
+  private readonly registryPrunes: MetricFamily;
+  private readonly livePolls: MetricFamily;
+  private readonly liveFeedsPolled: Series;
+  private readonly livePollReads: Series;
+  private readonly liveDelivered: Series;
+  private readonly liveTooSlow: Series;
+
+  /** Per store operation: its round-trip and statement series and its latency series, resolved once. */
+  private readonly byOperation: ReadonlyMap<string, { readonly trips: Series; readonly statements: Series; readonly duration: Series }>;
+  /** HTTP series by route and status (routes are few; statuses are HTTP's). */
+  private readonly httpSeries = new Map<string, { readonly requests: Series; readonly duration: Series }>();
+  /** GraphQL series by their label values. */
+  private readonly graphqlSeries = new Map<string, GraphqlSeries>();
 
   constructor(options: { readonly token: string | null }) {
     this.tokenDigest = options.token ? digest(options.token) : null;
-    const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry });
+    const r = this.registry;
+    const registers = [r];
+    collectDefaultMetrics({ register: r });
+    const counter = (name: string, help: string, labels: readonly string[] = []) => MetricFamily.counter(r, name, help, labels);
+    const histogram = (name: string, help: string, labels: readonly string[], buckets: readonly number[]) => MetricFamily.histogram(r, name, help, labels, buckets);
 
-    this.httpRequests = new Counter({ name: 'relay_http_requests_total', help: 'HTTP requests answered, by route and status code.', labelNames: ['route', 'status'], registers });
-    this.httpDuration = new Histogram({ name: 'relay_http_request_duration_seconds', help: 'Time from an HTTP request to its response, by route.', labelNames: ['route'], buckets: REQUEST_BUCKETS, registers });
-    this.graphqlRequests = new Counter({
-      name: 'relay_graphql_requests_total',
-      help: 'GraphQL requests over HTTP, by operation name (bounded), type, outcome (success or error) and first error code.',
-      labelNames: ['operation', 'type', 'outcome', 'code'],
-      registers,
-    });
-    this.graphqlDuration = new Histogram({
-      name: 'relay_graphql_request_duration_seconds',
-      help: 'Time Apollo Server took for a GraphQL request (parse to response), by operation name and type.',
-      labelNames: ['operation', 'type'],
-      buckets: REQUEST_BUCKETS,
-      registers,
-    });
-    this.graphqlRoundTrips = new Counter({ name: 'relay_graphql_store_round_trips_total', help: 'Store round trips made by GraphQL requests, by operation name.', labelNames: ['operation'], registers });
-    this.graphqlStatements = new Counter({ name: 'relay_graphql_store_statements_total', help: 'Store statements sent for GraphQL requests, by operation name.', labelNames: ['operation'], registers });
+    this.httpRequests = counter('relay_http_requests_total', 'HTTP requests answered, by route and status code.', ['route', 'status']);
+    this.httpDuration = histogram('relay_http_request_duration_seconds', 'Time from an HTTP request to its response, by route.', ['route'], REQUEST_BUCKETS);
+    this.graphqlRequests = counter(
+      'relay_graphql_requests_total',
+      'GraphQL requests over HTTP, by operation name (bounded), type, outcome (success or error) and first error code.',
+      ['operation', 'type', 'outcome', 'code'],
+    );
+    this.graphqlDuration = histogram(
+      'relay_graphql_request_duration_seconds',
+      'Time Apollo Server took for a GraphQL request (parse to response), by operation name and type.',
+      ['operation', 'type'],
+      REQUEST_BUCKETS,
+    );
+    this.graphqlRoundTrips = counter('relay_graphql_store_round_trips_total', 'Store round trips made by GraphQL requests, by operation name.', ['operation']);
+    this.graphqlStatements = counter('relay_graphql_store_statements_total', 'Store statements sent for GraphQL requests, by operation name.', ['operation']);
 
-    const trips = new Counter({ name: 'relay_store_round_trips_total', help: 'Store round trips (every caller: requests and background jobs), by store operation.', labelNames: ['operation'], registers });
-    const statements = new Counter({ name: 'relay_store_statements_total', help: 'Statements the store adapter sent, by store operation.', labelNames: ['operation'], registers });
-    const duration = new Histogram({ name: 'relay_store_round_trip_duration_seconds', help: 'Store round-trip latency, by store operation.', labelNames: ['operation'], buckets: STORE_BUCKETS, registers });
-    this.storeErrors = new Counter({ name: 'relay_store_errors_total', help: 'Store round trips that failed, by store operation and kind (unavailable, timeout, invalid, read_failure, other).', labelNames: ['operation', 'kind'], registers });
-    this.storeLwt = new Counter({
-      name: 'relay_store_lwt_total',
-      help: 'Lightweight transactions by outcome: applied, not_applied, unknown_settled (response lost, learned by a serial read), unknown_given_up.',
-      labelNames: ['operation', 'outcome'],
-      registers,
-    });
-    this.tombstoneWarnings = new Counter({ name: 'relay_store_tombstone_warnings_total', help: 'Reads that passed over more tombstones than the warning threshold, by table.', labelNames: ['table'], registers });
-    this.byOperation = new Map(STORE_OPERATIONS.map((op) => [op, { trips: trips.labels(op), statements: statements.labels(op), duration: duration.labels(op) }]));
-    for (const op of ['insertIfNotExists', 'deleteIf']) for (const outcome of LWT_OUTCOMES) this.storeLwt.labels(op, outcome).inc(0);
-    for (const kind of STORE_ERROR_KINDS) this.storeErrors.labels('get', kind).inc(0);
+    const trips = counter('relay_store_round_trips_total', 'Store round trips (every caller: requests and background jobs), by store operation.', ['operation']);
+    const statements = counter('relay_store_statements_total', 'Statements the store adapter sent, by store operation.', ['operation']);
+    this.storeDuration = histogram('relay_store_round_trip_duration_seconds', 'Store round-trip latency, by store operation.', ['operation'], STORE_BUCKETS);
+    this.storeErrors = counter('relay_store_errors_total', 'Store round trips that failed, by store operation and kind (unavailable, timeout, invalid, read_failure, other).', ['operation', 'kind']);
+    this.storeLwt = counter(
+      'relay_store_lwt_total',
+      'Lightweight transactions by outcome: applied, not_applied, unknown_settled (response lost, learned by a serial read), unknown_given_up.',
+      ['operation', 'outcome'],
+    );
+    this.tombstoneWarnings = counter('relay_store_tombstone_warnings_total', 'Reads that passed over more tombstones than the warning threshold, by table.', ['table']);
+    this.byOperation = new Map(STORE_OPERATIONS.map((op) => [op, { trips: trips.of(op), statements: statements.of(op), duration: this.storeDuration.of(op) }]));
+    for (const op of ['insertIfNotExists', 'deleteIf']) for (const outcome of LWT_OUTCOMES) this.storeLwt.of(op, outcome);
+    for (const kind of STORE_ERROR_KINDS) this.storeErrors.of('get', kind);
 
     const self = this;
     new Gauge({ name: 'relay_sagas_in_flight', help: 'Sagas running in this process now.', registers, collect() { this.set(self.sources.sagasInFlight?.() ?? 0); } });
     new Gauge({ name: 'relay_sagas_open', help: 'Open sagas (of every server) the last recovery pass found in the saga log.', registers, collect() { this.set(self.openSagas); } });
-    this.sagaRecoveries = new Counter({ name: 'relay_saga_recoveries_total', help: 'Open sagas recovery rolled forward, rolled back, or failed to finish (retried next pass).', labelNames: ['outcome'], registers });
-    for (const outcome of ['forward', 'backward', 'failed']) this.sagaRecoveries.labels(outcome).inc(0);
-    this.backgroundPasses = new Counter({ name: 'relay_background_passes_total', help: 'Timer passes of the background jobs (list applier, saga recovery, count verifier, name sweeper), by outcome.', labelNames: ['job', 'outcome'], registers });
-    for (const job of ['list_applier', 'saga_recovery', 'count_verifier', 'name_sweeper']) for (const outcome of ['ok', 'failed']) this.backgroundPasses.labels(job, outcome).inc(0);
+    this.sagaRecoveries = counter('relay_saga_recoveries_total', 'Open sagas recovery rolled forward, rolled back, or failed to finish (retried next pass).', ['outcome']);
+    for (const outcome of ['forward', 'backward', 'failed']) this.sagaRecoveries.of(outcome);
+    this.backgroundPasses = counter('relay_background_passes_total', 'Timer passes of the background jobs (list applier, saga recovery, count verifier, name sweeper), by outcome.', ['job', 'outcome']);
+    for (const job of ['list_applier', 'saga_recovery', 'count_verifier', 'name_sweeper']) for (const outcome of ['ok', 'failed']) this.backgroundPasses.of(job, outcome);
     new Gauge({
       name: 'relay_list_applier_lag_seconds',
       help: 'Age of the oldest list transaction the last applier pass left pending (0: it settled every list it found).',
@@ -173,17 +185,18 @@ export class Metrics {
         this.set(self.sources.listApplierLagSeconds?.() ?? 0);
       },
     });
-    this.applierDelay = new Histogram({ name: 'relay_list_applier_apply_delay_seconds', help: 'Time from a list transaction to its application by this server\'s applier.', buckets: LAG_BUCKETS, registers });
-    this.registryPrunes = new Counter({ name: 'relay_registry_prunes_total', help: 'Bucket registry prunes, by registry and outcome (pruned: the empty bucket was dropped; kept: it was not empty).', labelNames: ['registry', 'outcome'], registers });
+    this.applierDelay = histogram('relay_list_applier_apply_delay_seconds', "Time from a list transaction to its application by this server's applier.", [], LAG_BUCKETS);
+    this.applierDelay.of();
+    this.registryPrunes = counter('relay_registry_prunes_total', 'Bucket registry prunes, by registry and outcome (pruned: the empty bucket was dropped; kept: it was not empty).', ['registry', 'outcome']);
 
     new Gauge({ name: 'relay_live_sockets', help: 'WebSocket connections open on this server.', registers, collect() { this.set(self.sources.liveSockets?.() ?? 0); } });
     new Gauge({ name: 'relay_live_subscriptions', help: 'Subscriptions active on this server.', registers, collect() { this.set(self.sources.liveSubscriptions?.() ?? 0); } });
     new Gauge({ name: 'relay_live_feeds', help: 'Feeds with a subscriber on this server (each polled once per LIVE_POLL_MS).', registers, collect() { this.set(self.sources.liveFeeds?.() ?? 0); } });
-    this.livePolls = new Counter({ name: 'relay_live_polls_total', help: 'Polls of the change log, by layout read (feeds or shards).', labelNames: ['mode'], registers });
-    this.liveFeedsPolled = new Counter({ name: 'relay_live_feeds_polled_total', help: 'Feeds polled, summed over polls.', registers });
-    this.livePollReads = new Counter({ name: 'relay_live_poll_reads_total', help: 'Store reads the live polls made.', registers });
-    this.liveDelivered = new Counter({ name: 'relay_live_changes_delivered_total', help: 'Changes delivered to subscribers (one per subscriber).', registers });
-    this.liveTooSlow = new Counter({ name: 'relay_live_sockets_closed_too_slow_total', help: 'Sockets closed because their reader did not keep up (send buffer or queue full).', registers });
+    this.livePolls = counter('relay_live_polls_total', 'Polls of the change log, by layout read (feeds or shards).', ['mode']);
+    this.liveFeedsPolled = counter('relay_live_feeds_polled_total', 'Feeds polled, summed over polls.').of();
+    this.livePollReads = counter('relay_live_poll_reads_total', 'Store reads the live polls made.').of();
+    this.liveDelivered = counter('relay_live_changes_delivered_total', 'Changes delivered to subscribers (one per subscriber).').of();
+    this.liveTooSlow = counter('relay_live_sockets_closed_too_slow_total', 'Sockets closed because their reader did not keep up (send buffer or queue full).').of();
   }
 
   /** Tell the gauges where to read (once the app has built what they count). */
@@ -196,13 +209,13 @@ export class Metrics {
     finished: (trip: StoreRoundTrip) => {
       const series = this.byOperation.get(trip.operation);
       if (series) {
-        series.trips.inc();
-        series.statements.inc(trip.statements);
-        series.duration.observe(trip.durationSeconds);
+        series.trips.value++;
+        series.statements.value += trip.statements;
+        this.storeDuration.observe(series.duration, trip.durationSeconds);
       }
-      if (trip.errorKind !== null) this.storeErrors.labels(trip.operation, trip.errorKind).inc();
-      if (trip.lwt !== null) this.storeLwt.labels(trip.operation, trip.lwt).inc();
-      if (trip.tombstoneWarnings > 0) this.tombstoneWarnings.labels(trip.table ?? 'none').inc(trip.tombstoneWarnings);
+      if (trip.errorKind !== null) this.storeErrors.of(trip.operation, trip.errorKind).value++;
+      if (trip.lwt !== null) this.storeLwt.of(trip.operation, trip.lwt).value++;
+      if (trip.tombstoneWarnings > 0) this.tombstoneWarnings.of(trip.table ?? 'none').value += trip.tombstoneWarnings;
     },
   };
 
@@ -217,25 +230,11 @@ export class Metrics {
   }
 
   /**
-   * The Apollo plugin: one listener per request (its start time), told the operation
-   * and the outcome when the response is sent.
+   * A GraphQL request is answered: count it under its operation, outcome and code, with
+   * its latency (from its context's `startedAt`) and store costs. Called from the app's
+   * one request plugin (a plugin of its own would cost Apollo a listener per request).
    */
-  graphqlPlugin<C extends { storeRoundTrips(): number; storeStatements(): number }>(): ApolloServerPlugin<C> {
-    return {
-      requestDidStart: async () => {
-        const started = performance.now();
-        const listener: GraphQLRequestListener<C> = {
-          willSendResponse: async (ctx) => this.graphqlFinished(ctx, (performance.now() - started) / 1000),
-        };
-        return listener;
-      },
-    };
-  }
-
-  private graphqlFinished<C extends { storeRoundTrips(): number; storeStatements(): number }>(
-    ctx: GraphQLRequestContextWillSendResponse<C>,
-    seconds: number,
-  ): void {
+  graphqlFinished<C extends GraphqlCounts>(ctx: GraphQLRequestContextWillSendResponse<C>): void {
     const resolved = ctx.operation !== undefined;
     const operation = this.operationLabel(ctx.operationName ?? ctx.operation?.name?.value, resolved);
     const type = ctx.operation?.operation ?? 'unknown';
@@ -244,24 +243,21 @@ export class Metrics {
     const outcome = errors && errors.length > 0 ? 'error' : 'success';
     const code = errors && errors.length > 0 ? String(errors[0]!.extensions?.code ?? 'INTERNAL_SERVER_ERROR') : 'none';
     const key = `${operation}\u0000${type}\u0000${outcome}\u0000${code}`;
-    let children = this.graphqlChildren.get(key);
-    if (!children) {
-      children = {
-        requests: this.graphqlRequests.labels(operation, type, outcome, code),
-        duration: this.graphqlDuration.labels(operation, type),
-        trips: this.graphqlRoundTrips.labels(operation),
-        statements: this.graphqlStatements.labels(operation),
+    let series = this.graphqlSeries.get(key);
+    if (!series) {
+      series = {
+        requests: this.graphqlRequests.of(operation, type, outcome, code),
+        duration: this.graphqlDuration.of(operation, type),
+        trips: this.graphqlRoundTrips.of(operation),
+        statements: this.graphqlStatements.of(operation),
       };
-      this.graphqlChildren.set(key, children);
+      this.graphqlSeries.set(key, series);
     }
-    children.requests.inc();
-    children.duration.observe(seconds);
-    // A request refused before its context was built has no counts.
-    const context = ctx.contextValue as Partial<C> | undefined;
-    if (typeof context?.storeRoundTrips === 'function') {
-      children.trips.inc(context.storeRoundTrips());
-      children.statements.inc(context.storeStatements!());
-    }
+    series.requests.value++;
+    const context = ctx.contextValue;
+    this.graphqlDuration.observe(series.duration, (performance.now() - context.startedAt) / 1000);
+    series.trips.value += context.storeRoundTrips();
+    series.statements.value += context.storeStatements();
   }
 
   /** Wrap the HTTP handler: each response counted by route and status, and timed. */
@@ -271,8 +267,14 @@ export class Metrics {
       res.once('finish', () => {
         const path = req.url === '/graphql' ? '/graphql' : (req.url ?? '/').split('?', 1)[0]!;
         const route = ROUTES.has(path) ? path : 'other';
-        this.httpRequests.labels(route, String(res.statusCode)).inc();
-        this.httpDuration.labels(route).observe((performance.now() - started) / 1000);
+        const key = `${route} ${res.statusCode}`;
+        let series = this.httpSeries.get(key);
+        if (!series) {
+          series = { requests: this.httpRequests.of(route, String(res.statusCode)), duration: this.httpDuration.of(route) };
+          this.httpSeries.set(key, series);
+        }
+        series.requests.value++;
+        this.httpDuration.observe(series.duration, (performance.now() - started) / 1000);
       });
       return handler(req, res);
     };
@@ -281,37 +283,37 @@ export class Metrics {
   /** A saga recovery pass finished (the timer's or the one at start-up). */
   recoveryPass(report: RecoveryReport): void {
     this.openSagas = report.rolledForward + report.rolledBack + report.failed + report.skipped;
-    this.sagaRecoveries.labels('forward').inc(report.rolledForward);
-    this.sagaRecoveries.labels('backward').inc(report.rolledBack);
-    this.sagaRecoveries.labels('failed').inc(report.failed);
+    this.sagaRecoveries.of('forward').value += report.rolledForward;
+    this.sagaRecoveries.of('backward').value += report.rolledBack;
+    this.sagaRecoveries.of('failed').value += report.failed;
   }
 
   /** A background job's timer pass finished. */
   backgroundPass(job: BackgroundJob, ok: boolean): void {
-    this.backgroundPasses.labels(job, ok ? 'ok' : 'failed').inc();
+    this.backgroundPasses.of(job, ok ? 'ok' : 'failed').value++;
   }
 
   /** The list applier applied a transaction made `delaySeconds` ago. */
   listTransactionApplied(delaySeconds: number): void {
-    this.applierDelay.observe(Math.max(0, delaySeconds));
+    this.applierDelay.observe(this.applierDelay.of(), Math.max(0, delaySeconds));
   }
 
   /** A bucket registry prune finished. */
   registryPrune(registry: string, outcome: 'pruned' | 'kept'): void {
-    this.registryPrunes.labels(registry, outcome).inc();
+    this.registryPrunes.of(registry, outcome).value++;
   }
 
   /** A live poll finished. */
   livePoll(report: PollReport): void {
-    this.livePolls.labels(report.mode).inc();
-    this.liveFeedsPolled.inc(report.feeds);
-    this.livePollReads.inc(report.reads);
-    this.liveDelivered.inc(report.delivered);
+    this.livePolls.of(report.mode).value++;
+    this.liveFeedsPolled.value += report.feeds;
+    this.livePollReads.value += report.reads;
+    this.liveDelivered.value += report.delivered;
   }
 
   /** A socket was closed because its reader did not keep up. */
   socketClosedTooSlow(): void {
-    this.liveTooSlow.inc();
+    this.liveTooSlow.value++;
   }
 
   /** Whether a request carries the token (always, when none is configured). */
