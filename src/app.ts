@@ -44,6 +44,7 @@ import { createHttpHandler } from './server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import { createLiveServer, type LiveServer } from './ws-server.js';
 import type { Store } from './store/port.js';
+import type { Tracing } from './tracing/tracing.js';
 
 /** The SDL, read once from the project root (one level above src/ and dist/). */
 export const typeDefs = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');
@@ -76,11 +77,14 @@ function requestPlugin(
   limits: LimitProtections,
   schema: GraphQLSchema,
   formatError: ReturnType<typeof createFormatError>,
+  tracing: Tracing | undefined,
 ): ApolloServerPlugin<RequestContext> {
+  const execute = jitResponder<RequestContext>(schema, { formatError, didEncounterErrors: limits.didEncounterErrors });
   const listener: GraphQLRequestListener<RequestContext> = {
     didResolveOperation: limits.didResolveOperation,
     didEncounterErrors: limits.didEncounterErrors,
-    responseForOperation: jitResponder<RequestContext>(schema, { formatError, didEncounterErrors: limits.didEncounterErrors }),
+    // With tracing on, each operation runs in a span of its own (its store round trips nest under it).
+    responseForOperation: tracing ? tracing.traceOperation(execute) : execute,
     async willSendResponse({ response, contextValue }) {
       if (response.body.kind === 'single') {
         const result = response.body.singleResult;
@@ -97,17 +101,27 @@ function requestPlugin(
   return { requestDidStart: () => started };
 }
 
-/** Wire the application; `store` may be injected (tests pass an in-memory one). */
+/**
+ * Wire the application; `store` may be injected (tests pass an in-memory one). With
+ * `tracing` (started by `startTracingFromEnv`), operations and store round trips get spans.
+ */
 export async function createApp(
   config: Config,
-  deps: { logger: Logger; store?: Store; clock?: Clock; onLivePoll?: (report: PollReport) => void },
+  deps: { logger: Logger; store?: Store; clock?: Clock; onLivePoll?: (report: PollReport) => void; tracing?: Tracing },
 ): Promise<App> {
   const { logger } = deps;
   for (const name of config.devSecrets) {
     logger.warn(`${name} is not set: using the development secret. Set it before exposing this server.`);
   }
   const clock = deps.clock ?? new MonotonicClock();
-  const store = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
+  const configured = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
+  // Every user of the store (requests, sagas, background jobs) goes through the traced one.
+  const store = deps.tracing
+    ? deps.tracing.traceStore(configured, {
+        system: config.store,
+        namespace: config.store === 'cassandra' ? config.cassandra.keyspace : config.sqlitePath,
+      })
+    : configured;
   await store.ensureTables(ALL_TABLES);
   const key = authKey(config.authSecret);
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
@@ -196,7 +210,7 @@ export async function createApp(
       // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
       ApolloServerPluginDrainHttpServer({ httpServer }),
       { serverWillStart: async () => ({ drainServer: () => liveServer.close() }) },
-      requestPlugin(limits, schema, formatError),
+      requestPlugin(limits, schema, formatError, deps.tracing),
     ],
   });
   await apollo.start();
