@@ -137,6 +137,13 @@ export class StoreRequestError extends Error {
  */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
+  /** The store gave up waiting (a driver or replica timeout), rather than refusing at once. */
+  readonly timedOut: boolean;
+
+  constructor(message: string, options?: ErrorOptions & { readonly timedOut?: boolean }) {
+    super(message, options);
+    this.timedOut = options?.timedOut ?? false;
+  }
 }
 
 /**

@@ -9,9 +9,20 @@
  * time per await on Node 20).
  */
 
-/** A running count of the statements sent for one request. */
+/**
+ * A running count of the statements sent for one request, or for one call (a
+ * `StoreObserver`'s per-call tally, whose `parent` is the request's). An adapter also
+ * notes here what only it can see of a call: a lightweight transaction whose outcome
+ * was unknown, and the server's warnings about tombstones.
+ */
 export interface StatementTally {
   statements: number;
+  /** The enclosing tally (the request's), counted into as well. */
+  readonly parent?: StatementTally;
+  /** A lightweight transaction's outcome was unknown, then learned by a serial read (`settled`) or not (`given-up`). */
+  lwtUnknown?: 'settled' | 'given-up';
+  /** Reads that passed over more tombstones than the warning threshold. */
+  tombstoneWarnings?: number;
 }
 
 let active: StatementTally | undefined;
@@ -34,5 +45,15 @@ export function activeTally(): StatementTally | undefined {
 
 /** Count `n` statements into `tally` (nothing when no one counts). */
 export function countStatements(tally: StatementTally | undefined, n = 1): void {
-  if (tally) tally.statements += n;
+  for (let t = tally; t; t = t.parent) t.statements += n;
+}
+
+/** Note that a lightweight transaction's outcome was unknown, and whether a serial read settled it. */
+export function noteLwtUnknown(tally: StatementTally | undefined, how: 'settled' | 'given-up'): void {
+  if (tally) tally.lwtUnknown = how;
+}
+
+/** Note one read that passed over more tombstones than the warning threshold. */
+export function noteTombstoneWarning(tally: StatementTally | undefined): void {
+  if (tally) tally.tombstoneWarnings = (tally.tombstoneWarnings ?? 0) + 1;
 }

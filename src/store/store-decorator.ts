@@ -33,10 +33,16 @@ export interface StoreCall {
 export abstract class StoreDecorator implements Store {
   constructor(protected readonly inner: Store) {}
 
-  /** Runs one call; subclasses add behaviour before or after `run()`. */
-  protected abstract around<T>(call: StoreCall, run: () => Promise<T>): Promise<T>;
+  /**
+   * Runs one call; subclasses add behaviour before or after `run()`. `tally` is what
+   * `statementTally()` gave for this call (the call's statements count into it).
+   */
+  protected abstract around<T>(call: StoreCall, run: () => Promise<T>, tally: StatementTally | undefined): Promise<T>;
 
-  /** The tally the statements of calls through this decorator count into (CountingStore's own). */
+  /**
+   * The tally the statements of calls through this decorator count into, taken once per
+   * call (CountingStore's own; a StoreObserver's, one per call).
+   */
   protected statementTally(): StatementTally | undefined {
     return activeTally();
   }
@@ -49,7 +55,7 @@ export abstract class StoreDecorator implements Store {
   private dispatch<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
     // Taken now, restored whenever `around` starts the inner call (even after an await).
     const tally = this.statementTally();
-    return this.around(call, () => withTally(tally, run));
+    return this.around(call, () => withTally(tally, run), tally);
   }
 
   ensureTables(tables: readonly TableSpec[]): Promise<void> {

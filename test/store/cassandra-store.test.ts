@@ -13,6 +13,7 @@ import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
 import type { Mutation, Store } from '../../src/store/port.js';
 import { StoreStartupError, StoreUnavailableError } from '../../src/store/port.js';
 import { CountingStore } from '../../src/store/store-decorator.js';
+import { ObservedStore } from '../../src/store/store-observer.js';
 import { defineTable, type ClusteringOrder } from '../../src/store/table.js';
 import { cassandraClient, cassandraTarget, uniqueKeyspace, type StoreUnderTest } from '../support/stores.js';
 
@@ -131,6 +132,28 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
     await expect(store.deleteIf(claims, { name: 'still-mine' }, { owner })).rejects.toBeInstanceOf(StoreUnavailableError);
     lost.loseNext('instead');
     expect(await store.deleteIf(claims, { name: 'still-mine' }, { owner: randomUUID() })).toBe(false);
+  });
+
+  it('reports lost lightweight-transaction responses to a store observer as unknown, then settled or given up (a timeout)', async () => {
+    const seen: Array<[string, string | null, string | null, number]> = [];
+    const observed = new ObservedStore(store, [{ finished: (t) => seen.push([t.operation, t.lwt, t.errorKind, t.statements]) }]);
+    const owner = randomUUID();
+    await observed.insertIfNotExists(claims, { name: 'observed-1', owner });
+    lost.loseNext('after');
+    expect((await observed.insertIfNotExists(claims, { name: 'observed-2', owner })).applied).toBe(true);
+    lost.loseNext('instead');
+    await expect(observed.insertIfNotExists(claims, { name: 'observed-1', owner: randomUUID() })).resolves.toMatchObject({ applied: false });
+    await observed.insertIfNotExists(claims, { name: 'observed-1', owner: randomUUID() });
+    expect(seen).toEqual([
+      ['insertIfNotExists', 'applied', null, 1],
+      ['insertIfNotExists', 'unknown_settled', null, 2],
+      ['insertIfNotExists', 'unknown_settled', null, 2],
+      ['insertIfNotExists', 'not_applied', null, 1],
+    ]);
+    // Never ran, nobody holds the row: the serial read cannot tell, so it gives up.
+    lost.loseNext('instead');
+    await expect(observed.insertIfNotExists(claims, { name: 'observed-never', owner })).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(seen.at(-1)).toEqual(['insertIfNotExists', 'unknown_given_up', 'timeout', 2]);
   });
 
   it('refuses to start on a missing schema in check mode, naming what is missing and the command to run', async () => {

@@ -32,7 +32,13 @@ export function storeErrorFrom(err: unknown): Error {
   if (err instanceof errors.ResponseError && err.code === codes.readFailure) {
     return new StoreReadFailureError(`Cassandra failed the read: ${message}`, { cause: err });
   }
-  return new StoreUnavailableError(`Cassandra could not answer: ${message}`, { cause: err });
+  return new StoreUnavailableError(`Cassandra could not answer: ${message}`, { cause: err, timedOut: isTimeout(err) });
+}
+
+/** True when the driver or the replicas gave up waiting (as opposed to refusing: unavailable, overloaded, no host). */
+function isTimeout(err: unknown): boolean {
+  if (err instanceof errors.OperationTimedOutError) return true;
+  return err instanceof errors.ResponseError && (err.code === codes.readTimeout || err.code === codes.writeTimeout);
 }
 
 /** True when the statement itself is wrong (the server or the driver refused it before running it). */

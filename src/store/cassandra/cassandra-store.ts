@@ -21,7 +21,7 @@ import type {
 import { StoreRequestError, StoreStartupError, StoreUnavailableError } from '../port.js';
 import type { Clock } from '../clock.js';
 import { MonotonicClock } from '../clock.js';
-import { activeTally, countStatements, type StatementTally } from '../statements.js';
+import { activeTally, countStatements, noteLwtUnknown, noteTombstoneWarning, type StatementTally } from '../statements.js';
 import type { CqlValue, Row, TableSpec } from '../table.js';
 import { checkIdentifier, isCounterTable, keyColumnsOf, regularColumnsOf } from '../table.js';
 import {
@@ -402,18 +402,23 @@ export class CassandraStore implements Store {
     } catch (err) {
       throw storeErrorFrom(err);
     }
-    this.logWarnings(result);
+    this.logWarnings(tally, result);
     return result;
   }
 
   /**
    * The server's warnings on a result (a read that passed over more than
    * tombstone_warn_threshold tombstones, say), one log line each: the embedded store
-   * logs the same line for the same read.
+   * logs the same line for the same read. Tombstone warnings are also noted on the
+   * call's tally, for the metrics.
    */
-  private logWarnings(result: CassandraResultLike): void {
+  private logWarnings(tally: StatementTally | undefined, result: CassandraResultLike): void {
     const warnings = (result.info as { warnings?: readonly string[] } | undefined)?.warnings;
-    if (warnings) for (const w of warnings) this.log(`Cassandra warning: ${w}`);
+    if (!warnings) return;
+    for (const w of warnings) {
+      this.log(`Cassandra warning: ${w}`);
+      if (/tombstone/i.test(w)) noteTombstoneWarning(tally);
+    }
   }
 
   /** A logged batch: one statement sent, applied all or nothing. */
@@ -425,7 +430,7 @@ export class CassandraStore implements Store {
     } catch (err) {
       throw storeErrorFrom(err);
     }
-    this.logWarnings(result);
+    this.logWarnings(tally, result);
   }
 
   /**
@@ -458,11 +463,13 @@ export class CassandraStore implements Store {
         }
       }
       if (answer === null) {
+        noteLwtUnknown(tally, 'given-up');
         throw new StoreUnavailableError(
           `a lightweight transaction on ${table.name} failed and its outcome could not be learned: ${oneLine(err)}`,
-          { cause: err },
+          { cause: err, timedOut: err instanceof StoreUnavailableError && err.timedOut },
         );
       }
+      noteLwtUnknown(tally, 'settled');
       return answer;
     }
   }

@@ -43,7 +43,7 @@ import {
   type ByteRange,
   type EncodedKey,
 } from './sqlite-keys.js';
-import { activeTally, countStatements } from '../statements.js';
+import { activeTally, countStatements, noteTombstoneWarning } from '../statements.js';
 import { sameValue } from '../values.js';
 import {
   createStatements,
@@ -500,6 +500,8 @@ export class SqliteStore implements Store {
       );
     }
     this.log(`Read ${rows.length} live rows and ${passed} tombstone cells for query ${cql} (see tombstone_warn_threshold)`);
+    // Synchronous from the call's start: the active tally is still the call's.
+    noteTombstoneWarning(activeTally());
   }
 
   /**
