@@ -44,6 +44,7 @@ import { createHttpHandler } from './server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import { createLiveServer, type LiveServer } from './ws-server.js';
 import type { Store } from './store/port.js';
+import { ObservedStore, type StoreObserver } from './store/store-observer.js';
 import type { Tracing } from './tracing/tracing.js';
 
 /** The SDL, read once from the project root (one level above src/ and dist/). */
@@ -115,13 +116,14 @@ export async function createApp(
   }
   const clock = deps.clock ?? new MonotonicClock();
   const configured = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
-  // Every user of the store (requests, sagas, background jobs) goes through the traced one.
-  const store = deps.tracing
-    ? deps.tracing.traceStore(configured, {
-        system: config.store,
-        namespace: config.store === 'cassandra' ? config.cassandra.keyspace : config.sqlitePath,
-      })
-    : configured;
+  // Observers of every round trip (requests, sagas, background jobs): the store spans with tracing on.
+  const observers: StoreObserver<any>[] = [];
+  if (deps.tracing) {
+    observers.push(
+      deps.tracing.storeObserver({ system: config.store, namespace: config.store === 'cassandra' ? config.cassandra.keyspace : config.sqlitePath }),
+    );
+  }
+  const store = observers.length > 0 ? new ObservedStore(configured, observers) : configured;
   await store.ensureTables(ALL_TABLES);
   const key = authKey(config.authSecret);
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.

@@ -1,13 +1,12 @@
 /**
- * A span per store round trip, over the store port: the same spans on Cassandra and on
+ * A span per store round trip, as a `StoreObserver`: the same spans on Cassandra and on
  * the embedded store (which no instrumentation sees). Each names its table, statement
  * kind and statement count, never a key or a value.
  */
-import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Tracer } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
-import type { Store } from '../store/port.js';
-import { activeTally, type StatementTally } from '../store/statements.js';
-import { StoreDecorator, type StoreCall, type StoreOperation } from '../store/store-decorator.js';
+import type { StoreOperation } from '../store/store-decorator.js';
+import type { StoreObserver } from '../store/store-observer.js';
 
 /** Which database a store is, for its spans' `db.*` attributes. */
 export interface StoreTarget {
@@ -34,86 +33,52 @@ export const STATEMENT_KINDS: Readonly<Record<StoreOperation, string>> = Object.
   batch: 'BATCH',
 });
 
-/**
- * One call's statement count, passed on at once to the tally it was started under (the
- * request's `CountingStore`), so the request's own count stays exact.
- */
-class CallTally implements StatementTally {
-  private own = 0;
-
-  constructor(private readonly outer: StatementTally | undefined) {}
-
-  get statements(): number {
-    return this.own;
-  }
-
-  set statements(value: number) {
-    if (this.outer) this.outer.statements += value - this.own;
-    this.own = value;
-  }
+/** A call's span and the context to run it in (the span active), or, outside any trace, a context that traces nothing. */
+interface CallState {
+  readonly span: Span | null;
+  readonly context: Context;
 }
 
 /**
- * Wraps the process's store once, under every request's `CountingStore`. Only calls made
- * inside a trace (a request's) get a span; the background jobs' calls (heartbeats, live
- * polls, the applier) run with tracing suppressed, so neither this nor the Cassandra
- * driver's instrumentation makes a one-span trace of each.
+ * Spans for the store `ObservedStore` wraps (the process's, under every request's
+ * `CountingStore`). Only calls made inside a trace (a request's) get one; the background
+ * jobs' calls (heartbeats, live polls, the applier) run with tracing suppressed, so
+ * neither this nor the Cassandra driver's instrumentation makes a one-span trace of each.
  */
-export class TracedStore extends StoreDecorator {
-  /** The tally `statementTally` just made for the call `around` is about to run (handed over synchronously). */
-  private nextTally: CallTally | undefined;
-
-  constructor(
-    inner: Store,
-    private readonly tracer: Tracer,
-    private readonly target: StoreTarget,
-  ) {
-    super(inner);
-  }
-
-  protected override statementTally(): StatementTally | undefined {
-    const outer = activeTally();
-    this.nextTally = trace.getSpan(context.active()) ? new CallTally(outer) : undefined;
-    return this.nextTally ?? outer;
-  }
-
-  protected around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
-    const tally = this.nextTally;
-    this.nextTally = undefined;
-    const active = context.active();
-    if (!tally) return context.with(suppressTracing(active), run);
-    const kind = STATEMENT_KINDS[call.operation];
-    const attributes: Attributes = {
-      'db.system.name': this.target.system,
-      // The name before semantic conventions 1.26, which many backends still read.
-      'db.system': this.target.system,
-      'db.namespace': this.target.namespace,
-      'db.operation.name': kind,
-      'store.operation': call.operation,
-    };
-    if (call.table !== null) attributes['db.collection.name'] = call.table;
-    if (call.tables.length > 1) attributes['store.tables'] = [...call.tables];
-    const span = this.tracer.startSpan(call.table === null ? kind : `${kind} ${call.table}`, { kind: SpanKind.CLIENT, attributes }, active);
-    let pending: Promise<T>;
-    try {
-      pending = context.with(trace.setSpan(active, span), run);
-    } catch (err) {
-      pending = Promise.reject(err);
-    }
-    return pending.then(
-      (value) => {
-        span.setAttribute('store.statements', tally.statements);
-        span.end();
-        return value;
-      },
-      (err: unknown) => {
-        span.setAttribute('store.statements', tally.statements);
-        // The error's class only (StoreUnavailableError, ...): a message may quote a key.
-        span.setAttribute('error.type', err instanceof Error ? err.name : 'unknown');
+export function storeSpans(tracer: Tracer, target: StoreTarget): StoreObserver<CallState | undefined> {
+  return {
+    started(call) {
+      const active = context.active();
+      if (!trace.getSpan(active)) return { span: null, context: suppressTracing(active) };
+      const kind = STATEMENT_KINDS[call.operation];
+      const attributes: Attributes = {
+        'db.system.name': target.system,
+        // The name before semantic conventions 1.26, which many backends still read.
+        'db.system': target.system,
+        'db.namespace': target.namespace,
+        'db.operation.name': kind,
+        'store.operation': call.operation,
+      };
+      if (call.table !== null) attributes['db.collection.name'] = call.table;
+      if (call.tables.length > 1) attributes['store.tables'] = [...call.tables];
+      const span = tracer.startSpan(call.table === null ? kind : `${kind} ${call.table}`, { kind: SpanKind.CLIENT, attributes }, active);
+      return { span, context: trace.setSpan(active, span) };
+    },
+    // `state` is undefined only if `started` threw (ObservedStore then carries on without it).
+    within(state, run) {
+      return state ? context.with(state.context, run) : run();
+    },
+    finished(trip, state) {
+      const span = state?.span;
+      if (!span) return;
+      span.setAttribute('store.statements', trip.statements);
+      if (trip.lwt !== null) span.setAttribute('store.lwt.outcome', trip.lwt);
+      if (trip.errorKind !== null) {
+        // The kind only (unavailable, timeout, ...): an error's message may quote a key.
+        span.setAttribute('error.type', trip.errorKind);
         span.setStatus({ code: SpanStatusCode.ERROR });
-        span.end();
-        throw err;
-      },
-    );
-  }
+      }
+      span.end();
+    },
+  };
 }

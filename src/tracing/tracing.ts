@@ -24,8 +24,8 @@ import { CassandraDriverInstrumentation } from '@opentelemetry/instrumentation-c
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { NodeSDK, resources, type tracing as sdkTracing } from '@opentelemetry/sdk-node';
 import type { BaseContext, GraphQLRequestContextResponseForOperation, GraphQLResponse } from '@apollo/server';
-import type { Store } from '../store/port.js';
-import { TracedStore, type StoreTarget } from './store-spans.js';
+import type { StoreObserver } from '../store/store-observer.js';
+import { storeSpans, type StoreTarget } from './store-spans.js';
 
 /** The instrumentation scope of the spans this server makes itself. */
 export const TRACER_NAME = 'cassandra-relay-graphql';
@@ -39,8 +39,8 @@ export interface Tracing {
   logFields(): Record<string, string | undefined>;
   /** Run each operation `responder` executes in a span of its own, named by its type and name. */
   traceOperation<C extends BaseContext>(responder: OperationResponder<C>): OperationResponder<C>;
-  /** The store, with a span around each round trip made inside a trace. */
-  traceStore(store: Store, target: StoreTarget): Store;
+  /** An observer for `ObservedStore`: a span around each round trip made inside a trace. */
+  storeObserver(target: StoreTarget): StoreObserver<any>;
   /** Export the spans still buffered, then stop. */
   shutdown(): Promise<void>;
 }
@@ -170,9 +170,7 @@ export function startTracing(options: TracingOptions = {}): Tracing {
         );
       };
     },
-    traceStore(store, target) {
-      return new TracedStore(store, tracer, target);
-    },
+    storeObserver: (target) => storeSpans(tracer, target),
     shutdown: () => sdk.shutdown(),
   };
 }

@@ -144,15 +144,21 @@ describe('tracing, on', () => {
 
     const store = trace.filter((s) => s.kind === SpanKind.CLIENT);
     expect(store.length).toBe(body.extensions.storeRoundTrips);
-    const kinds = new Set(store.map((s) => s.attributes['db.operation.name']));
-    // Reads (is the name free?) and writes: the unique username is claimed by a lightweight transaction.
-    expect(kinds.has('SELECT') || kinds.has('INSERT')).toBe(true);
-    expect([...kinds].some((k) => k === 'INSERT' || k === 'BATCH' || k === 'UPDATE')).toBe(true);
-    for (const span of store) {
-      const kind = span.attributes['db.operation.name'] as string;
-      expect(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'BATCH']).toContain(kind);
-      if (span.attributes['store.operation'] === 'batch') expect(kind).toBe('BATCH');
-    }
+    // The username is claimed by a lightweight transaction; the user's rows go in one logged batch.
+    expect(store.map((s) => s.attributes)).toContainEqual(
+      expect.objectContaining({
+        'db.operation.name': 'INSERT',
+        'store.operation': 'insertIfNotExists',
+        'db.collection.name': 'users_by_username',
+        'store.lwt.outcome': 'applied',
+        'store.statements': 1,
+      }),
+    );
+    const batch = store.find((s) => s.attributes['store.operation'] === 'batch');
+    expect(batch?.name).toBe('BATCH users');
+    expect(batch?.attributes).toMatchObject({ 'db.operation.name': 'BATCH', 'db.collection.name': 'users' });
+    expect(batch?.attributes['store.tables']).toContain('users');
+    for (const span of store) expect(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'BATCH']).toContain(span.attributes['db.operation.name']);
     expectNoValues(trace, [...Object.values(input), ...Object.values(SECRET)]);
   });
 
