@@ -7,7 +7,8 @@ const USAGE = `usage: node dist/main.js      (npm start builds first; npm run de
 
 Starts the GraphQL server on http://HOST:PORT/graphql (default 0.0.0.0:4000), with
 /healthz and /readyz. Everything is configured through environment variables (STORE,
-SQLITE_PATH, CASSANDRA_*, AUTH_SECRET, CURSOR_SECRET, CORS_ORIGINS, LOG_LEVEL, ...):
+SQLITE_PATH, CASSANDRA_*, AUTH_SECRET, CURSOR_SECRET, CORS_ORIGINS, LOG_LEVEL,
+OTEL_EXPORTER_OTLP_ENDPOINT for traces, ...):
 see the Configuration table of the README.`;
 
 parseCli(USAGE, {});
