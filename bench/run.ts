@@ -3,14 +3,15 @@
  * with every figure next to its target, and writes bench/results/latest.json (ignored
  * by git, so a run leaves the tree clean; bench/results/recorded.json is the run
  * BENCHMARKS.md reports). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
- * shape the overhead run; BENCH_SECTIONS (comma-separated: paging,overhead,roundtrips,
- * counter,search) narrows a run. The search section makes its 100,000 users once, into a
+ * shape the overhead run and the metrics-cost run; BENCH_SECTIONS (comma-separated:
+ * paging,overhead,metrics,roundtrips,counter,search) narrows a run. The search section makes its 100,000 users once, into a
  * file in the system's temporary folder (BENCH_NAMES_FILE), reused by later runs.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { runDeepPaging } from './deep-paging.js';
+import { runMetricsCost } from './metrics-cost.js';
 import { pinning, runOverhead } from './overhead.js';
 import { runNameSearch } from './name-search.js';
 import { runRoundTrips } from './round-trips.js';
@@ -26,7 +27,7 @@ time some minutes more to make the name search's 100,000 users) and writes
 bench/results/latest.json. Environment: BENCH_ROUNDS (fresh-server rounds per server,
 default 5), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP
 (seconds of warm-up before each, default 2), BENCH_CONNECTIONS (default 32),
-BENCH_SECTIONS (comma-separated: paging,overhead,roundtrips,counter,search),
+BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search),
 BENCH_NAMES_FILE (where the name search's users are kept between runs).`,
   {},
 );
@@ -35,7 +36,7 @@ const ROUNDS = Math.round(positive('BENCH_ROUNDS', 5));
 const DURATION = positive('BENCH_DURATION', 5);
 const WARMUP = positive('BENCH_WARMUP', 2);
 const CONNECTIONS = Math.round(positive('BENCH_CONNECTIONS', 32));
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,roundtrips,counter,search').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search').split(','));
 const dir = mkdtempSync(join(tmpdir(), 'bench-'));
 const results: Record<string, unknown> = {};
 const rows: Array<{ figure: string; value: string; target: string; met: string }> = [];
@@ -63,6 +64,11 @@ async function main(): Promise<void> {
     results.deepPaging = await runDeepPaging(join(dir, 'paging.db'), progress, row);
   }
   if (SECTIONS.has('overhead')) await overhead();
+  if (SECTIONS.has('metrics')) {
+    progress('metrics cost: the same load with METRICS off and on');
+    const options = { rounds: ROUNDS, durationSeconds: DURATION, warmupSeconds: WARMUP, connections: CONNECTIONS };
+    results.metricsCost = await runMetricsCost(join(dir, 'metrics.db'), options, progress, row);
+  }
   if (SECTIONS.has('roundtrips')) {
     progress('round trips: a 50-edge suspendedUsers page');
     results.roundTrips = await runRoundTrips(progress, row);

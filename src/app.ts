@@ -21,11 +21,14 @@ import {
   createLiveLoaders,
   createRequestContext,
   createSagaRunner,
+  createMetrics,
   createServices,
   createStore,
+  observeStore,
   type Services,
 } from './composition-root.js';
 import type { Config } from './config.js';
+import type { Metrics } from './metrics.js';
 import { authKey, sessionFromAuthorization, viewerFromAuthorization } from './graphql/auth.js';
 import type { Loaders } from './graphql/loaders.js';
 import type { PollReport } from './live/live-hub.js';
@@ -44,6 +47,8 @@ import { createHttpHandler } from './server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import { createLiveServer, type LiveServer } from './ws-server.js';
 import type { Store } from './store/port.js';
+import type { StoreObserver } from './store/store-observer.js';
+import type { Tracing } from './tracing/tracing.js';
 
 /** The SDL, read once from the project root (one level above src/ and dist/). */
 export const typeDefs = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');
@@ -68,20 +73,27 @@ export interface App {
  * The server's one request plugin: the limits' hooks, execution through graphql-jit
  * (`responseForOperation`), and the store round trips of each request in
  * `extensions.storeRoundTrips` (with the statements the adapter sent for them in
- * `extensions.storeStatements`). One listener object serves every request (its hooks
- * read the request from their argument), so a request costs Apollo one plugin and no
+ * `extensions.storeStatements`), and, with metrics on, the request counted
+ * (`Metrics.graphqlFinished`). One listener object serves every request (its hooks read
+ * the request from their argument), so a request costs Apollo one plugin and no
  * allocation here.
  */
 function requestPlugin(
   limits: LimitProtections,
   schema: GraphQLSchema,
   formatError: ReturnType<typeof createFormatError>,
+  metrics: Metrics | null,
+  tracing: Tracing | undefined,
 ): ApolloServerPlugin<RequestContext> {
+  const execute = jitResponder<RequestContext>(schema, { formatError, didEncounterErrors: limits.didEncounterErrors });
   const listener: GraphQLRequestListener<RequestContext> = {
     didResolveOperation: limits.didResolveOperation,
     didEncounterErrors: limits.didEncounterErrors,
-    responseForOperation: jitResponder<RequestContext>(schema, { formatError, didEncounterErrors: limits.didEncounterErrors }),
-    async willSendResponse({ response, contextValue }) {
+    // With tracing on, each operation runs in a span of its own (its store round trips nest under it).
+    responseForOperation: tracing ? tracing.traceOperation(execute) : execute,
+    async willSendResponse(ctx) {
+      const { response, contextValue } = ctx;
+      metrics?.graphqlFinished(ctx);
       if (response.body.kind === 'single') {
         const result = response.body.singleResult;
         result.extensions = {
@@ -97,17 +109,30 @@ function requestPlugin(
   return { requestDidStart: () => started };
 }
 
-/** Wire the application; `store` may be injected (tests pass an in-memory one). */
+/**
+ * Wire the application; `store` may be injected (tests pass an in-memory one). With
+ * `tracing` (started by `startTracingFromEnv`), operations and store round trips get spans.
+ */
 export async function createApp(
   config: Config,
-  deps: { logger: Logger; store?: Store; clock?: Clock; onLivePoll?: (report: PollReport) => void },
+  deps: { logger: Logger; store?: Store; clock?: Clock; onLivePoll?: (report: PollReport) => void; tracing?: Tracing },
 ): Promise<App> {
   const { logger } = deps;
   for (const name of config.devSecrets) {
     logger.warn(`${name} is not set: using the development secret. Set it before exposing this server.`);
   }
   const clock = deps.clock ?? new MonotonicClock();
-  const store = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
+  const metrics = createMetrics(config);
+  const configured = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
+  // Every caller (requests, sagas, background jobs) sees the store through its observers:
+  // the metrics' counters and, with tracing on, a span per round trip.
+  const observers: StoreObserver<any>[] = metrics ? [metrics.storeObserver] : [];
+  if (deps.tracing) {
+    observers.push(
+      deps.tracing.storeObserver({ system: config.store, namespace: config.store === 'cassandra' ? config.cassandra.keyspace : config.sqlitePath }),
+    );
+  }
+  const store = observeStore(configured, observers);
   await store.ensureTables(ALL_TABLES);
   const key = authKey(config.authSecret);
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
@@ -121,6 +146,7 @@ export async function createApp(
     presence,
     onListAppend: config.listApplier ? (listId) => applier.wake(listId) : undefined,
     onLivePoll: deps.onLivePoll,
+    metrics,
   });
   // The ledger-list applier, started with the server: woken after each append, and on a timer.
   const applier = createListApplier(services);
@@ -134,11 +160,18 @@ export async function createApp(
   const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
   // Sagas a crash left open: roll them forward or back before serving.
   const startup = await recoverSagas();
+  metrics?.recoveryPass(startup);
   if (startup.rolledForward + startup.rolledBack + startup.failed > 0) logger.info(startup, 'saga recovery at start-up');
   const recoveryTimer = startRecoveryTimer(() => createSagaRunner(services), {
     intervalMs: config.saga.recoveryIntervalMs,
     graceMs: config.saga.recoveryGraceMs,
     logger,
+    onPass: metrics
+      ? (report) => {
+          if (report) metrics.recoveryPass(report);
+          metrics.backgroundPass('saga_recovery', report !== null);
+        }
+      : undefined,
   });
 
   const limits = limitProtections(config.limits, { hideSuggestions: !config.introspection });
@@ -172,6 +205,7 @@ export async function createApp(
       if (!loaders) liveLoaders.set(batch, (loaders = createLiveLoaders(services)));
       return createRequestContext(services, viewer, { loaders });
     },
+    onClosedTooSlow: metrics ? () => metrics.socketClosedTooSlow() : undefined,
   });
   const apollo = new ApolloServer<RequestContext>({
     // Apollo's plain schema mode; the request plugin executes with graphql-jit.
@@ -196,7 +230,7 @@ export async function createApp(
       // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
       ApolloServerPluginDrainHttpServer({ httpServer }),
       { serverWillStart: async () => ({ drainServer: () => liveServer.close() }) },
-      requestPlugin(limits, schema, formatError),
+      requestPlugin(limits, schema, formatError, metrics, deps.tracing),
     ],
   });
   await apollo.start();
@@ -213,7 +247,12 @@ export async function createApp(
     writeTimeoutMs: config.writeTimeoutMs,
     queryHashes,
     requestTimeoutMs: config.requestTimeoutMs,
-    ping: () => store.ping(),
+    // Ready: the store answers, with every declared table and column.
+    readiness: async () => {
+      const missing = await store.checkSchema(ALL_TABLES);
+      return missing.length === 0 ? null : `the store's schema is incomplete: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
+    },
+    metrics: metrics ? (req, res) => metrics.answer(req, res) : undefined,
     contextFor: async (req, deadline) => {
       const header = req.headers.authorization;
       // Anonymous requests (no header) skip the token check's await.
@@ -222,7 +261,14 @@ export async function createApp(
       return createRequestContext(services, viewer, { deadline: { at: deadline, timeoutMs: config.requestTimeoutMs } });
     },
   });
-  handle = withRequestLog(handler, logger);
+  handle = withRequestLog(metrics ? metrics.wrapHttp(handler) : handler, logger);
+  metrics?.setSources({
+    sagasInFlight: () => services.sagasInFlight.size,
+    listApplierLagSeconds: () => applier.lagSeconds(),
+    liveSockets: () => liveServer.sockets,
+    liveSubscriptions: () => services.live.subscriptions,
+    liveFeeds: () => services.live.activeFeeds,
+  });
   // The live hub polls the change log of the feeds subscribed to here.
   services.live.start();
 

@@ -46,6 +46,8 @@ import { MonotonicClock, type Clock } from './store/clock.js';
 import type { Store } from './store/port.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { CountingStore } from './store/store-decorator.js';
+import { ObservedStore, type StoreObserver } from './store/store-observer.js';
+import { Metrics } from './metrics.js';
 import type { RequestDeadline } from './store/deadline.js';
 import type { TableSpec } from './store/table.js';
 import { WindowedJob, windowedJobTables } from './windowed-job.js';
@@ -92,6 +94,19 @@ export function createStore(
   return new SqliteStore({ database: new Database(config.sqlitePath), clock, log, ...config.embeddedStore });
 }
 
+/** The app's metrics when `METRICS=true` (a registry of its own), else null. */
+export function createMetrics(config: Pick<Config, 'metrics'>): Metrics | null {
+  return config.metrics.enabled ? new Metrics({ token: config.metrics.token }) : null;
+}
+
+/**
+ * The process's store as every caller sees it: observed round trip by round trip
+ * (metrics, traces) when anyone observes, else the store itself (nothing added).
+ */
+export function observeStore(store: Store, observers: readonly StoreObserver<any>[]): Store {
+  return observers.length === 0 ? store : new ObservedStore(store, observers);
+}
+
 /** What one process shares between all its requests. */
 export interface Services {
   readonly store: Store;
@@ -131,6 +146,8 @@ export interface Services {
   readonly live: LiveHub;
   /** The live settings the hub and the WebSocket server run with. */
   readonly liveSettings: LiveSettings;
+  /** The app's metrics, when on: background jobs report to them. */
+  readonly metrics: Metrics | null;
 }
 
 /** The process-wide services, over a store that is already open (and its tables created). */
@@ -142,10 +159,21 @@ export function createServices(
     clock?: Clock;
     onListAppend?: (listId: string) => void;
     presence?: Presence;
-    /** Told what each live poll cost (metrics, benchmarks). */
+    /** Told what each live poll cost (benchmarks; metrics are told anyway). */
     onLivePoll?: (report: PollReport) => void;
+    metrics?: Metrics | null;
   },
 ): Services {
+  const metrics = deps.metrics ?? null;
+  const onLivePoll =
+    metrics && deps.onLivePoll
+      ? (report: PollReport) => {
+          metrics.livePoll(report);
+          deps.onLivePoll!(report);
+        }
+      : metrics
+        ? (report: PollReport) => metrics.livePoll(report)
+        : deps.onLivePoll;
   const clock = deps.clock ?? new MonotonicClock();
   const codec = createCursorCodec(settings.cursorSecret);
   const cluster = settings.cluster ?? DEFAULT_CLUSTER_SETTINGS;
@@ -165,11 +193,16 @@ export function createServices(
     changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
-    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store), { clock, cluster, logger: deps.logger }),
+    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store), {
+      clock,
+      cluster,
+      logger: deps.logger,
+      onPass: metrics ? (ok) => metrics.backgroundPass('count_verifier', ok) : undefined,
+    }),
     nameSweeper: new WindowedJob(
       deps.store,
       nameSweepJob({ store: deps.store, clock, readUser: async (id) => (await readUsers(deps.store, [id]))[0] ?? null }),
-      { clock, cluster, logger: deps.logger },
+      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined },
     ),
     live: new LiveHub({
       store: deps.store,
@@ -181,9 +214,10 @@ export function createServices(
       fanout: liveSettings.fanout,
       maxQueued: liveSettings.maxQueued,
       logger: deps.logger,
-      onPoll: deps.onLivePoll,
+      onPoll: onLivePoll,
     }),
     liveSettings,
+    metrics,
   };
 }
 
@@ -196,7 +230,11 @@ export function createSagaRunner(services: Services, store: Store = services.sto
     presence: services.presence,
     logger: services.logger,
     cluster: services.cluster,
-    environment: { changes: services.changes, counts: services.counts },
+    environment: {
+      changes: services.changes,
+      counts: services.counts,
+      onRegistryPrune: services.metrics ? (registry, outcome) => services.metrics!.registryPrune(registry, outcome) : undefined,
+    },
   });
 }
 
@@ -211,12 +249,17 @@ export function createLiveLoaders(services: Services): Loaders {
 }
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
-export function createListApplier(deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster'>>): ListApplier {
+export function createListApplier(
+  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics'>>,
+): ListApplier {
+  const metrics = deps.metrics ?? null;
   return new ListApplier(deps.store, {
     clock: deps.clock,
     logger: deps.logger,
     cluster: deps.cluster ?? DEFAULT_CLUSTER_SETTINGS,
     changes: deps.changes,
+    onPass: metrics ? (ok) => metrics.backgroundPass('list_applier', ok) : undefined,
+    onApplied: metrics ? (delay) => metrics.listTransactionApplied(delay) : undefined,
   });
 }
 
@@ -294,6 +337,7 @@ export function createRequestContext(
     directory,
     lists,
     live: new LiveSubscriptions({ hub: services.live, codec, onSlowConsumer: options.onSlowConsumer }),
+    startedAt: performance.now(),
     storeRoundTrips: () => store.roundTrips,
     storeStatements: () => store.statements,
   };

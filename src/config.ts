@@ -109,6 +109,16 @@ export interface Config {
   readonly instanceId: string;
   /** Live connections: subscriptions over WebSocket and the change log behind them. */
   readonly live: LiveSettings;
+  /** Prometheus metrics at GET /metrics (README, "Metrics and probes"). */
+  readonly metrics: MetricsSettings;
+}
+
+/** Whether `/metrics` is served, and the bearer token it requires. */
+export interface MetricsSettings {
+  /** Serve `GET /metrics` (`METRICS`, off by default). */
+  readonly enabled: boolean;
+  /** The bearer token a scrape must carry (`METRICS_TOKEN`); null: none required (refused in production). */
+  readonly token: string | null;
 }
 
 /** How live connections run (docs/api.md and docs/how-it-works.md, "Live connections"). */
@@ -305,6 +315,25 @@ function duration(env: NodeJS.ProcessEnv, name: string, fallback: string): numbe
   return seconds;
 }
 
+/**
+ * `METRICS` and `METRICS_TOKEN`. In production the endpoint is never public: METRICS=true
+ * without a token refuses to start.
+ */
+function metricsSettings(env: NodeJS.ProcessEnv, production: boolean): MetricsSettings {
+  const enabled = bool(env, 'METRICS', false);
+  const token = env.METRICS_TOKEN === undefined || env.METRICS_TOKEN === '' ? null : env.METRICS_TOKEN;
+  if (token !== null && Buffer.byteLength(token) < 16) {
+    throw new ConfigError(`METRICS_TOKEN must be at least 16 bytes long, got ${Buffer.byteLength(token)}`);
+  }
+  if (enabled && production && token === null) {
+    throw new ConfigError(
+      'METRICS=true needs METRICS_TOKEN when NODE_ENV=production (the metrics endpoint is never public in production); ' +
+        'set METRICS_TOKEN to a secret, e.g. `openssl rand -base64 32`, and scrape with `Authorization: Bearer <token>`',
+    );
+  }
+  return Object.freeze({ enabled, token });
+}
+
 /** The `CASSANDRA_*` driver settings, each within what the driver accepts. */
 function cassandraDriver(env: NodeJS.ProcessEnv): CassandraDriverSettings {
   const d = DEFAULT_CASSANDRA_DRIVER_SETTINGS;
@@ -356,6 +385,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     return value;
   };
   const config: Config = {
+    metrics: metricsSettings(env, production),
     nodeEnv: env.NODE_ENV ?? 'development',
     host: env.HOST ?? '0.0.0.0',
     port: int(env, 'PORT', 4000, 0, 65535),

@@ -1,7 +1,7 @@
 /**
  * HTTP: a thin `node:http` integration of Apollo Server through
- * `executeHTTPGraphQLRequest` (no framework in the request path), plus `/healthz`
- * and `/readyz`.
+ * `executeHTTPGraphQLRequest` (no framework in the request path), plus the probes
+ * (`/livez`, its older name `/healthz`, and `/readyz`) and, when on, `/metrics`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloServer, BaseContext } from '@apollo/server';
@@ -18,8 +18,13 @@ export interface HttpHandlerOptions<C extends BaseContext> {
   readonly contextFor: (req: IncomingMessage, deadline: number) => Promise<C>;
   /** How long a request may take in all (`REQUEST_TIMEOUT_MS`): the execution deadline. */
   readonly requestTimeoutMs: number;
-  /** A cheap round trip to the store, for /readyz. */
-  readonly ping: () => Promise<void>;
+  /**
+   * Why the server cannot serve now (the store does not answer, its schema is
+   * incomplete), or null when it can: /readyz. Bounded by READINESS_TIMEOUT_MS.
+   */
+  readonly readiness: () => Promise<string | null>;
+  /** Answer `/metrics` (absent: metrics are off, and the path is unknown). */
+  readonly metrics?: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
   readonly logger: Logger;
   readonly bodyLimitBytes: number;
   /** Serve the GraphiQL playground at GET /graphql for browsers. */
@@ -197,6 +202,32 @@ async function collect(chunks: AsyncIterable<string>): Promise<string> {
   return text;
 }
 
+/**
+ * How long /readyz waits for the store: a hung store (a partition, a stopped node that
+ * does not refuse connections) answers 503 within this, well inside a probe's timeout.
+ */
+export const READINESS_TIMEOUT_MS = 2_000;
+
+/**
+ * Why the server is not ready, or null; a check that does not finish in time is a reason
+ * too. A store error is logged, not shown: /readyz is often public.
+ */
+async function notReadyBecause(readiness: () => Promise<string | null>, logger: Logger): Promise<string | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`the store did not answer within ${READINESS_TIMEOUT_MS} ms`), READINESS_TIMEOUT_MS);
+  });
+  const check = readiness().catch((err: unknown) => {
+    logger.warn({ err }, 'readiness check failed: the store does not answer');
+    return 'the store does not answer';
+  });
+  try {
+    return await Promise.race([check, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The URL of `POST /graphql`, shared by every such request (only read). */
 const GRAPHQL_URL = new URL('/graphql', 'http://localhost');
 
@@ -211,16 +242,15 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
     let head: string[] = [];
     let pinned: PersistedQuery | null = null;
     try {
-      if (url.pathname === '/healthz') return sendJson(res, 200, { status: 'ok' });
+      // Liveness: answering at all proves the event loop turns; nothing else is checked,
+      // so a store outage never gets a working process restarted.
+      if (url.pathname === '/livez' || url.pathname === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (url.pathname === '/readyz') {
-        try {
-          await options.ping();
-          return sendJson(res, 200, { status: 'ready' });
-        } catch (err) {
-          logger.warn({ err }, 'readiness check failed: the store does not answer');
-          return sendJson(res, 503, { status: 'unavailable', reason: 'the store does not answer' });
-        }
+        const reason = await notReadyBecause(options.readiness, logger);
+        if (reason === null) return sendJson(res, 200, { status: 'ready' });
+        return sendJson(res, 503, { status: 'unavailable', reason });
       }
+      if (url.pathname === '/metrics' && options.metrics) return await options.metrics(req, res);
       if (options.playground && req.method === 'GET' && url.pathname.startsWith('/playground/')) {
         const asset = playgroundAsset(url.pathname);
         if (asset) {

@@ -124,7 +124,13 @@ export class WindowedJob {
   constructor(
     private readonly store: Store,
     private readonly spec: WindowedJobSpec,
-    private readonly options: { clock: Clock; cluster?: ClusterSettings; logger?: Pick<Logger, 'error'> },
+    private readonly options: {
+      clock: Clock;
+      cluster?: ClusterSettings;
+      logger?: Pick<Logger, 'error'>;
+      /** Told how each timer pass ended (metrics). */
+      onPass?: (ok: boolean) => void;
+    },
   ) {
     this.cluster = options.cluster ?? DEFAULT_CLUSTER_SETTINGS;
   }
@@ -164,8 +170,14 @@ export class WindowedJob {
     if (this.timer) return;
     this.timer = startPeriodicTask({
       intervalMs,
-      pass: async () => void (await this.runOnce()),
-      onError: (err) => this.options.logger?.error({ err, job: this.spec.job }, 'background pass failed; will retry'),
+      pass: async () => {
+        await this.runOnce();
+        this.options.onPass?.(true);
+      },
+      onError: (err) => {
+        this.options.onPass?.(false);
+        this.options.logger?.error({ err, job: this.spec.job }, 'background pass failed; will retry');
+      },
     });
   }
 

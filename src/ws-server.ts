@@ -79,6 +79,8 @@ export interface LiveServerOptions<C> {
   readonly contextFor: (viewer: Viewer | null, onSlowConsumer: () => void) => C;
   /** The context one change is rendered in: per-read state is shared through `batch`. */
   readonly eventContextFor: (viewer: Viewer | null, batch: object) => C;
+  /** Told each socket closed because its reader did not keep up (metrics). */
+  readonly onClosedTooSlow?: () => void;
 }
 
 /** The running WebSocket side. */
@@ -218,6 +220,7 @@ export function createLiveServer<C extends object>(httpServer: Server, options: 
   const closeTooSlow = (socket: WebSocket) => {
     if (socket.readyState !== socket.OPEN) return;
     logger.warn('closing a WebSocket whose reader does not keep up (LIVE_MAX_BUFFERED_BYTES / LIVE_MAX_QUEUED)');
+    options.onClosedTooSlow?.();
     socket.close(LIVE_CLOSE_CODES.tooSlow, 'Too slow: the client does not read its changes; reconnect and resume with the last cursor');
   };
 

@@ -101,13 +101,26 @@ async function bucketIsEmpty(store: Store, registry: BucketRegistry, bucket: str
 
 /**
  * Drop `bucket` from the registry if it is empty, safely (p1-p4 above). Idempotent; run
- * it as a saga step so that recovery finishes it after a failure or a crash.
+ * it as a saga step so that recovery finishes it after a failure or a crash. Says
+ * whether the entry was dropped (`pruned`) or the bucket held rows (`kept`).
  */
-export async function pruneIfEmpty(store: Store, registry: BucketRegistry, bucket: string): Promise<void> {
+export async function pruneIfEmpty(store: Store, registry: BucketRegistry, bucket: string): Promise<'pruned' | 'kept'> {
   if (await bucketIsEmpty(store, registry, bucket)) {
     await store.deleteIf(registry.table, entryKey(registry, bucket));
-    if (await bucketIsEmpty(store, registry, bucket)) return;
+    if (await bucketIsEmpty(store, registry, bucket)) return 'pruned';
   }
   // Not empty (now, or already at p1 on a re-run whose earlier delete may have applied).
   await ensureRegistered(store, registry, bucket);
+  return 'kept';
+}
+
+/** A registry prune as a saga step's work: prune, then tell the environment how it went (metrics). */
+export async function pruneStep(
+  store: Store,
+  registry: BucketRegistry,
+  bucket: string,
+  onPrune: ((registry: string, outcome: 'pruned' | 'kept') => void) | undefined,
+): Promise<void> {
+  const outcome = await pruneIfEmpty(store, registry, bucket);
+  onPrune?.(registry.table.name, outcome);
 }

@@ -26,6 +26,8 @@ export interface RequestContext {
   readonly loaders: Loaders;
   /** Subscribing to live feeds (subscriptions over WebSocket). */
   readonly live: LiveSubscriptions;
+  /** `performance.now()` when the context was made: the request's start, for its latency metric. */
+  readonly startedAt: number;
   /** Store round trips this request has made so far (`extensions.storeRoundTrips`). */
   readonly storeRoundTrips: () => number;
   /** Statements the store sent for them so far (`extensions.storeStatements`). */

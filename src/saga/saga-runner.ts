@@ -46,6 +46,8 @@ export interface SagaEnvironment {
   readonly changes: ChangeWriter;
   /** Records items added to and removed from counted connections, in the step that makes them. */
   readonly counts: CountWriter;
+  /** Told how each bucket registry prune went (metrics); absent: nobody asks. */
+  readonly onRegistryPrune?: (registry: string, outcome: 'pruned' | 'kept') => void;
 }
 
 export { SagaAbortedError };
@@ -307,20 +309,25 @@ export class SagaRunner {
 
 /**
  * Run a recovery pass every `intervalMs` until stopped. It only sets the timer: the
- * pass at start-up is the caller's, so it can finish before the server serves.
+ * pass at start-up is the caller's, so it can finish before the server serves. `onPass`
+ * is told each pass's report (null: the pass failed).
  */
 export function startRecoveryTimer(
   runner: () => SagaRunner,
-  options: { intervalMs: number; graceMs: number; logger?: Logger },
+  options: { intervalMs: number; graceMs: number; logger?: Logger; onPass?: (report: RecoveryReport | null) => void },
 ): PeriodicTask {
   return startPeriodicTask({
     intervalMs: options.intervalMs,
     async pass() {
       const report = await runner().recover(options.graceMs);
+      options.onPass?.(report);
       if (report.rolledForward + report.rolledBack + report.failed > 0) {
         options.logger?.info(report, 'saga recovery pass');
       }
     },
-    onError: (err) => options.logger?.error({ err }, 'saga recovery pass failed'),
+    onError: (err) => {
+      options.onPass?.(null);
+      options.logger?.error({ err }, 'saga recovery pass failed');
+    },
   });
 }

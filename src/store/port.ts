@@ -119,8 +119,14 @@ export interface Store {
   deleteIf(table: TableSpec, key: Row, expected?: Row): Promise<boolean>;
   /** A logged batch: all mutations apply, or none. */
   batch(mutations: readonly Mutation[]): Promise<void>;
-  /** A cheap round trip proving the store answers (for /readyz). */
+  /** A cheap round trip proving the store answers. */
   ping(): Promise<void>;
+  /**
+   * What the store lacks of `tables` (each declared table with its columns), as short
+   * phrases ("table users", "column users.name"); empty when the schema is complete.
+   * Creates nothing. For /readyz: a store that answers but lost a table is not ready.
+   */
+  checkSchema(tables: readonly TableSpec[]): Promise<string[]>;
   /** Release connections and files. */
   close(): Promise<void>;
 }

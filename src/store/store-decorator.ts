@@ -101,6 +101,9 @@ export abstract class StoreDecorator implements Store {
   ping(): Promise<void> {
     return this.call('ping', null, () => this.inner.ping());
   }
+  checkSchema(tables: readonly TableSpec[]): Promise<string[]> {
+    return this.call('checkSchema', null, () => this.inner.checkSchema(tables));
+  }
   close(): Promise<void> {
     return this.inner.close();
   }

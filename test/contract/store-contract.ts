@@ -608,6 +608,18 @@ export function defineStoreContract(
           expect(await store.get(table, key), table.name).toEqual(row);
         }
       }, timeouts.ddlTimeoutMs);
+
+      it('checks the schema without changing it: complete after ensureTables, and names a missing table and a missing column', async () => {
+        expect(await store.checkSchema([kv, counters])).toEqual([]);
+        const missing = defineTable({ name: 'contract_never_created', columns: { id: 'uuid' }, partitionKey: ['id'] });
+        const grown = defineTable({ name: kv.name, columns: { ...kv.columns, contract_added: 'text' }, partitionKey: ['id'] });
+        const differences = await store.checkSchema([kv, missing, grown]);
+        expect(differences, differences.join("; ")).toHaveLength(2);
+        expect(differences[0]).toMatch(/^table (\w+\.)?contract_never_created$/);
+        expect(differences[1]).toMatch(new RegExp(`^column ${kv.name}\\.\\w*contract_added$`));
+        // Still missing: a check creates nothing.
+        expect(await store.checkSchema([missing])).toHaveLength(1);
+      });
     });
 
     describe('reads that never truncate (the driver pages at 5,000 rows)', () => {

@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { liveClient, waitFor, type LiveClient } from '../support/live-client.js';
+import { scrape, valueOf } from '../support/prometheus.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
 const CREATE_USER = `mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`;
@@ -158,8 +159,8 @@ describe('the WebSocket transport', () => {
     expect(client.closes.filter((c) => c.code !== 1000)).toEqual([]);
   });
 
-  it('closes a socket whose subscription falls more than LIVE_MAX_QUEUED changes behind (1013), and no other', async () => {
-    const { server, token, authorId } = await aServer({ LIVE_MAX_QUEUED: '3', LIVE_POLL_MS: '300' });
+  it('closes a socket whose subscription falls more than LIVE_MAX_QUEUED changes behind (1013), and no other, and counts it', async () => {
+    const { server, token, authorId } = await aServer({ LIVE_MAX_QUEUED: '3', LIVE_POLL_MS: '300', METRICS: 'true' });
     servers.push(server);
     const other = aUser();
     const otherToken = await server.token(other.username);
@@ -172,6 +173,8 @@ describe('the WebSocket transport', () => {
     for (let i = 0; i < 10; i++) await server.gql(CREATE_POST, { content: `burst ${i}` }, token);
     await waitFor(() => slow.closes.length > 0, 5_000, 'the slow socket to close');
     expect(slow.closes[0]!.code).toBe(1013);
+    const metrics = await scrape(server.url.replace(/\/graphql$/, ''));
+    expect(valueOf(metrics, 'relay_live_sockets_closed_too_slow_total')).toBe(1);
     await server.gql(CREATE_POST, { content: 'unaffected' }, otherToken);
     expect((await bystander.next(1))[0]).toMatchObject({ postsChanged: { addedEdge: { node: { content: 'unaffected' } } } });
   });

@@ -22,7 +22,7 @@ import type { Row } from '../../store/table.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
 import type { KeyLoader } from '../key-loader.js';
 import type { SagaDefinition, SagaRunner } from '../../saga/saga-runner.js';
-import { ensureRegistered, listRegistered, pruneIfEmpty, type BucketRegistry } from '../bucket-registry.js';
+import { ensureRegistered, listRegistered, pruneStep, type BucketRegistry } from '../bucket-registry.js';
 import { allRowsOf } from '../../paging/partition-chunks.js';
 import type { ClusterSettings } from '../../config.js';
 import type { User } from '../users/users.js';
@@ -162,7 +162,7 @@ export const pruneLastNameBucketSaga: SagaDefinition<{ bucket: string }> = {
   kind: 'pruneLastNameBucket',
   recovery: 'forward',
   pivot: -1,
-  steps: (store) => [{ name: 'prune the bucket if it emptied', run: (p) => pruneIfEmpty(store, lastNameBuckets, p.bucket) }],
+  steps: (store, env) => [{ name: 'prune the bucket if it emptied', run: (p) => pruneStep(store, lastNameBuckets, p.bucket, env.onRegistryPrune) }],
 };
 
 /** The directory's sagas, for the saga registry. */

@@ -98,6 +98,10 @@ export class ListApplier {
       leaseSeconds?: number;
       /** Appends each applied change to the list's live feed (the process's writer; a writer of its own when absent). */
       changes?: ChangeWriter;
+      /** Told how each timer pass ended (metrics). */
+      onPass?: (ok: boolean) => void;
+      /** Told each transaction applied here, with how long ago (by this applier's clock) it was made (metrics). */
+      onApplied?: (delaySeconds: number) => void;
     } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
@@ -259,9 +263,34 @@ export class ListApplier {
    */
   async runOnce(): Promise<number> {
     let applied = 0;
-    for (let shard = 0; shard < PENDING_SHARDS; shard++) applied += await this.runShard(shard);
-    if (!this.legacyDrained) applied += await this.runLegacy();
+    this.passPending = null;
+    try {
+      for (let shard = 0; shard < PENDING_SHARDS; shard++) applied += await this.runShard(shard);
+      if (!this.legacyDrained) applied += await this.runLegacy();
+    } finally {
+      this.lastPending = this.passPending;
+    }
     return applied;
+  }
+
+  /** The oldest transaction (µs) the running pass found and could not settle. */
+  private passPending: bigint | null = null;
+  /** The same, of the last finished pass. */
+  private lastPending: bigint | null = null;
+
+  /**
+   * The applier's lag, in seconds: the age of the oldest queued transaction the last
+   * timer pass left pending (its list held by another applier, or the pass failed on
+   * it); 0 when that pass settled every list it found.
+   */
+  lagSeconds(): number {
+    if (this.lastPending === null) return 0;
+    return Math.max(0, Number(this.clock.nowMicros() - this.lastPending) / 1e6);
+  }
+
+  private notePending(txId: string): void {
+    const micros = microsOfTimeuuid(txId);
+    if (this.passPending === null || micros < this.passPending) this.passPending = micros;
   }
 
   private async runShard(shard: number): Promise<number> {
@@ -276,13 +305,19 @@ export class ListApplier {
       const entries = await this.store.slice(pendingListTxsTable, { partition: { shard }, limit: QUEUE_PAGE, ...(lower && { lower }) });
       for (const entry of entries) {
         const listId = entry.list_id as string;
+        const txId = entry.tx_id as string;
         let outcome = settled.get(listId);
         if (!outcome) {
-          outcome = await this.settle(listId);
+          try {
+            outcome = await this.settle(listId);
+          } catch (err) {
+            this.notePending(txId);
+            throw err;
+          }
           settled.set(listId, outcome);
           applied += outcome.applied;
         }
-        const txId = entry.tx_id as string;
+        if (!outcome.complete) this.notePending(txId);
         if (contiguous && outcome.complete && microsOfTimeuuid(txId) <= bound) cut = txId;
         else contiguous = false;
       }
@@ -349,8 +384,14 @@ export class ListApplier {
     if (this.timer) return;
     this.timer = startPeriodicTask({
       intervalMs,
-      pass: async () => void (await this.runOnce()),
-      onError: (err) => this.options.logger?.error({ err }, 'list applier pass failed; will retry'),
+      pass: async () => {
+        await this.runOnce();
+        this.options.onPass?.(true);
+      },
+      onError: (err) => {
+        this.options.onPass?.(false);
+        this.options.logger?.error({ err }, 'list applier pass failed; will retry');
+      },
     });
   }
 
@@ -368,6 +409,7 @@ export class ListApplier {
   private async applyAndMark(listId: string, tx: ListTx): Promise<void> {
     // A change in one batch carries its own mark; a move's mark is its step 3.
     if (!(await this.apply(listId, tx))) await markApplied(this.store, listId, tx.txId);
+    this.options.onApplied?.(Number(this.clock.nowMicros() - microsOfTimeuuid(tx.txId)) / 1e6);
     if ((tx.kind === 'add' || tx.kind === 'move') && tx.crowded) {
       const [item] = await readListItems(this.store, listId, [tx.itemId]);
       const moves = item ? await planRebalance(this.store, listId, item, this.clock.nowMicros()) : [];

@@ -27,7 +27,7 @@ import type { ChangeWriter } from '../../live/change-log.js';
 import type { Mutation, Store } from '../../store/port.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { amendIfOwned, deleteIfOwned } from '../../store/owned-rows.js';
-import { ensureRegistered, pruneIfEmpty, type BucketRegistry } from '../bucket-registry.js';
+import { ensureRegistered, pruneStep, type BucketRegistry } from '../bucket-registry.js';
 import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
 /** What both sagas carry (JSON in the saga log). */
@@ -186,7 +186,7 @@ export const unsuspendSaga: SagaDefinition<SuspensionPayload> = {
   // written at the row's own timestamp, which its tombstone hides. Whatever fails
   // after it, recovery finishes.
   pivot: 0,
-  steps: (store, { changes, counts }) => [
+  steps: (store, { changes, counts, onRegistryPrune }) => [
     {
       name: 'delete the sorted-set row',
       // With the change announcing it and the count: one logged batch, committed together.
@@ -198,7 +198,7 @@ export const unsuspendSaga: SagaDefinition<SuspensionPayload> = {
     },
     {
       name: 'prune the bucket if it emptied',
-      run: (p) => pruneIfEmpty(store, suspensionBuckets, p.bucket),
+      run: (p) => pruneStep(store, suspensionBuckets, p.bucket, onRegistryPrune),
     },
   ],
 };

@@ -414,6 +414,10 @@ export class CassandraStore implements Store {
     await this.run(activeTally(), { query: 'SELECT release_version FROM system.local', params: [] }, { idempotent: true });
   }
 
+  async checkSchema(tables: readonly TableSpec[]): Promise<string[]> {
+    return schemaDifferences(this.keyspace, await this.existingSchema(activeTally()), tables);
+  }
+
   async close(): Promise<void> {
     await this.client.shutdown();
   }
@@ -572,14 +576,14 @@ export class CassandraStore implements Store {
   }
 
   /** The keyspace's tables and columns, from `system_schema`. */
-  private async existingSchema(): Promise<ExistingSchema> {
+  private async existingSchema(tally?: StatementTally): Promise<ExistingSchema> {
     const keyspaces = await this.run(
-      undefined,
+      tally,
       { query: 'SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?', params: [this.keyspace] },
       { idempotent: true },
     );
     const columns = await this.run(
-      undefined,
+      tally,
       {
         query: 'SELECT table_name, column_name, type FROM system_schema.columns WHERE keyspace_name = ?',
         params: [this.keyspace],
@@ -587,7 +591,7 @@ export class CassandraStore implements Store {
       { idempotent: true },
     );
     const options = await this.run(
-      undefined,
+      tally,
       { query: 'SELECT table_name, gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = ?', params: [this.keyspace] },
       { idempotent: true },
     );

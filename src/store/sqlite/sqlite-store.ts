@@ -365,6 +365,35 @@ export class SqliteStore implements Store {
     this.pingStatement.get();
   }
 
+  async checkSchema(tables: readonly TableSpec[]): Promise<string[]> {
+    this.count();
+    this.schemaStatement ??= this.db.prepare(
+      "SELECT m.name AS t, p.name AS c FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS p WHERE m.type = 'table'",
+    );
+    const existing = new Map<string, Set<string>>();
+    for (const { t, c } of this.schemaStatement.all() as Array<{ t: string; c: string }>) {
+      if (!existing.has(t)) existing.set(t, new Set());
+      existing.get(t)!.add(c);
+    }
+    const out: string[] = [];
+    if (!existing.has(PAXOS_TABLE)) out.push(`table ${PAXOS_TABLE}`);
+    for (const table of tables) {
+      const layout = layoutOf(table);
+      const columns = existing.get(layout.dataTable);
+      // Its rows and its tombstones are two SQLite tables: either missing is the table missing.
+      if (!columns || !existing.has(layout.tombTable)) out.push(`table ${table.name}`);
+      else {
+        // A declared column is its value (`v_`) or key (`k_`) column, with its write time and TTL beside it.
+        const lacking = Object.keys(table.columns).filter((c) => !columns.has(`v_${c}`) && !columns.has(`k_${c}`));
+        for (const column of lacking) out.push(`column ${table.name}.${column}`);
+        if (lacking.length === 0 && physicalColumns(layout).some(([name]) => !columns.has(name))) out.push(`table ${table.name} (incomplete)`);
+      }
+    }
+    return out;
+  }
+
+  private schemaStatement?: SqliteStatementLike;
+
   async close(): Promise<void> {
     this.compaction?.stop();
     this.prepared.clear();

@@ -1,0 +1,189 @@
+/**
+ * The probes on a running server: /livez stays 200 while the process works; /readyz is
+ * 503 while the store's schema is incomplete (a table dropped under the server) or the
+ * store does not answer (a hung store: within READINESS_TIMEOUT_MS; Cassandra behind a
+ * TCP proxy that is stopped), and 200 again once it recovers. The Cassandra run is
+ * skipped, with the reason printed, where no Cassandra is reachable.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_TABLES } from '../../src/composition-root.js';
+import { READINESS_TIMEOUT_MS } from '../../src/server.js';
+import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
+import type { Store } from '../../src/store/port.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
+import { cassandraClient, cassandraTarget, DDL_TIMEOUT_MS, uniqueKeyspace, type StoreTarget } from '../support/stores.js';
+import { startTestServer, type TestServer } from '../support/test-server.js';
+
+/** A target whose one store is already made (its own database file, or a keyspace reached through a proxy). */
+function targetOf(name: string, store: Store, dispose: () => Promise<void>): StoreTarget {
+  return {
+    name,
+    available: true,
+    reason: '',
+    create: async () => ({ store, dispose, snapshot: async () => ({}), countRows: async () => 0 }),
+    ddlTimeoutMs: store instanceof CassandraStore ? DDL_TIMEOUT_MS.cassandra : DDL_TIMEOUT_MS.sqlite,
+  };
+}
+
+async function probe(server: TestServer, path: '/livez' | '/readyz' | '/healthz'): Promise<{ status: number; body: Record<string, string> }> {
+  const res = await fetch(server.url.replace(/\/graphql$/, path));
+  return { status: res.status, body: (await res.json()) as Record<string, string> };
+}
+
+/** Holds `checkSchema` calls (the store hangs for readiness) while `hung`. */
+class HangingSchemaChecks extends StoreDecorator {
+  hung = false;
+  protected around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+    if (this.hung && call.operation === 'checkSchema') return new Promise<T>(() => undefined);
+    return run();
+  }
+}
+
+describe('the probes on the embedded store', () => {
+  let dir: string;
+  let path: string;
+  let server: TestServer;
+  let hanging: HangingSchemaChecks;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'probes-'));
+    path = join(dir, 'app.db');
+    const store = new SqliteStore({ database: new Database(path) });
+    server = await startTestServer({
+      target: targetOf('SQLite file', store, async () => rmSync(dir, { recursive: true, force: true })),
+      wrap: (s) => (hanging = new HangingSchemaChecks(s)),
+    });
+  });
+  afterAll(() => server.close());
+
+  it('answers /livez (and its older name /healthz) with 200', async () => {
+    expect(await probe(server, '/livez')).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await probe(server, '/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
+  });
+
+  it('answers /readyz 503 naming the table dropped under the running server, and 200 once it is back', async () => {
+    expect(await probe(server, '/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+    // Another connection to the same file drops a table, as an operator's mistake would.
+    const other = new Database(path);
+    try {
+      other.exec('DROP TABLE t_users');
+    } finally {
+      other.close();
+    }
+    expect(await probe(server, '/readyz')).toEqual({
+      status: 503,
+      body: { status: 'unavailable', reason: "the store's schema is incomplete: table users" },
+    });
+    // The process still works: liveness does not depend on the store.
+    expect((await probe(server, '/livez')).status).toBe(200);
+    await server.app.store.ensureTables(ALL_TABLES);
+    expect(await probe(server, '/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+  });
+
+  it(`answers /readyz 503 within ${READINESS_TIMEOUT_MS} ms when the store hangs, and 200 once it answers`, async () => {
+    hanging.hung = true;
+    const started = Date.now();
+    const hung = await probe(server, '/readyz');
+    const took = Date.now() - started;
+    expect(hung).toEqual({ status: 503, body: { status: 'unavailable', reason: `the store did not answer within ${READINESS_TIMEOUT_MS} ms` } });
+    expect(took).toBeGreaterThanOrEqual(READINESS_TIMEOUT_MS - 50);
+    expect(took).toBeLessThan(READINESS_TIMEOUT_MS + 1_500);
+    expect((await probe(server, '/livez')).status).toBe(200);
+    hanging.hung = false;
+    expect(await probe(server, '/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+  });
+});
+
+/** A TCP proxy to a Cassandra node that can be stopped (every connection cut, the port refused) and started again on its port. */
+class TcpProxy {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  port = 0;
+
+  constructor(
+    private readonly host: string,
+    private readonly targetPort: number,
+  ) {}
+
+  async start(): Promise<void> {
+    const server = createServer((client) => {
+      const upstream = connect(this.targetPort, this.host);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    this.port = (server.address() as AddressInfo).port;
+    this.server = server;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const s of this.sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+const cassandra = await cassandraTarget();
+if (!cassandra.available) console.warn(`[probes] Cassandra run SKIPPED: ${cassandra.reason}`);
+
+describe.skipIf(!cassandra.available)('the probes on Cassandra behind a TCP proxy', () => {
+  let proxy: TcpProxy;
+  let server: TestServer;
+
+  beforeAll(async () => {
+    const [point] = await cassandra.contactPoints!();
+    const [host, port] = point!.includes(':') ? point!.split(':') : [point!, '9042'];
+    proxy = new TcpProxy(host!, Number(port));
+    await proxy.start();
+    // The driver reaches the node only through the proxy (one node: no peers to go around it).
+    const client = await cassandraClient([`127.0.0.1:${proxy.port}`]);
+    const keyspace = uniqueKeyspace('probes');
+    const store = new CassandraStore({ client, keyspace });
+    const dispose = async () => {
+      await proxy.stop().catch(() => undefined);
+      const admin = await cassandraClient([point!]);
+      try {
+        await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+      } finally {
+        await admin.shutdown();
+      }
+    };
+    server = await startTestServer({ target: targetOf('Cassandra via proxy', store, dispose) });
+  }, 180_000);
+  afterAll(() => server?.close());
+
+  it('answers /readyz 503 while the proxy is stopped and 200 once it runs again; /livez 200 throughout', async () => {
+    expect(await probe(server, '/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+    await proxy.stop();
+    const down = await probe(server, '/readyz');
+    expect(down.status).toBe(503);
+    expect(down.body.status).toBe('unavailable');
+    expect((await probe(server, '/livez')).status).toBe(200);
+    await proxy.start();
+    // The driver reconnects on its own schedule (its reconnection policy starts at 1 s).
+    const deadline = Date.now() + 60_000;
+    let last = await probe(server, '/readyz');
+    while (last.status !== 200 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      last = await probe(server, '/readyz');
+    }
+    expect(last).toEqual({ status: 200, body: { status: 'ready' } });
+  }, 120_000);
+});
