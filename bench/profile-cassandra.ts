@@ -20,16 +20,17 @@ import { loadConfig } from '../src/config.js';
 import { parseCli } from '../src/scripts/cli.js';
 import { cassandraClientFrom, cassandraStoreFrom } from '../src/store/cassandra/cassandra-connect.js';
 import { MonotonicClock } from '../src/store/clock.js';
-import { closedLoop, preparePagesFixture, suspendedPage, timelinePage } from './cassandra-pages.js';
+import { closedLoop, preparePagesFixture, replay, StatementRecorder, suspendedPage, timelinePage } from './cassandra-pages.js';
 import { BENCH_SECRETS } from './fixture.js';
 import { busyTime, type Areas, type CpuProfile } from './profile-areas.js';
 
 const { positionals } = parseCli(
-  `usage: npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds]
+  `usage: npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds] [ours|ceiling]
 
 Profiles the in-process timeline (or suspendedUsers) page against the Cassandra at
 CASSANDRA_CONTACT_POINTS, compiled, 32 pages at a time, for 10 seconds by default, in a
-keyspace of its own that it drops afterwards.`,
+keyspace of its own that it drops afterwards; \`ceiling\` profiles the driver alone
+replaying the page's statements instead (what bench:cassandra compares with).`,
   {},
   true,
 );
@@ -80,7 +81,19 @@ const store = cassandraStoreFrom(settings, { log: () => undefined, clock });
 await store.ensureTables(ALL_TABLES);
 const services = createServices(config, { store, logger: pino({ level: 'silent' }), clock });
 await preparePagesFixture(services);
-const page = which === 'timeline' ? () => timelinePage(services) : () => suspendedPage(services);
+const ours = which === 'timeline' ? () => timelinePage(services) : () => suspendedPage(services);
+let page: () => Promise<unknown> = ours;
+if (positionals[2] === 'ceiling') {
+  let recorder!: StatementRecorder;
+  const recording = cassandraStoreFrom({ ...settings, autoSchema: false }, { log: () => undefined, wrapClient: (c) => (recorder = new StatementRecorder(c)) });
+  await recording.ensureTables(ALL_TABLES);
+  const recordingServices = createServices(config, { store: recording, logger: pino({ level: 'silent' }), clock });
+  const statements = await recorder.record(() => (which === 'timeline' ? timelinePage(recordingServices) : suspendedPage(recordingServices)));
+  await recording.close();
+  const driver = cassandraClientFrom(settings);
+  await driver.connect();
+  page = () => replay(driver, statements);
+}
 await closedLoop(page, 3, 32, []);
 const session = new Session();
 session.connect();

@@ -47,6 +47,8 @@ import { createHttpHandler } from './server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import { createLiveServer, type LiveServer } from './ws-server.js';
 import type { Store } from './store/port.js';
+import type { StoreObserver } from './store/store-observer.js';
+import type { Tracing } from './tracing/tracing.js';
 
 /** The SDL, read once from the project root (one level above src/ and dist/). */
 export const typeDefs = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');
@@ -81,11 +83,14 @@ function requestPlugin(
   schema: GraphQLSchema,
   formatError: ReturnType<typeof createFormatError>,
   metrics: Metrics | null,
+  tracing: Tracing | undefined,
 ): ApolloServerPlugin<RequestContext> {
+  const execute = jitResponder<RequestContext>(schema, { formatError, didEncounterErrors: limits.didEncounterErrors });
   const listener: GraphQLRequestListener<RequestContext> = {
     didResolveOperation: limits.didResolveOperation,
     didEncounterErrors: limits.didEncounterErrors,
-    responseForOperation: jitResponder<RequestContext>(schema, { formatError, didEncounterErrors: limits.didEncounterErrors }),
+    // With tracing on, each operation runs in a span of its own (its store round trips nest under it).
+    responseForOperation: tracing ? tracing.traceOperation(execute) : execute,
     async willSendResponse(ctx) {
       const { response, contextValue } = ctx;
       metrics?.graphqlFinished(ctx);
@@ -104,10 +109,13 @@ function requestPlugin(
   return { requestDidStart: () => started };
 }
 
-/** Wire the application; `store` may be injected (tests pass an in-memory one). */
+/**
+ * Wire the application; `store` may be injected (tests pass an in-memory one). With
+ * `tracing` (started by `startTracingFromEnv`), operations and store round trips get spans.
+ */
 export async function createApp(
   config: Config,
-  deps: { logger: Logger; store?: Store; clock?: Clock; onLivePoll?: (report: PollReport) => void },
+  deps: { logger: Logger; store?: Store; clock?: Clock; onLivePoll?: (report: PollReport) => void; tracing?: Tracing },
 ): Promise<App> {
   const { logger } = deps;
   for (const name of config.devSecrets) {
@@ -115,8 +123,16 @@ export async function createApp(
   }
   const clock = deps.clock ?? new MonotonicClock();
   const metrics = createMetrics(config);
-  // Every caller (requests, background jobs) sees the store through its observers.
-  const store = observeStore(deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) }), metrics ? [metrics.storeObserver] : []);
+  const configured = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
+  // Every caller (requests, sagas, background jobs) sees the store through its observers:
+  // the metrics' counters and, with tracing on, a span per round trip.
+  const observers: StoreObserver<any>[] = metrics ? [metrics.storeObserver] : [];
+  if (deps.tracing) {
+    observers.push(
+      deps.tracing.storeObserver({ system: config.store, namespace: config.store === 'cassandra' ? config.cassandra.keyspace : config.sqlitePath }),
+    );
+  }
+  const store = observeStore(configured, observers);
   await store.ensureTables(ALL_TABLES);
   const key = authKey(config.authSecret);
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
@@ -214,7 +230,7 @@ export async function createApp(
       // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
       ApolloServerPluginDrainHttpServer({ httpServer }),
       { serverWillStart: async () => ({ drainServer: () => liveServer.close() }) },
-      requestPlugin(limits, schema, formatError, metrics),
+      requestPlugin(limits, schema, formatError, metrics, deps.tracing),
     ],
   });
   await apollo.start();

@@ -5,11 +5,20 @@
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
 
-/** Build the logger of a server process from its level and mode. */
-export function createLogger(options: { level: string; production: boolean; stream?: NodeJS.WriteStream }): Logger {
+/**
+ * Build the logger of a server process from its level and mode. `fields` adds to every
+ * line (tracing's `trace_id` and `span_id`); without it pino calls nothing per line.
+ */
+export function createLogger(options: {
+  level: string;
+  production: boolean;
+  stream?: NodeJS.WriteStream;
+  fields?: () => Record<string, unknown>;
+}): Logger {
   const stream = options.stream ?? process.stdout;
+  const settings = options.fields ? { level: options.level, mixin: options.fields } : { level: options.level };
   if (!options.production && stream.isTTY) {
-    return pino({ level: options.level }, pretty({ destination: stream, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }));
+    return pino(settings, pretty({ destination: stream, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }));
   }
-  return pino({ level: options.level }, stream);
+  return pino(settings, stream);
 }

@@ -11,11 +11,14 @@ import { createLogger } from './logger.js';
 import { demoIds, seedDemoData } from './seed/demo.js';
 import { MonotonicClock } from './store/clock.js';
 import type { Store } from './store/port.js';
+import type { Tracing } from './tracing/tracing.js';
 
 /** What a caller of `serve` may change. */
 export interface ServeOptions {
   /** Decorate the configured store (tests only). */
   readonly wrapStore?: (store: Store) => Store;
+  /** Tracing, when `startTracingFromEnv` started it (before this module was imported). */
+  readonly tracing?: Tracing | null;
 }
 
 /** Start the configured server and keep it running until a signal stops it. */
@@ -30,11 +33,13 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
     }
     throw err;
   }
-  const logger = createLogger({ level: config.logLevel, production: config.production });
+  const tracing = options.tracing ?? undefined;
+  // With tracing on, every line logged inside a request carries its trace id.
+  const logger = createLogger({ level: config.logLevel, production: config.production, fields: tracing?.logFields });
   // The process clock goes to the store too: its default timestamps carry this server's node bits.
   const clock = new MonotonicClock();
   const store = options.wrapStore ? options.wrapStore(createStore(config, { clock, log: (message) => logger.info(message) })) : undefined;
-  const app = await createApp(config, { logger, store, clock });
+  const app = await createApp(config, { logger, store, clock, tracing });
   const seeded = config.seedDemo ? await seedDemoData(demoSeeding(app.services)) : null;
   // On every start, not only the first: the ids to try in the playground.
   const demo = seeded ?? (await demoIds(app.store));
@@ -57,16 +62,20 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
       process.exit(1);
     }, 10_000);
     force.unref();
-    app.close().then(
-      () => {
-        logger.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'error during shutdown');
-        process.exit(1);
-      },
-    );
+    app
+      .close()
+      // The spans still buffered leave before the process does.
+      .then(() => tracing?.shutdown())
+      .then(
+        () => {
+          logger.info('stopped');
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'error during shutdown');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -54,6 +54,12 @@ export interface StoreRoundTrip extends StoreCall {
  */
 export interface StoreObserver<S = unknown> {
   started?(call: StoreCall): S;
+  /**
+   * Optional: start the call (`run`, once) inside what `started` set up, and return its
+   * promise. Tracing makes the call's span the active one here, so the driver's own spans
+   * nest under it.
+   */
+  within?<T>(state: S, run: () => Promise<T>): Promise<T>;
   finished(trip: StoreRoundTrip, state: S): void;
 }
 
@@ -92,11 +98,13 @@ class RoundTrip implements StatementTally, StoreRoundTrip {
 export class ObservedStore extends StoreDecorator {
   private readonly observers: readonly StoreObserver[];
   private readonly starting: boolean;
+  private readonly wrapping: boolean;
 
   constructor(inner: Store, observers: readonly StoreObserver<any>[]) {
     super(inner);
     this.observers = Object.freeze([...observers]);
     this.starting = this.observers.some((o) => o.started !== undefined);
+    this.wrapping = this.observers.some((o) => o.within !== undefined);
   }
 
   protected override statementTally(): StatementTally {
@@ -121,7 +129,7 @@ export class ObservedStore extends StoreDecorator {
     trip.startedAt = performance.now();
     let promise: Promise<T>;
     try {
-      promise = run();
+      promise = this.wrapping ? this.runWithin(trip, run) : run();
     } catch (err) {
       promise = Promise.reject(err);
     }
@@ -142,6 +150,19 @@ export class ObservedStore extends StoreDecorator {
         throw err;
       },
     );
+  }
+
+  /** `run`, inside every observer's `within` (the first observer's outermost). */
+  private runWithin<T>(trip: RoundTrip, run: () => Promise<T>): Promise<T> {
+    let start = run;
+    for (let i = this.observers.length - 1; i >= 0; i--) {
+      const observer = this.observers[i]!;
+      if (!observer.within) continue;
+      const inner = start;
+      const state = trip.states?.[i];
+      start = () => observer.within!(state, inner);
+    }
+    return start();
   }
 
   private finish(trip: RoundTrip): void {

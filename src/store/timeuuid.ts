@@ -27,12 +27,20 @@ export function newTimeuuid(at: Date | number = Date.now(), random: (n: number) 
   return `${hex(timeLow, 8)}-${hex(timeMid, 4)}-${hex(timeHi, 4)}-${hex(clockSeq, 4)}-${rand.subarray(2, 8).toString('hex')}`;
 }
 
-/** The time a timeuuid was created, to the millisecond. */
+/**
+ * The time a timeuuid was created, to the millisecond. Every row of a timeline page
+ * comes through here, so it stays in exact double arithmetic rather than BigInt: with
+ * `high` the 28 bits above the low 32 (`ticks = high * 2^32 + low`) and
+ * 2^32 = 429,496 * 10,000 + 7,296, `ticks / 10,000 = high * 429,496 + (high * 7,296 + low) / 10,000`,
+ * every term below 2^53.
+ */
 export function dateOfTimeuuid(id: string): Date {
-  const h = id.replace(/-/g, '');
-  const ticks = (BigInt(`0x${h.slice(13, 16)}`) << 48n) | (BigInt(`0x${h.slice(8, 12)}`) << 32n) | BigInt(`0x${h.slice(0, 8)}`);
-  return new Date(Number(ticks / 10_000n - GREGORIAN_OFFSET_MS));
+  const low = parseInt(id.slice(0, 8), 16);
+  const high = parseInt(id.slice(15, 18), 16) * 0x10000 + parseInt(id.slice(9, 13), 16);
+  return new Date(high * 429_496 + Math.floor((high * 7_296 + low) / 10_000) - GREGORIAN_OFFSET_MS_NUMBER);
 }
+
+const GREGORIAN_OFFSET_MS_NUMBER = Number(GREGORIAN_OFFSET_MS);
 
 /**
  * The time a timeuuid was created, in microseconds since the epoch: a write timestamp

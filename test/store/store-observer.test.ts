@@ -5,6 +5,7 @@
  * outcomes only a lost Cassandra response produces, unknown then settled or given up,
  * are proven on a real Cassandra in cassandra-store.test.ts.)
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { StoreRequestError, StoreUnavailableError, type Store } from '../../src/store/port.js';
@@ -153,5 +154,29 @@ describe('the store observer', () => {
       ['get claims', 'ok'],
     ]);
     expect(rec.seen).toHaveLength(2);
+  });
+
+  it("starts each call inside every observer's `within`, the first observer outermost, with what its `started` returned", async () => {
+    const base = memorySqliteStore();
+    await base.ensureTables([claims]);
+    const scope = new AsyncLocalStorage<string[]>();
+    // What was in scope when each call reached the store beneath the observer.
+    const reached: Array<[string, string[] | undefined]> = [];
+    class Probe extends FaultyStore {
+      override get(...args: Parameters<Store['get']>) {
+        reached.push(['get', scope.getStore()]);
+        return super.get(...args);
+      }
+    }
+    const wrapping = (name: string): StoreObserver<string> => ({
+      started: (call) => `${name}:${call.operation}`,
+      within: (state, run) => scope.run([...(scope.getStore() ?? []), state], run),
+      finished: () => undefined,
+    });
+    const rec = recorder();
+    const store = new ObservedStore(new Probe(base), [wrapping('outer'), rec, wrapping('inner')]);
+    expect(await store.get(claims, { name: 'nobody' })).toBeNull();
+    expect(reached).toEqual([['get', ['outer:get', 'inner:get']]]);
+    expect(rec.seen.map(shape)).toEqual([{ operation: 'get', table: 'claims', tables: ['claims'], statements: 1, ...ok }]);
   });
 });

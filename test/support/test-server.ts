@@ -3,7 +3,7 @@
  * default, or any target of STORES: on Cassandra a keyspace of its own), and a small
  * GraphQL-over-HTTP client for tests.
  */
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { jobProgressTable } from '../../src/windowed-job.js';
@@ -13,6 +13,7 @@ import { authKey, signToken } from '../../src/graphql/auth.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import type { Row } from '../../src/store/table.js';
+import type { Tracing } from '../../src/tracing/tracing.js';
 import { SQLITE_TARGET, type StoreTarget } from './stores.js';
 
 export const TEST_AUTH_SECRET = 'test-auth-secret-0123456789';
@@ -50,9 +51,19 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** Start a server on `target`'s store (SQLite by default); `wrap` may decorate it (fault injection). */
+/**
+ * Start a server on `target`'s store (SQLite by default); `wrap` may decorate it (fault
+ * injection); `logger` replaces the silent one; `tracing` turns spans on.
+ */
 export async function startTestServer(
-  options: { target?: StoreTarget; wrap?: (store: Store) => Store; env?: Record<string, string>; clock?: Clock } = {},
+  options: {
+    target?: StoreTarget;
+    wrap?: (store: Store) => Store;
+    env?: Record<string, string>;
+    clock?: Clock;
+    logger?: Logger;
+    tracing?: Tracing;
+  } = {},
 ): Promise<TestServer> {
   const subject = await (options.target ?? SQLITE_TARGET).create();
   const store = options.wrap ? options.wrap(subject.store) : subject.store;
@@ -62,7 +73,8 @@ export async function startTestServer(
     SQLITE_PATH: ':memory:',
     ...options.env,
   });
-  const app = await createApp(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), store, clock: options.clock });
+  const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const app = await createApp(config, { logger, store, clock: options.clock, tracing: options.tracing });
   const port = await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}/graphql`;
   return {

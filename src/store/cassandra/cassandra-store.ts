@@ -22,7 +22,7 @@ import { StoreRequestError, StoreStartupError, StoreUnavailableError } from '../
 import type { Clock } from '../clock.js';
 import { MonotonicClock } from '../clock.js';
 import { activeTally, countStatements, noteLwtUnknown, noteTombstoneWarning, type StatementTally } from '../statements.js';
-import type { CqlValue, Row, TableSpec } from '../table.js';
+import type { CqlType, CqlValue, Row, TableSpec } from '../table.js';
 import { checkIdentifier, isCounterTable, keyColumnsOf, regularColumnsOf } from '../table.js';
 import {
   checkCellColumns,
@@ -111,6 +111,36 @@ interface Statement {
   readonly params: unknown[];
 }
 
+/**
+ * What the adapter derives once per table rather than per call: its qualified name,
+ * column lists, the statement text of a read by key, and the text of every other
+ * statement shape met so far (a slice with these bounds, an upsert of these columns),
+ * so a call binds values to a string it already has.
+ */
+interface TablePlan {
+  readonly name: string;
+  readonly selectList: string;
+  /** Every column with its type, in declaration order (a row's conversion). */
+  readonly columns: ReadonlyArray<readonly [string, CqlType]>;
+  readonly keyColumns: readonly string[];
+  readonly keyTypes: readonly CqlType[];
+  /** `k1 = ? AND k2 = ?` over the primary key. */
+  readonly keyWhere: string;
+  readonly selectByKey: string;
+  readonly counter: boolean;
+  readonly regular: readonly string[];
+  readonly statements: Map<string, string>;
+}
+
+/** How a statement is sent: idempotent or not, and the rare exceptions (paging state, page size, consistency, unprepared DDL). */
+interface RunOptions {
+  readonly idempotent: boolean;
+  readonly pageState?: string;
+  readonly fetchSize?: number;
+  readonly consistency?: cassandra.types.consistencies;
+  readonly prepare?: boolean;
+}
+
 /** The Cassandra adapter. */
 export class CassandraStore implements Store {
   private readonly client: CassandraClientLike;
@@ -124,6 +154,10 @@ export class CassandraStore implements Store {
   private readonly schema: SchemaMode;
   private readonly connectTimeoutMs: number;
   private readonly log: (message: string) => void;
+  private readonly plans = new WeakMap<TableSpec, TablePlan>();
+  /** The driver options of the two common cases, built once (the driver only reads them). */
+  private readonly idempotentOptions: cassandra.QueryOptions;
+  private readonly nonIdempotentOptions: cassandra.QueryOptions;
 
   constructor(options: CassandraStoreOptions) {
     checkIdentifier(`keyspace "${options.keyspace}"`, options.keyspace);
@@ -141,6 +175,8 @@ export class CassandraStore implements Store {
     this.schema = options.schema ?? 'create';
     this.connectTimeoutMs = options.connectTimeoutMs ?? 0;
     this.log = options.log ?? (() => undefined);
+    this.idempotentOptions = this.queryOptions({ idempotent: true });
+    this.nonIdempotentOptions = this.queryOptions({ idempotent: false });
   }
 
   /**
@@ -173,16 +209,19 @@ export class CassandraStore implements Store {
   async get(table: TableSpec, key: Row): Promise<Row | null> {
     const tally = activeTally();
     const pk = primaryKeyOf(table, key);
-    const s = this.selectRow(table, pk);
-    const result = await this.run(tally, s, { idempotent: true });
+    const result = await this.run(tally, this.selectRow(table, pk), { idempotent: true });
     return this.liveRow(table, result.rows[0]);
   }
 
   async getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
     const tally = activeTally();
     const checked = keys.map((k) => primaryKeyOf(table, k));
+    // One statement per key, each to its own replicas; all at once when they are few.
+    if (checked.length <= this.readConcurrency) {
+      return Promise.all(checked.map(async (k) => this.liveRow(table, (await this.run(tally, this.selectRow(table, k), { idempotent: true })).rows[0])));
+    }
     const out: Array<Row | null> = new Array(checked.length).fill(null);
-    // One statement per key, a bounded number in flight: each goes to its own replicas.
+    // Many keys: a bounded number in flight.
     let next = 0;
     const worker = async () => {
       while (next < checked.length) {
@@ -202,20 +241,23 @@ export class CassandraStore implements Store {
     const restrictions = this.restrictions(table, clusteringRangeOf(table, query));
     if (limit === 0) return [];
     if (query.reverse) restrictions.reverse();
-    const order = table.clustering.length
-      ? ` ORDER BY ${table.clustering
-          .map((c) => `${c.column} ${(c.order === 'ASC') !== Boolean(query.reverse) ? 'ASC' : 'DESC'}`)
-          .join(', ')}`
-      : '';
+    const plan = this.plan(table);
     const rows: Row[] = [];
     // Restrictions come in clustering order: read each to its end (every page of it),
     // then the next, until the limit is met.
     for (const restriction of restrictions) {
-      const { where, params } = this.rangeWhere(table, partition, restriction);
-      const statement = {
-        query: `SELECT ${this.selectList(table)} FROM ${this.name(table)} WHERE ${where}${order} LIMIT ?`,
-        params: [...params, limit - rows.length],
-      };
+      const params = this.rangeParams(table, partition, restriction);
+      params.push(limit - rows.length);
+      const shape = `slice${query.reverse ? '<' : '>'}${rangeShape(restriction)}`;
+      let text = plan.statements.get(shape);
+      if (text === undefined) {
+        const order = table.clustering.length
+          ? ` ORDER BY ${table.clustering.map((c) => `${c.column} ${(c.order === 'ASC') !== Boolean(query.reverse) ? 'ASC' : 'DESC'}`).join(', ')}`
+          : '';
+        text = `SELECT ${plan.selectList} FROM ${plan.name} WHERE ${this.rangeWhere(table, restriction)}${order} LIMIT ?`;
+        plan.statements.set(shape, text);
+      }
+      const statement = { query: text, params };
       let pageState: string | undefined;
       do {
         const result = await this.run(tally, statement, { idempotent: true, pageState });
@@ -227,7 +269,7 @@ export class CassandraStore implements Store {
       } while (pageState && rows.length < limit);
       if (rows.length >= limit) break;
     }
-    return rows.slice(0, limit);
+    return rows.length > limit ? rows.slice(0, limit) : rows;
   }
 
   async scan(table: TableSpec, options: { readonly limit: number; readonly after?: string | null }): Promise<ScanPage> {
@@ -382,31 +424,59 @@ export class CassandraStore implements Store {
 
   // ---- internals -------------------------------------------------------------
 
+  /** The table's plan, made on first use. */
+  private plan(table: TableSpec): TablePlan {
+    let plan = this.plans.get(table);
+    if (plan === undefined) {
+      const name = `${this.keyspace}.${table.name}`;
+      const selectList = Object.keys(table.columns).join(', ');
+      const keyColumns = keyColumnsOf(table);
+      const keyWhere = keyColumns.map((c) => `${c} = ?`).join(' AND ');
+      plan = {
+        name,
+        selectList,
+        columns: Object.entries(table.columns),
+        keyColumns,
+        keyTypes: keyColumns.map((c) => table.columns[c]!),
+        keyWhere,
+        selectByKey: `SELECT ${selectList} FROM ${name} WHERE ${keyWhere}`,
+        counter: isCounterTable(table),
+        regular: regularColumnsOf(table),
+        statements: new Map(),
+      };
+      this.plans.set(table, plan);
+    }
+    return plan;
+  }
+
   private name(table: TableSpec): string {
-    return `${this.keyspace}.${table.name}`;
+    return this.plan(table).name;
   }
 
   private selectList(table: TableSpec): string {
-    return Object.keys(table.columns).join(', ');
+    return this.plan(table).selectList;
+  }
+
+  /** The driver's options for `options` (the two common cases are built once, in the constructor). */
+  private queryOptions(options: RunOptions): cassandra.QueryOptions {
+    return {
+      prepare: options.prepare ?? true,
+      consistency: options.consistency ?? this.consistency,
+      serialConsistency: this.serialConsistency,
+      isIdempotent: options.idempotent,
+      fetchSize: options.fetchSize ?? this.fetchSize,
+      ...(options.pageState ? { pageState: options.pageState } : {}),
+    };
   }
 
   /** Every statement goes through here: counted, and its errors made store errors. */
-  private async run(
-    tally: StatementTally | undefined,
-    statement: Statement,
-    options: { idempotent: boolean; pageState?: string; fetchSize?: number; consistency?: cassandra.types.consistencies; prepare?: boolean },
-  ): Promise<CassandraResultLike> {
+  private async run(tally: StatementTally | undefined, statement: Statement, options: RunOptions): Promise<CassandraResultLike> {
     countStatements(tally);
+    const common = options.pageState === undefined && options.fetchSize === undefined && options.consistency === undefined && options.prepare === undefined;
+    const driverOptions = common ? (options.idempotent ? this.idempotentOptions : this.nonIdempotentOptions) : this.queryOptions(options);
     let result: CassandraResultLike;
     try {
-      result = await this.client.execute(statement.query, statement.params, {
-        prepare: options.prepare ?? true,
-        consistency: options.consistency ?? this.consistency,
-        serialConsistency: this.serialConsistency,
-        isIdempotent: options.idempotent,
-        fetchSize: options.fetchSize ?? this.fetchSize,
-        ...(options.pageState ? { pageState: options.pageState } : {}),
-      });
+      result = await this.client.execute(statement.query, statement.params, driverOptions);
     } catch (err) {
       throw storeErrorFrom(err);
     }
@@ -539,10 +609,11 @@ export class CassandraStore implements Store {
   private async ddl(cql: string): Promise<void> {
     const result = await this.run(undefined, { query: cql, params: [] }, { idempotent: true, prepare: false });
     if ((result.info as { isSchemaInAgreement?: boolean } | undefined)?.isSchemaInAgreement !== false) return;
-    // The driver waited its own 10 s (protocolOptions.maxSchemaAgreementWaitSeconds) already.
+    // The driver waits up to 10 s itself (protocolOptions.maxSchemaAgreementWaitSeconds)
+    // before answering; the nodes still disagree, so wait here, saying so.
     const started = Date.now();
     const deadline = started + 60_000;
-    this.log(`waiting for schema agreement (the nodes still disagree after the driver's wait) on: ${cql.slice(0, 80)}`);
+    this.log(`waiting for schema agreement (up to 60 s: the nodes still disagree) on: ${cql.slice(0, 80)}`);
     const metadata = this.client.metadata as { checkSchemaAgreement(): Promise<boolean> };
     while (!(await metadata.checkSchemaAgreement())) {
       if (Date.now() > deadline) throw new StoreUnavailableError(`no schema agreement 60 s after: ${cql}`);
@@ -552,16 +623,20 @@ export class CassandraStore implements Store {
   }
 
   private selectRow(table: TableSpec, key: Row): Statement {
-    const { where, params } = this.keyWhere(table, key);
-    return { query: `SELECT ${this.selectList(table)} FROM ${this.name(table)} WHERE ${where}`, params };
+    const plan = this.plan(table);
+    return { query: plan.selectByKey, params: this.keyParams(plan, key) };
   }
 
   private keyWhere(table: TableSpec, key: Row): { where: string; params: unknown[] } {
-    const cols = keyColumnsOf(table);
-    return {
-      where: cols.map((c) => `${c} = ?`).join(' AND '),
-      params: cols.map((c) => toDriver(table.columns[c]!, key[c]!)),
-    };
+    const plan = this.plan(table);
+    return { where: plan.keyWhere, params: this.keyParams(plan, key) };
+  }
+
+  /** A validated primary key's values, bound as the driver takes them. */
+  private keyParams(plan: TablePlan, key: Row): unknown[] {
+    const params = new Array<unknown>(plan.keyColumns.length);
+    for (let i = 0; i < params.length; i++) params[i] = toDriver(plan.keyTypes[i]!, key[plan.keyColumns[i]!]!);
+    return params;
   }
 
   /** CQL restrictions for a validated range (see cassandra-ranges.ts). */
@@ -570,37 +645,35 @@ export class CassandraStore implements Store {
     return cqlRestrictions(columns, range);
   }
 
-  private rangeWhere(
-    table: TableSpec,
-    partition: Row,
-    restriction: SingleRange | TupleRange,
-  ): { where: string; params: unknown[] } {
-    const parts: string[] = [];
-    const params: unknown[] = [];
-    const bind = (column: string, value: CqlValue) => params.push(toDriver(table.columns[column]!, value));
-    for (const k of table.partitionKey) {
-      parts.push(`${k} = ?`);
-      bind(k, partition[k]!);
-    }
+  /** The WHERE clause of a restriction on one partition (its text depends only on the restriction's shape). */
+  private rangeWhere(table: TableSpec, restriction: SingleRange | TupleRange): string {
+    const parts = table.partitionKey.map((k) => `${k} = ?`);
     if ('tuple' in restriction) {
       for (const b of restriction.tuple) {
         const columns = table.clustering.slice(0, b.values.length).map((c) => c.column);
         parts.push(`(${columns.join(', ')}) ${b.op} (${columns.map(() => '?').join(', ')})`);
-        b.values.forEach((v, i) => bind(columns[i]!, v));
       }
-      return { where: parts.join(' AND '), params };
+      return parts.join(' AND ');
     }
-    restriction.equal.forEach((v, i) => {
-      const { column } = table.clustering[i]!;
-      parts.push(`${column} = ?`);
-      bind(column, v);
-    });
+    restriction.equal.forEach((_, i) => parts.push(`${table.clustering[i]!.column} = ?`));
     const next = table.clustering[restriction.equal.length];
-    for (const b of restriction.bounds) {
-      parts.push(`${next!.column} ${b.op} ?`);
-      bind(next!.column, b.value);
+    for (const b of restriction.bounds) parts.push(`${next!.column} ${b.op} ?`);
+    return parts.join(' AND ');
+  }
+
+  /** The values `rangeWhere`'s text binds, in its order. */
+  private rangeParams(table: TableSpec, partition: Row, restriction: SingleRange | TupleRange): unknown[] {
+    const params: unknown[] = [];
+    const bind = (column: string, value: CqlValue) => params.push(toDriver(table.columns[column]!, value));
+    for (const k of table.partitionKey) bind(k, partition[k]!);
+    if ('tuple' in restriction) {
+      for (const b of restriction.tuple) b.values.forEach((v, i) => bind(table.clustering[i]!.column, v));
+      return params;
     }
-    return { where: parts.join(' AND '), params };
+    restriction.equal.forEach((v, i) => bind(table.clustering[i]!.column, v));
+    const next = table.clustering[restriction.equal.length];
+    for (const b of restriction.bounds) bind(next!.column, b.value);
+    return params;
   }
 
   private upsertStatement(table: TableSpec, row: Row, options?: WriteOptions): Statement {
@@ -608,12 +681,16 @@ export class CassandraStore implements Store {
     const pk = primaryKeyOf(table, row);
     const ts = writeTimestampOf(options?.timestamp, () => this.clock.nowMicros());
     const ttl = ttlOf(options?.ttl, Date.now());
-    const cols = [...keyColumnsOf(table), ...Object.keys(values)];
+    const plan = this.plan(table);
+    const cols = [...plan.keyColumns, ...Object.keys(values)];
     const all: Row = { ...values, ...pk };
-    return {
-      query: `INSERT INTO ${this.name(table)} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) USING TIMESTAMP ? AND TTL ?`,
-      params: [...cols.map((c) => toDriver(table.columns[c]!, all[c]!)), ts, ttl],
-    };
+    const shape = `upsert:${cols.join(',')}`;
+    let text = plan.statements.get(shape);
+    if (text === undefined) {
+      text = `INSERT INTO ${plan.name} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) USING TIMESTAMP ? AND TTL ?`;
+      plan.statements.set(shape, text);
+    }
+    return { query: text, params: [...cols.map((c) => toDriver(table.columns[c]!, all[c]!)), ts, ttl] };
   }
 
   private deleteStatement(table: TableSpec, key: Row, options?: DeleteOptions): Statement {
@@ -629,17 +706,18 @@ export class CassandraStore implements Store {
     const pk = partitionKeyOf(table, partition);
     const checked = clusteringRangeOf(table, range);
     const ts = writeTimestampOf(options?.timestamp, () => this.clock.nowMicros());
-    return this.restrictions(table, checked).map((r) => {
-      const { where, params } = this.rangeWhere(table, pk, r);
-      return { query: `DELETE FROM ${this.name(table)} USING TIMESTAMP ? WHERE ${where}`, params: [ts, ...params] };
-    });
+    return this.restrictions(table, checked).map((r) => ({
+      query: `DELETE FROM ${this.name(table)} USING TIMESTAMP ? WHERE ${this.rangeWhere(table, r)}`,
+      params: [ts, ...this.rangeParams(table, pk, r)],
+    }));
   }
 
   /** A driver row as a port row, or null when Cassandra returned nothing live. */
   private liveRow(table: TableSpec, raw: CassandraRowLike | undefined, lenient = false): Row | null {
     if (!raw) return null;
+    const plan = this.plan(table);
     const out: Row = {};
-    for (const [c, type] of Object.entries(table.columns)) {
+    for (const [c, type] of plan.columns) {
       let v: unknown;
       try {
         v = raw.get(c);
@@ -650,9 +728,15 @@ export class CassandraStore implements Store {
       out[c] = fromDriver(type, v as CqlValue);
     }
     // A counter row whose counters are all null does not exist (CQL returns no row, but be safe).
-    if (isCounterTable(table) && regularColumnsOf(table).every((c) => out[c] === null)) return null;
+    if (plan.counter && plan.regular.every((c) => out[c] === null)) return null;
     return out;
   }
+}
+
+/** What a restriction's WHERE text depends on (not its values): a key for the statement cache. */
+function rangeShape(restriction: SingleRange | TupleRange): string {
+  if ('tuple' in restriction) return `t${restriction.tuple.map((b) => `${b.op}${b.values.length}`).join('')}`;
+  return `s${restriction.equal.length}${restriction.bounds.map((b) => b.op).join('')}`;
 }
 
 /** A duration in ms as seconds for a log line ("1.3 s"). */

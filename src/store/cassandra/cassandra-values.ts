@@ -26,7 +26,8 @@ export function fromDriver(type: CqlType, raw: unknown): CqlValue {
   switch (type) {
     case 'uuid':
     case 'timeuuid':
-      return String(raw).toLowerCase();
+      // The driver's Uuid prints lowercase hex already.
+      return typeof raw === 'string' ? raw.toLowerCase() : String(raw);
     case 'bigint':
     case 'counter':
       return BigInt(raw as bigint);
