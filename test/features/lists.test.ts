@@ -168,6 +168,23 @@ describeEachStore('ordered lists (ledger)', (target) => {
     expect(await allLabels(lists, listId, 2)).toEqual(expected);
   });
 
+  it('reports its lag: the age of the oldest transaction its last pass left to a list another applier holds, and none once it settles it', async () => {
+    const { base, lists, listId } = await setup(pool);
+    // Another applier holds the list: its lease, short-lived.
+    await base.insertIfNotExists(listApplierLeasesTable, { list_id: listId, owner: '00000000-0000-4000-8000-0000000000aa' }, { ttl: 1 });
+    await lists.add(listId, 'waiting');
+    const applier = new ListApplier(base);
+    expect(applier.lagSeconds()).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await applier.runOnce()).toBe(0);
+    expect(applier.lagSeconds()).toBeGreaterThanOrEqual(0.3);
+    expect(applier.lagSeconds()).toBeLessThan(30);
+    await leaseReleased(base, listId);
+    expect(await applier.runOnce()).toBe(1);
+    expect(applier.lagSeconds()).toBe(0);
+    expect(await allLabels(lists, listId)).toEqual(['waiting']);
+  });
+
   it('refuses bad moves and changes nothing', async () => {
     const { lists, applier, listId } = await setup(pool);
     const other = await lists.create('Other', '00000000-0000-4000-8000-000000000001');

@@ -108,6 +108,42 @@ describe('GET /metrics', () => {
     }
   });
 
+  it('counts a registry prune: unsuspending the only suspended user of a bucket drops the bucket', async () => {
+    const admin = await server.token('root', { admin: true });
+    const target = aUser();
+    const userId = (await server.gql(CREATE_USER, { input: target }, await server.token(target.username))).data!.createUser.user.id as string;
+    const before = await scrape(base);
+    const suspended = await server.gql(`mutation Suspend($id: ID!) { suspendUser(input: { userId: $id, reason: "spam" }) { suspension { reason } } }`, { id: userId }, admin);
+    expect(suspended.errors).toBeUndefined();
+    const unsuspended = await server.gql(`mutation Unsuspend($id: ID!) { unsuspendUser(input: { userId: $id }) { user { id } } }`, { id: userId }, admin);
+    expect(unsuspended.errors).toBeUndefined();
+    const after = await scrape(base);
+    const delta = (name: string, labels: Record<string, string>) => valueOf(after, name, labels) - valueOf(before, name, labels);
+    expect(delta('relay_registry_prunes_total', { registry: 'status_buckets', outcome: 'pruned' })).toBe(1);
+    expect(delta('relay_registry_prunes_total', { registry: 'status_buckets', outcome: 'kept' })).toBe(0);
+    expect(delta('relay_graphql_requests_total', { operation: 'Suspend', type: 'mutation', outcome: 'success' })).toBe(1);
+    // Both sagas finished in the request: none is left running here.
+    expect(valueOf(after, 'relay_sagas_in_flight')).toBe(0);
+  });
+
+  it('times each list transaction the applier applies', async () => {
+    const before = valueOf(await scrape(base), 'relay_list_applier_apply_delay_seconds_count');
+    const created = await server.gql(`mutation { createList(input: { title: "Metered" }) { list { id } } }`, {}, token);
+    const listId = created.data!.createList.list.id as string;
+    for (const label of ['one', 'two']) {
+      const added = await server.gql(`mutation ($id: ID!, $label: String!) { addListItem(input: { listId: $id, label: $label }) { item { id } } }`, { id: listId, label }, token);
+      expect(added.errors).toBeUndefined();
+    }
+    // The applier is woken after each append and applies in the background.
+    const deadline = Date.now() + 5_000;
+    let applied = 0;
+    while (Date.now() < deadline && applied < 2) {
+      applied = valueOf(await scrape(base), 'relay_list_applier_apply_delay_seconds_count') - before;
+      if (applied < 2) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(applied).toBe(2);
+  });
+
   it('tracks live sockets, subscriptions and feeds, and counts the polls and the changes delivered', async () => {
     const client = liveClient(server.url, { token });
     try {
