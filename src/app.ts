@@ -157,10 +157,14 @@ export async function createApp(
   verifier.start();
   // Sweeps the name index's stale entries once their window has closed.
   services.nameSweeper.start();
-  const recoverSagas = () => createSagaRunner(services).recover(config.saga.recoveryGraceMs);
+  // A pass run now (at start-up, or asked for) reports to the metrics as the timer's do.
+  const recoverSagas = async () => {
+    const report = await createSagaRunner(services).recover(config.saga.recoveryGraceMs);
+    metrics?.recoveryPass(report);
+    return report;
+  };
   // Sagas a crash left open: roll them forward or back before serving.
   const startup = await recoverSagas();
-  metrics?.recoveryPass(startup);
   if (startup.rolledForward + startup.rolledBack + startup.failed > 0) logger.info(startup, 'saga recovery at start-up');
   const recoveryTimer = startRecoveryTimer(() => createSagaRunner(services), {
     intervalMs: config.saga.recoveryIntervalMs,

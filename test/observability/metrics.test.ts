@@ -12,6 +12,7 @@ import { ConfigError, loadConfig } from '../../src/config.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { ANONYMOUS_OPERATION, INVALID_OPERATION, OPERATION_NAME_CAP, OTHER_OPERATION } from '../../src/metrics.js';
 import { freePort } from '../support/child-server.js';
+import { FaultyStore } from '../support/faulty-store.js';
 import { liveClient, waitFor } from '../support/live-client.js';
 import { scrape, valueOf } from '../support/prometheus.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
@@ -30,10 +31,11 @@ describe('GET /metrics', () => {
   let base: string;
   let token: string;
   let authorId: string;
+  let faulty: FaultyStore;
   const username = aUser().username;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { METRICS: 'true', LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0' } });
+    server = await startTestServer({ env: { METRICS: 'true', LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0' }, wrap: (store) => (faulty = new FaultyStore(store)) });
     base = baseOf(server);
     token = await server.token(username);
     const created = await server.gql(CREATE_USER, { input: { username, displayName: 'Metered' } }, token);
@@ -142,6 +144,34 @@ describe('GET /metrics', () => {
       if (applied < 2) await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(applied).toBe(2);
+  });
+
+  it('counts a saga recovery: a suspension whose process "crashed" after its first log write is rolled by the next pass', async () => {
+    const admin = await server.token('root', { admin: true });
+    const target = aUser();
+    const userId = (await server.gql(CREATE_USER, { input: target }, await server.token(target.username))).data!.createUser.user.id as string;
+    const before = await scrape(base);
+    // From the saga's first log write on, every store call fails, as if the process had died.
+    let started = false;
+    faulty.failWhen((call) => {
+      if (started) return true;
+      started = call.tables.some((t) => t.startsWith('saga_log'));
+      return false;
+    });
+    const crashed = await server.gql(`mutation ($id: ID!) { suspendUser(input: { userId: $id, reason: "spam" }) { suspension { reason } } }`, { id: userId }, admin);
+    expect(crashed.errors).toBeDefined();
+    faulty.heal();
+    const report = await server.app.recoverSagas();
+    expect(report.rolledForward + report.rolledBack).toBe(1);
+    const after = await scrape(base);
+    const delta = (labels: Record<string, string>) => valueOf(after, 'relay_saga_recoveries_total', labels) - valueOf(before, 'relay_saga_recoveries_total', labels);
+    expect(delta({ outcome: 'forward' })).toBe(report.rolledForward);
+    expect(delta({ outcome: 'backward' })).toBe(report.rolledBack);
+    expect(delta({ outcome: 'failed' })).toBe(0);
+    // The pass found that one saga open.
+    expect(valueOf(after, 'relay_sagas_open')).toBe(1);
+    expect((await server.app.recoverSagas()).rolledForward).toBe(0);
+    expect(valueOf(await scrape(base), 'relay_sagas_open')).toBe(0);
   });
 
   it('tracks live sockets, subscriptions and feeds, and counts the polls and the changes delivered', async () => {
