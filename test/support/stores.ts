@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import { describe, it } from 'vitest';
+import { consistencyOf } from '../../src/store/cassandra/cassandra-connect.js';
 import { CassandraStore, type CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
 import { parseReplication, type ReplicationSetting } from '../../src/config.js';
 import type { Clock } from '../../src/store/clock.js';
@@ -35,6 +36,11 @@ export interface StoreOptions {
   readonly log?: (message: string) => void;
   /** Cassandra only: wrap the driver client (fault injection). */
   readonly wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
+  /**
+   * Cassandra only: the consistency of every read and write, a CQL name (`ALL`);
+   * LOCAL_QUORUM, the product's default, unless set. The embedded store has one copy.
+   */
+  readonly consistency?: string;
 }
 
 /** A store to run a suite against, or the reason it cannot run here. */
@@ -76,7 +82,7 @@ export function memorySqliteStore(options: SqliteOptions = {}): SqliteStore {
 /** An in-memory SQLite store, looked into through its database. */
 function sqliteStoreUnderTest(options: SqliteOptions): StoreUnderTest {
   const db = new Database(':memory:');
-  const { wrapClient: _cassandraOnly, ...sqliteOptions } = options;
+  const { wrapClient: _cassandraOnly, consistency: _oneCopy, ...sqliteOptions } = options;
   const store = new SqliteStore({ ...sqliteOptions, database: db });
   return {
     store,
@@ -135,6 +141,7 @@ async function cassandraStoreUnderTest(contactPoints: readonly string[], options
     client: options.wrapClient ? options.wrapClient(client) : client,
     keyspace,
     replication: testReplication(),
+    consistency: options.consistency === undefined ? undefined : consistencyOf(options.consistency),
     clock: options.clock,
     log: options.log,
   });
