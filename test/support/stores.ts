@@ -67,7 +67,7 @@ export const DDL_TIMEOUT_MS = { sqlite: 30_000, cassandra: 240_000 } as const;
  * The replication of the keyspaces tests create on Cassandra: CASSANDRA_REPLICATION, as
  * the product reads it (a ring runs its suites at its own replication factor).
  */
-function testReplication(): ReplicationSetting {
+export function testReplication(): ReplicationSetting {
   return parseReplication(process.env.CASSANDRA_REPLICATION ?? 'SimpleStrategy:1');
 }
 
@@ -122,12 +122,13 @@ export function uniqueKeyspace(prefix = 'test'): string {
   return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
 }
 
-/** A connected driver client, as the product configures it. */
-export async function cassandraClient(contactPoints: readonly string[]): Promise<cassandra.Client> {
+/** A connected driver client, as the product configures it; `policies` adds the driver's policies a test needs (an address translator, say). */
+export async function cassandraClient(contactPoints: readonly string[], policies?: cassandra.ClientOptions['policies']): Promise<cassandra.Client> {
   const client = new cassandra.Client({
     contactPoints: [...contactPoints],
     localDataCenter: process.env.CASSANDRA_LOCAL_DC ?? 'datacenter1',
     encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
+    ...(policies ? { policies } : {}),
   });
   await client.connect();
   return client;
