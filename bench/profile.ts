@@ -81,8 +81,24 @@ const [name] = readdirSync(profiles);
 const profile = JSON.parse(readFileSync(join(profiles, name!), 'utf8')) as CpuProfile;
 // The profile's timestamps and hrtime share the monotonic clock (µs): start-up (module
 // loading, compilation) and shutdown are not the load.
-const { busy, byArea: totals } = busyTime(profile, AREAS, (at) => at >= loadStart && at <= loadEnd);
+const { busy, byArea: totals, bySelf } = busyTime(profile, AREAS, (at) => at >= loadStart && at <= loadEnd);
 const perRequest = (us: number) => `${(us / result.requests.total).toFixed(0)} µs/request`;
 console.log(`${workload.name}: ${Math.round(result.requests.average)} req/s under the profiler; busy ${(busy / 1e6).toFixed(1)} s of the load; profile in ${profiles}`);
 console.log(`busy ${perRequest(busy)}, of which garbage collector ${perRequest(totals.get('garbage collector') ?? 0)}`);
 for (const [area] of AREAS) console.log(`${(((totals.get(area) ?? 0) / busy) * 100).toFixed(1).padStart(5)}%  ${area}`);
+if (process.env.METRICS === 'true') {
+  // METRICS=true (with METRICS_TOKEN: the bench runs in production mode): the self time of
+  // the metrics code (the store observer, the families, the HTTP and GraphQL counting,
+  // prom-client, Node's event-loop and GC observers it turns on), which the load's
+  // samples spent there and nowhere else. The store decorator's own frames serve the
+  // request's CountingStore and the observer alike: shown apart.
+  const metricsCode = /\/dist\/(metrics|metric-families|store\/store-observer)\.js:|prom-client\/|node:internal\/(perf|histogram)/;
+  let own = 0;
+  let decorator = 0;
+  for (const [fn, us] of bySelf) {
+    if (metricsCode.test(fn)) own += us;
+    else if (fn.includes('/dist/store/store-decorator.js:')) decorator += us;
+  }
+  const fine = (us: number) => `${(us / result.requests.total).toFixed(1)} µs/request`;
+  console.log(`METRICS on: the metrics code's self time ${fine(own)}, ${((own / busy) * 100).toFixed(2)}% of busy time; the store decorator's frames ${fine(decorator)} (${((decorator / busy) * 100).toFixed(2)}%, shared with the request's counting store)`);
+}

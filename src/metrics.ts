@@ -129,6 +129,8 @@ export class Metrics {
   private readonly byOperation: ReadonlyMap<string, { readonly trips: Series; readonly statements: Series; readonly duration: Series }>;
   /** HTTP series by route and status (routes are few; statuses are HTTP's). */
   private readonly httpSeries = new Map<string, { readonly requests: Series; readonly duration: Series }>();
+  /** The series of a successful operation, by its (cached, parsed) operation node. */
+  private readonly successSeries = new WeakMap<object, GraphqlSeries>();
   /** GraphQL series by their label values. */
   private readonly graphqlSeries = new Map<string, GraphqlSeries>();
 
@@ -235,11 +237,28 @@ export class Metrics {
    * one request plugin (a plugin of its own would cost Apollo a listener per request).
    */
   graphqlFinished<C extends GraphqlCounts>(ctx: GraphQLRequestContextWillSendResponse<C>): void {
+    const body = ctx.response.body;
+    const errors = body.kind === 'single' ? body.singleResult.errors : body.initialResult.errors;
+    // The common case, a success of a document Apollo has parsed before: its operation node
+    // is the cached document's own, so its series are found without building a key.
+    const node = ctx.operation;
+    let series = node !== undefined && !errors?.length ? this.successSeries.get(node) : undefined;
+    if (series === undefined) {
+      series = this.seriesOf(ctx, errors);
+      if (node !== undefined && !errors?.length) this.successSeries.set(node, series);
+    }
+    series.requests.value++;
+    const context = ctx.contextValue;
+    this.graphqlDuration.observe(series.duration, (performance.now() - context.startedAt) / 1000);
+    series.trips.value += context.storeRoundTrips();
+    series.statements.value += context.storeStatements();
+  }
+
+  /** The series of a request's labels (its operation name bounded, its outcome and first code). */
+  private seriesOf<C extends GraphqlCounts>(ctx: GraphQLRequestContextWillSendResponse<C>, errors: ReadonlyArray<{ extensions?: Record<string, unknown> }> | undefined): GraphqlSeries {
     const resolved = ctx.operation !== undefined;
     const operation = this.operationLabel(ctx.operationName ?? ctx.operation?.name?.value, resolved);
     const type = ctx.operation?.operation ?? 'unknown';
-    const body = ctx.response.body;
-    const errors = body.kind === 'single' ? body.singleResult.errors : body.initialResult.errors;
     const outcome = errors && errors.length > 0 ? 'error' : 'success';
     const code = errors && errors.length > 0 ? String(errors[0]!.extensions?.code ?? 'INTERNAL_SERVER_ERROR') : 'none';
     const key = `${operation}\u0000${type}\u0000${outcome}\u0000${code}`;
@@ -253,11 +272,7 @@ export class Metrics {
       };
       this.graphqlSeries.set(key, series);
     }
-    series.requests.value++;
-    const context = ctx.contextValue;
-    this.graphqlDuration.observe(series.duration, (performance.now() - context.startedAt) / 1000);
-    series.trips.value += context.storeRoundTrips();
-    series.statements.value += context.storeStatements();
+    return series;
   }
 
   /** Wrap the HTTP handler: each response counted by route and status, and timed. */
