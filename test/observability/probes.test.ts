@@ -1,8 +1,8 @@
 /**
  * The probes on a running server: /livez stays 200 while the process works; /readyz is
  * 503 while the store's schema is incomplete (a table dropped under the server) or the
- * store does not answer (a hung store: within READINESS_TIMEOUT_MS; Cassandra behind a
- * TCP proxy that is stopped), and 200 again once it recovers. The Cassandra run is
+ * store does not answer (a hung store: within READINESS_TIMEOUT_MS; Cassandra behind TCP
+ * proxies, one a node, all stopped), and 200 again once it recovers. The Cassandra run is
  * skipped, with the reason printed, where no Cassandra is reachable.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,6 +10,7 @@ import { connect, createServer, type AddressInfo, type Server, type Socket } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import driver from 'cassandra-driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_TABLES } from '../../src/composition-root.js';
 import { READINESS_TIMEOUT_MS } from '../../src/server.js';
@@ -17,7 +18,7 @@ import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
 import type { Store } from '../../src/store/port.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
-import { cassandraClient, cassandraTarget, DDL_TIMEOUT_MS, uniqueKeyspace, type StoreTarget } from '../support/stores.js';
+import { cassandraClient, cassandraTarget, DDL_TIMEOUT_MS, testReplication, uniqueKeyspace, type StoreTarget } from '../support/stores.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
 /** A target whose one store is already made (its own database file, or a keyspace reached through a proxy). */
@@ -140,43 +141,77 @@ class TcpProxy {
   }
 }
 
+/**
+ * The driver's address translation (`policies.addressResolution`): a node the cluster
+ * names (in system.peers, in status events) as `address:port` is reached at its proxy.
+ * Contact points are not translated, so they are the proxies themselves.
+ */
+class ThroughProxies extends (driver.policies.addressResolution as unknown as { AddressTranslator: new () => driver.policies.addressResolution.AddressTranslator }).AddressTranslator {
+  constructor(private readonly proxyOf: ReadonlyMap<string, string>) {
+    super();
+  }
+
+  override translate(address: string, port: number, callback: (endpoint: string) => void): void {
+    const endpoint = `${address}:${port}`;
+    callback(this.proxyOf.get(endpoint) ?? endpoint);
+  }
+}
+
+/** Every node of the cluster at `contactPoints`, as `address:port` (the driver finds the others in system.peers). */
+async function clusterNodes(contactPoints: readonly string[]): Promise<string[]> {
+  const admin = await cassandraClient(contactPoints);
+  try {
+    return admin.hosts.keys();
+  } finally {
+    await admin.shutdown();
+  }
+}
+
 const cassandra = await cassandraTarget();
 if (!cassandra.available) console.warn(`[probes] Cassandra run SKIPPED: ${cassandra.reason}`);
 
-describe.skipIf(!cassandra.available)('the probes on Cassandra behind a TCP proxy', () => {
-  let proxy: TcpProxy;
+describe.skipIf(!cassandra.available)('the probes on Cassandra behind TCP proxies, one a node', () => {
+  const proxies: TcpProxy[] = [];
   let server: TestServer;
 
   beforeAll(async () => {
-    const [point] = await cassandra.contactPoints!();
-    const [host, port] = point!.includes(':') ? point!.split(':') : [point!, '9042'];
-    proxy = new TcpProxy(host!, Number(port));
-    await proxy.start();
-    // The driver reaches the node only through the proxy (one node: no peers to go around it).
-    const client = await cassandraClient([`127.0.0.1:${proxy.port}`]);
+    const points = await cassandra.contactPoints!();
+    // On a ring the driver finds the other nodes and connects to them directly; so every
+    // node gets a proxy, and the store's driver reaches each only through its proxy.
+    const proxyOf = new Map<string, string>();
+    for (const node of await clusterNodes(points)) {
+      const colon = node.lastIndexOf(':');
+      const proxy = new TcpProxy(node.slice(0, colon), Number(node.slice(colon + 1)));
+      await proxy.start();
+      proxies.push(proxy);
+      proxyOf.set(node, `127.0.0.1:${proxy.port}`);
+    }
+    const client = await cassandraClient([...proxyOf.values()], { addressResolution: new ThroughProxies(proxyOf) });
+    // Every host the driver knows is a proxy: none is reached around them.
+    expect(client.hosts.keys().sort()).toEqual([...proxyOf.values()].sort());
     const keyspace = uniqueKeyspace('probes');
-    const store = new CassandraStore({ client, keyspace });
+    const store = new CassandraStore({ client, keyspace, replication: testReplication() });
     const dispose = async () => {
-      await proxy.stop().catch(() => undefined);
-      const admin = await cassandraClient([point!]);
+      await Promise.all(proxies.map((p) => p.stop().catch(() => undefined)));
+      const admin = await cassandraClient(points);
       try {
         await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
       } finally {
         await admin.shutdown();
       }
     };
-    server = await startTestServer({ target: targetOf('Cassandra via proxy', store, dispose) });
+    server = await startTestServer({ target: targetOf('Cassandra via proxies', store, dispose) });
   }, 180_000);
   afterAll(() => server?.close());
 
-  it('answers /readyz 503 while the proxy is stopped and 200 once it runs again; /livez 200 throughout', async () => {
+  it('answers /readyz 503 while every proxy is stopped and 200 once they run again; /livez 200 throughout', async () => {
     expect(await probe(server, '/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
-    await proxy.stop();
+    await Promise.all(proxies.map((p) => p.stop()));
     const down = await probe(server, '/readyz');
     expect(down.status).toBe(503);
     expect(down.body.status).toBe('unavailable');
     expect((await probe(server, '/livez')).status).toBe(200);
-    await proxy.start();
+    await Promise.all(proxies.map((p) => p.start()));
     // The driver reconnects on its own schedule (its reconnection policy starts at 1 s).
     const deadline = Date.now() + 60_000;
     let last = await probe(server, '/readyz');

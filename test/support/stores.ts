@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import { describe, it } from 'vitest';
+import { consistencyOf } from '../../src/store/cassandra/cassandra-connect.js';
 import { CassandraStore, type CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
 import { parseReplication, type ReplicationSetting } from '../../src/config.js';
 import type { Clock } from '../../src/store/clock.js';
@@ -35,6 +36,11 @@ export interface StoreOptions {
   readonly log?: (message: string) => void;
   /** Cassandra only: wrap the driver client (fault injection). */
   readonly wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
+  /**
+   * Cassandra only: the consistency of every read and write, a CQL name (`ALL`);
+   * LOCAL_QUORUM, the product's default, unless set. The embedded store has one copy.
+   */
+  readonly consistency?: string;
 }
 
 /** A store to run a suite against, or the reason it cannot run here. */
@@ -61,7 +67,7 @@ export const DDL_TIMEOUT_MS = { sqlite: 30_000, cassandra: 240_000 } as const;
  * The replication of the keyspaces tests create on Cassandra: CASSANDRA_REPLICATION, as
  * the product reads it (a ring runs its suites at its own replication factor).
  */
-function testReplication(): ReplicationSetting {
+export function testReplication(): ReplicationSetting {
   return parseReplication(process.env.CASSANDRA_REPLICATION ?? 'SimpleStrategy:1');
 }
 
@@ -76,7 +82,7 @@ export function memorySqliteStore(options: SqliteOptions = {}): SqliteStore {
 /** An in-memory SQLite store, looked into through its database. */
 function sqliteStoreUnderTest(options: SqliteOptions): StoreUnderTest {
   const db = new Database(':memory:');
-  const { wrapClient: _cassandraOnly, ...sqliteOptions } = options;
+  const { wrapClient: _cassandraOnly, consistency: _oneCopy, ...sqliteOptions } = options;
   const store = new SqliteStore({ ...sqliteOptions, database: db });
   return {
     store,
@@ -116,12 +122,13 @@ export function uniqueKeyspace(prefix = 'test'): string {
   return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
 }
 
-/** A connected driver client, as the product configures it. */
-export async function cassandraClient(contactPoints: readonly string[]): Promise<cassandra.Client> {
+/** A connected driver client, as the product configures it; `policies` adds the driver's policies a test needs (an address translator, say). */
+export async function cassandraClient(contactPoints: readonly string[], policies?: cassandra.ClientOptions['policies']): Promise<cassandra.Client> {
   const client = new cassandra.Client({
     contactPoints: [...contactPoints],
     localDataCenter: process.env.CASSANDRA_LOCAL_DC ?? 'datacenter1',
     encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
+    ...(policies ? { policies } : {}),
   });
   await client.connect();
   return client;
@@ -135,6 +142,7 @@ async function cassandraStoreUnderTest(contactPoints: readonly string[], options
     client: options.wrapClient ? options.wrapClient(client) : client,
     keyspace,
     replication: testReplication(),
+    consistency: options.consistency === undefined ? undefined : consistencyOf(options.consistency),
     clock: options.clock,
     log: options.log,
   });
