@@ -170,8 +170,10 @@ describeEachStore('ordered lists (ledger)', (target) => {
 
   it('reports its lag: the age of the oldest transaction its last pass left to a list another applier holds, and none once it settles it', async () => {
     const { base, lists, listId } = await setup(pool);
-    // Another applier holds the list: its lease, short-lived.
-    await base.insertIfNotExists(listApplierLeasesTable, { list_id: listId, owner: '00000000-0000-4000-8000-0000000000aa' }, { ttl: 1 });
+    // Another applier holds the list: its lease, short-lived. Three seconds, not one:
+    // Cassandra expires a TTL at a whole second (the write's second plus the TTL), so a
+    // one-second lease can lapse before the pass below runs.
+    await base.insertIfNotExists(listApplierLeasesTable, { list_id: listId, owner: '00000000-0000-4000-8000-0000000000aa' }, { ttl: 3 });
     await lists.add(listId, 'waiting');
     const applier = new ListApplier(base);
     expect(applier.lagSeconds()).toBe(0);
