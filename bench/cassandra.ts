@@ -18,8 +18,8 @@
  * quotes are in bench/results/recorded-cassandra.json).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
+import { finishRun } from './results.js';
 import pino from 'pino';
 import { ALL_TABLES, createRequestContext, createServices, type Services } from '../src/composition-root.js';
 import { loadConfig } from '../src/config.js';
@@ -157,13 +157,7 @@ async function main(): Promise<void> {
     await driver.shutdown();
     await store.close();
   }
-  results.loadAverageAtEnd = loadavg();
-  results.totalSeconds = Math.round((Date.now() - started) / 1000);
-  console.log('');
-  console.table(rows);
-  mkdirSync('bench/results', { recursive: true });
-  writeFileSync('bench/results/cassandra-latest.json', `${JSON.stringify({ results, rows }, null, 2)}\n`);
-  console.log(`\nwrote bench/results/cassandra-latest.json (${results.totalSeconds} s in all)`);
+  finishRun('cassandra-latest.json', results, started, rows);
 
   /** Pages in process, the ceiling, and over HTTP, round after round. */
   async function pagesPart(services: Services, settings: typeof config.cassandra, store: Store) {

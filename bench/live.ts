@@ -18,8 +18,9 @@
  * (feeds,auto,writes,fanout).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { finishRun } from './results.js';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
@@ -432,12 +433,7 @@ async function main(): Promise<void> {
   for (const fanout of ['feeds', 'auto'] as const) if (PARTS.has(fanout)) results[`fanout=${fanout}`] = await subscriptionsPart(run, authors, fanout);
   if (PARTS.has('writes')) results.writes = await writesPart(run, authors);
   if (PARTS.has('fanout')) results.fanOut = await fanOutPart(run, authors);
-  results.loadAverageAtEnd = loadavg();
-  results.totalSeconds = Math.round((Date.now() - started) / 1000);
-  console.log(JSON.stringify(results, null, 2));
-  mkdirSync('bench/results', { recursive: true });
-  writeFileSync('bench/results/live-latest.json', `${JSON.stringify(results, null, 2)}\n`);
-  console.log(`\nwrote bench/results/live-latest.json (${results.totalSeconds} s in all)`);
+  finishRun('live-latest.json', results, started);
   rmSync(dir, { recursive: true, force: true });
 }
 

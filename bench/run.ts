@@ -7,8 +7,9 @@
  * paging,overhead,metrics,roundtrips,counter,search) narrows a run. The search section makes its 100,000 users once, into a
  * file in the system's temporary folder (BENCH_NAMES_FILE), reused by later runs.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { finishRun } from './results.js';
 import { join } from 'node:path';
 import { runDeepPaging } from './deep-paging.js';
 import { runMetricsCost } from './metrics-cost.js';
@@ -81,13 +82,7 @@ async function main(): Promise<void> {
     progress('name search: usersByName against usersByLastName over 100,000 users; totalCount per request');
     results.nameSearch = await runNameSearch(progress, row);
   }
-  results.loadAverageAtEnd = loadavg();
-  results.totalSeconds = Math.round((Date.now() - started) / 1000);
-  console.log('');
-  console.table(rows);
-  mkdirSync('bench/results', { recursive: true });
-  writeFileSync('bench/results/latest.json', `${JSON.stringify({ results, rows }, null, 2)}\n`);
-  console.log(`\nwrote bench/results/latest.json (${results.totalSeconds} s in all)`);
+  finishRun('latest.json', results, started, rows);
   rmSync(dir, { recursive: true, force: true });
 }
 
