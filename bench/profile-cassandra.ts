@@ -83,6 +83,7 @@ const services = createServices(config, { store, logger: pino({ level: 'silent' 
 await preparePagesFixture(services);
 const ours = which === 'timeline' ? () => timelinePage(services) : () => suspendedPage(services);
 let page: () => Promise<unknown> = ours;
+let driver: ReturnType<typeof cassandraClientFrom> | undefined;
 if (positionals[2] === 'ceiling') {
   let recorder!: StatementRecorder;
   const recording = cassandraStoreFrom({ ...settings, autoSchema: false }, { log: () => undefined, wrapClient: (c) => (recorder = new StatementRecorder(c)) });
@@ -90,9 +91,10 @@ if (positionals[2] === 'ceiling') {
   const recordingServices = createServices(config, { store: recording, logger: pino({ level: 'silent' }), clock });
   const statements = await recorder.record(() => (which === 'timeline' ? timelinePage(recordingServices) : suspendedPage(recordingServices)));
   await recording.close();
-  const driver = cassandraClientFrom(settings);
-  await driver.connect();
-  page = () => replay(driver, statements);
+  const client = cassandraClientFrom(settings);
+  driver = client;
+  await client.connect();
+  page = () => replay(client, statements);
 }
 await closedLoop(page, 3, 32, []);
 const session = new Session();
@@ -107,6 +109,8 @@ const dropper = cassandraClientFrom(settings);
 await dropper.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
 await dropper.shutdown();
 await store.close();
+// The ceiling's own client too, or its open connections keep the process alive.
+await driver?.shutdown();
 
 const dir = join(fileURLToPath(new URL('../../profiles/', import.meta.url)));
 mkdirSync(dir, { recursive: true });
