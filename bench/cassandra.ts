@@ -10,6 +10,10 @@
  *   sending the statements the product sent for that page (recorded from it), with the
  *   same dependencies between them. Req/s, p50, p99, CPU per page (this process's in
  *   process, the server's over HTTP, Cassandra's where its processes are visible).
+ *   Over HTTP also against Apollo's floor (bench/floor.ts): the same server stack
+ *   answering from the responses ours gave at the start of the run, with no store work,
+ *   loaded the same way in each round; ours / floor, and our extra server CPU per
+ *   request over it (the store path as it runs in the server).
  * - counter: seed 001 through `Meetings.accept`, first-write-wins against the
  *   lightweight transaction, each user accepting twice, counts checked, the LWT's
  *   failures counted by kind.
@@ -18,6 +22,8 @@
  * quotes are in bench/results/recorded-cassandra.json).
  */
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { finishRun } from './results.js';
 import pino from 'pino';
@@ -30,7 +36,8 @@ import { oneLine } from '../src/store/cassandra/cassandra-errors.js';
 import { MonotonicClock } from '../src/store/clock.js';
 import type { Store } from '../src/store/port.js';
 import { BENCH_SECRETS, benchEnv, TIMELINE_WORKLOAD, type Workload } from './fixture.js';
-import { buildServers, check, load, median, OUR_SERVER, spread, startServer } from './overhead.js';
+import type { RecordedResponse } from './floor.js';
+import { buildServers, check, FLOOR_SERVER, load, median, OUR_SERVER, PROBE_WORKLOAD, spread, startServer, stopServer, type Measure } from './overhead.js';
 import { measureAcceptances, type AcceptanceRun } from './unique-counter.js';
 import { WithoutChangeLog } from './without-change-log.js';
 import {
@@ -121,6 +128,47 @@ async function inTurn<A, B>(round: number, a: () => Promise<A>, b: () => Promise
 const fmt = (s: { median: number; min: number; max: number }, digits = 0) =>
   `${s.median.toFixed(digits)} [${s.min.toFixed(digits)}–${s.max.toFixed(digits)}]`;
 
+/** A server `startServer` started. */
+type Started = Awaited<ReturnType<typeof startServer>>;
+
+/**
+ * Apollo's floor, given the responses ours at `oursPort` answers `workloads` (and the
+ * start-up probe) with; started with ours' environment, and checked to answer each
+ * workload with the same data.
+ */
+async function startFloor(oursPort: number, workloads: readonly Workload[], env: Record<string, string>): Promise<Started> {
+  const answered: Array<{ workload: Workload; data: unknown }> = [];
+  for (const workload of [PROBE_WORKLOAD, ...workloads]) {
+    const response = (await check(oursPort, workload, 'ours on Cassandra')) as { data: unknown };
+    answered.push({ workload, data: response.data });
+  }
+  const recorded: RecordedResponse[] = answered.map(({ workload, data }) => {
+    const { query, variables } = JSON.parse(workload.body) as { query: string; variables?: Record<string, unknown> };
+    return { query, variables, data: data as Record<string, unknown> };
+  });
+  mkdirSync('.bench-build', { recursive: true });
+  const file = '.bench-build/apollo-floor-responses.json';
+  writeFileSync(file, JSON.stringify(recorded));
+  const floor = await startServer(FLOOR_SERVER, file, [], env);
+  for (const { workload, data } of answered) {
+    const response = (await check(floor.port, workload, FLOOR_SERVER.name)) as { data: unknown };
+    if (!isDeepStrictEqual(response.data, data)) throw new Error(`${FLOOR_SERVER.name}, ${workload.name}: its data differs from ours'`);
+  }
+  progress(`${FLOOR_SERVER.name}: serving ${recorded.length} responses recorded from ours`);
+  return floor;
+}
+
+/** Check, warm up and load `workload` on `server`; Cassandra's CPU per request where visible. */
+async function loadHttp(server: Started, workload: Workload, name: string): Promise<Measure & { cassandraCpuMsPerRequest: number | null }> {
+  await check(server.port, workload, name);
+  await load(server.port, server.child.pid!, workload, WARMUP, CONNECTIONS);
+  const dbBefore = cassandraCpuMs(pids);
+  const http = await load(server.port, server.child.pid!, workload, DURATION, CONNECTIONS);
+  const dbAfter = cassandraCpuMs(pids);
+  const total = http.requestsPerSecond * DURATION;
+  return { ...http, cassandraCpuMsPerRequest: dbBefore === null || dbAfter === null ? null : +((dbAfter - dbBefore) / total).toFixed(3) };
+}
+
 // ---- the run ---------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -178,10 +226,12 @@ async function main(): Promise<void> {
     const token = await signToken(authKey(BENCH_SECRETS.AUTH_SECRET), 'root', { admin: true, expiresIn: '1d' });
     const workloads: Record<string, Workload> = { timeline: TIMELINE_WORKLOAD, 'suspendedUsers (50 edges)': suspendedWorkload(token) };
     let server: Awaited<ReturnType<typeof startServer>> | null = null;
+    let floor: Awaited<ReturnType<typeof startServer>> | null = null;
     if (PARTS.has('http')) {
       await buildServers(progress);
       const env = { ...benchEnv(''), STORE: 'cassandra', CASSANDRA_KEYSPACE: settings.keyspace, CASSANDRA_CONTACT_POINTS: contactPoints };
       server = await startServer(OUR_SERVER, '', [], env);
+      floor = await startFloor(server.port, Object.values(workloads), env);
     }
     const raw: Record<string, Array<Record<string, any>>> = {};
     try {
@@ -194,27 +244,27 @@ async function main(): Promise<void> {
             () => measured(() => replay(driver, page.statements)),
           );
           const entry: Record<string, any> = { loadAverage: load1(), inProcess, ceiling: driverAlone, oursOverCeiling: +(inProcess.perSecond / driverAlone.perSecond).toFixed(3) };
-          if (server) {
+          if (server && floor) {
             const workload = workloads[page.name]!;
-            await check(server.port, workload, 'ours on Cassandra');
-            await load(server.port, server.child.pid!, workload, WARMUP, CONNECTIONS);
-            const dbBefore = cassandraCpuMs(pids);
-            const http = await load(server.port, server.child.pid!, workload, DURATION, CONNECTIONS);
-            const dbAfter = cassandraCpuMs(pids);
-            const total = http.requestsPerSecond * DURATION;
-            entry.http = { ...http, cassandraCpuMsPerRequest: dbBefore === null || dbAfter === null ? null : +((dbAfter - dbBefore) / total).toFixed(3) };
+            const [http, floorHttp] = await inTurn(
+              round,
+              () => loadHttp(server!, workload, 'ours on Cassandra'),
+              () => loadHttp(floor!, workload, "Apollo's floor"),
+            );
+            entry.http = http;
             entry.httpOverCeiling = +(http.requestsPerSecond / driverAlone.perSecond).toFixed(3);
+            entry.floor = floorHttp;
+            entry.httpOverFloor = +(http.requestsPerSecond / floorHttp.requestsPerSecond).toFixed(3);
+            entry.extraCpuMsPerRequestOverFloor =
+              http.cpuMsPerRequest === null || floorHttp.cpuMsPerRequest === null ? null : +(http.cpuMsPerRequest - floorHttp.cpuMsPerRequest).toFixed(3);
           }
           progress(`${page.name}: ${JSON.stringify(entry)}`);
           (raw[page.name] ??= []).push(entry);
         }
       }
     } finally {
-      if (server) {
-        const gone = new Promise((r) => server!.child.once('exit', r));
-        server.child.kill('SIGTERM');
-        await gone;
-      }
+      if (server) await stopServer(server);
+      if (floor) await stopServer(floor);
       await driver.shutdown();
     }
     const summary: Record<string, unknown> = {};
@@ -233,10 +283,16 @@ async function main(): Promise<void> {
         row(`${page.name}: over HTTP p50 / p99 ms`, `${median(rounds.map((r) => r.http.p50))} / ${median(rounds.map((r) => r.http.p99))}`);
         row(`${page.name}: over HTTP server CPU ms/request`, fmt(pick((r) => r.http.cpuMsPerRequest ?? NaN), 3));
         row(`${page.name}: ours over HTTP / ceiling`, `${fmt(pick((r) => r.httpOverCeiling), 3)}x`);
+        row(`${page.name}: Apollo's floor req/s`, fmt(pick((r) => r.floor.requestsPerSecond)));
+        row(`${page.name}: Apollo's floor p50 / p99 ms`, `${median(rounds.map((r) => r.floor.p50))} / ${median(rounds.map((r) => r.floor.p99))}`);
+        row(`${page.name}: Apollo's floor server CPU ms/request`, fmt(pick((r) => r.floor.cpuMsPerRequest ?? NaN), 3));
+        row(`${page.name}: ours over HTTP / Apollo's floor`, `${fmt(pick((r) => r.httpOverFloor), 3)}x`);
+        row(`${page.name}: our server CPU ms/request over the floor (the store path)`, fmt(pick((r) => r.extraCpuMsPerRequestOverFloor ?? NaN), 3));
       }
       summary[page.name] = {
         statements: page.statements.map((s) => ({ query: s.query, after: s.after, idempotent: s.options.isIdempotent })),
         oursOverCeilingInProcess: ratio,
+        ...(server ? { oursOverFloorHttp: pick((r) => r.httpOverFloor), extraCpuMsPerRequestOverFloor: pick((r) => r.extraCpuMsPerRequestOverFloor ?? NaN) } : {}),
         rounds,
       };
     }

@@ -25,7 +25,7 @@ export interface OverheadOptions {
 /** A server the benchmarks start: its name, and how node runs it. */
 export interface ServerSpec {
   readonly name: string;
-  readonly key: 'ours' | 'mercurius' | 'graphqlJs';
+  readonly key: 'ours' | 'mercurius' | 'graphqlJs' | 'floor';
   /** The node arguments, given the fixture file and the port. */
   readonly args: (file: string, port: number) => string[];
 }
@@ -34,6 +34,12 @@ const BUILD_DIR = '.bench-build';
 
 /** Ours: the `npm run build` output that `npm start` runs. */
 export const OUR_SERVER: ServerSpec = { name: 'ours (Apollo Server + graphql-jit)', key: 'ours', args: () => ['dist/main.js'] };
+
+/**
+ * Apollo's floor (bench/floor.ts): our stack answering from responses recorded from
+ * ours, given as a file (the fixture argument) of `RecordedResponse`s.
+ */
+export const FLOOR_SERVER: ServerSpec = { name: "Apollo's floor", key: 'floor', args: (file, port) => [`${BUILD_DIR}/apollo-floor.js`, file, String(port)] };
 
 const SERVERS: readonly ServerSpec[] = [
   OUR_SERVER,
@@ -55,11 +61,11 @@ export interface Measure {
 
 /** Compile what the servers run: ours with the project's build, the peers with esbuild. */
 export async function buildServers(progress: (m: string) => void): Promise<void> {
-  progress('building: npm run build (ours), esbuild (peers)');
+  progress("building: npm run build (ours), esbuild (peers, Apollo's floor)");
   const tsc = spawnSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
   if (tsc.status !== 0) throw new Error('npm run build failed');
   await build({
-    entryPoints: { mercurius: 'bench/servers/mercurius.ts', 'graphql-js': 'bench/servers/graphql-js.ts' },
+    entryPoints: { mercurius: 'bench/servers/mercurius.ts', 'graphql-js': 'bench/servers/graphql-js.ts', 'apollo-floor': 'bench/servers/apollo-floor.ts' },
     outdir: BUILD_DIR,
     bundle: true,
     platform: 'node',
@@ -91,6 +97,13 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** The request `startServer` waits on: every server answers it once it is up. */
+export const PROBE_WORKLOAD: Workload = {
+  name: 'start-up probe',
+  body: '{"query":"{__typename}"}',
+  check: (response) => ((response as { data?: { __typename?: string } }).data?.__typename === 'Query' ? null : `expected Query, got ${JSON.stringify(response).slice(0, 200)}`),
+};
+
 /**
  * Start a compiled server over `file` (the fixture) with `env` (by default the bench
  * environment over that file), pinned by `prefix`; resolves once it answers.
@@ -112,7 +125,7 @@ export async function startServer(
   const deadline = Date.now() + 30_000;
   for (;;) {
     const up = await Promise.race([
-      fetch(`http://127.0.0.1:${port}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{__typename}"}' }).then(
+      fetch(`http://127.0.0.1:${port}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: PROBE_WORKLOAD.body }).then(
         (r) => r.ok,
         () => false,
       ),
@@ -170,15 +183,24 @@ export async function load(port: number, pid: number, workload: Workload, second
   };
 }
 
-/** Throws unless the server at `port` answers `workload` rightly. */
-export async function check(port: number, workload: Workload, name: string): Promise<void> {
+/** Throws unless the server at `port` answers `workload` rightly; resolves to the answer. */
+export async function check(port: number, workload: Workload, name: string): Promise<unknown> {
   const res = await fetch(`http://127.0.0.1:${port}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...workload.headers },
     body: workload.body,
   });
-  const problem = workload.check(await res.json());
+  const response: unknown = await res.json();
+  const problem = workload.check(response);
   if (problem) throw new Error(`${name}, ${workload.name}: ${problem}`);
+  return response;
+}
+
+/** Stop a server `startServer` started; resolves once it has exited. */
+export async function stopServer(server: { child: ChildProcess }): Promise<void> {
+  const gone = new Promise((r) => server.child.once('exit', r));
+  server.child.kill('SIGTERM');
+  await gone;
 }
 
 /** The median of some numbers. */
@@ -231,9 +253,7 @@ export async function runOverhead(
         const rss = peakRssMb(child.pid!);
         if (rss !== null) (peakRss[spec.key] ??= []).push(rss);
       } finally {
-        const gone = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await gone;
+        await stopServer({ child });
       }
     }
   }

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApolloServer, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
+import { ApolloServer, type ApolloServerPlugin, type BaseContext, type GraphQLRequestListener } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
   ApolloServerPluginCacheControlDisabled,
@@ -28,13 +28,13 @@ import {
   type Services,
 } from './composition-root.js';
 import type { Config } from './config.js';
-import type { Metrics } from './metrics.js';
+import type { GraphqlCounts, Metrics } from './metrics.js';
 import { authKey, sessionFromAuthorization, viewerFromAuthorization } from './graphql/auth.js';
 import type { Loaders } from './graphql/loaders.js';
 import type { PollReport } from './live/live-hub.js';
 import type { RequestContext } from './graphql/context.js';
 import { createFormatError } from './graphql/errors.js';
-import { jitResponder, stringifyResult } from './graphql/jit-executor.js';
+import { jitResponder, stringifyResult, type JitResponderOptions } from './graphql/jit-executor.js';
 import { limitProtections, tokenLimitViolation, type LimitProtections } from './graphql/limits.js';
 import { QueryHashes } from './graphql/query-hashes.js';
 import { resolvers } from './graphql/resolvers/index.js';
@@ -43,7 +43,7 @@ import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
 import { withRequestLog } from './request-log.js';
 import { demoGlobalIds } from './seed/demo.js';
 import { Presence } from './presence.js';
-import { createHttpHandler } from './server.js';
+import { createHttpHandler, type HttpHandlerOptions } from './server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import { createLiveServer, type LiveServer } from './ws-server.js';
 import type { Store } from './store/port.js';
@@ -78,15 +78,16 @@ export interface App {
  * the request from their argument), so a request costs Apollo one plugin and no
  * allocation here.
  */
-function requestPlugin(
+function requestPlugin<C extends BaseContext & GraphqlCounts>(
   limits: LimitProtections,
   schema: GraphQLSchema,
   formatError: ReturnType<typeof createFormatError>,
   metrics: Metrics | null,
   tracing: Tracing | undefined,
-): ApolloServerPlugin<RequestContext> {
-  const execute = jitResponder<RequestContext>(schema, { formatError, didEncounterErrors: limits.didEncounterErrors });
-  const listener: GraphQLRequestListener<RequestContext> = {
+  rootValue: JitResponderOptions<C>['rootValue'],
+): ApolloServerPlugin<C> {
+  const execute = jitResponder<C>(schema, { formatError, didEncounterErrors: limits.didEncounterErrors, rootValue });
+  const listener: GraphQLRequestListener<C> = {
     didResolveOperation: limits.didResolveOperation,
     didEncounterErrors: limits.didEncounterErrors,
     // With tracing on, each operation runs in a span of its own (its store round trips nest under it).
@@ -107,6 +108,86 @@ function requestPlugin(
   // One settled promise of the listener for every request: nothing to allocate per request.
   const started = Promise.resolve(listener);
   return { requestDidStart: () => started };
+}
+
+/** node:http with the configured timeouts, for `serveGraphql` to answer on. */
+export function graphqlHttpServer(config: Config): Server {
+  // A slow client cannot hold a connection forever.
+  return createServer({ requestTimeout: config.requestTimeoutMs, headersTimeout: Math.min(config.requestTimeoutMs, 20_000) });
+}
+
+/** What `serveGraphql` serves with, besides the configuration. */
+export interface GraphqlServing<C extends BaseContext & GraphqlCounts> {
+  readonly logger: Logger;
+  readonly schema: GraphQLSchema;
+  readonly limits: LimitProtections;
+  readonly formatError: ReturnType<typeof createFormatError>;
+  readonly metrics: Metrics | null;
+  readonly tracing?: Tracing;
+  /** Build one request's context (see `HttpHandlerOptions.contextFor`). */
+  readonly contextFor: HttpHandlerOptions<C>['contextFor'];
+  readonly readiness: HttpHandlerOptions<C>['readiness'];
+  readonly demoIds?: HttpHandlerOptions<C>['demoIds'];
+  /** Plugins besides the server's own, run before its request plugin. */
+  readonly plugins?: ApolloServerPlugin<C>[];
+  /** Each operation's root value (the application has none; see `JitResponderOptions.rootValue`). */
+  readonly rootValue?: JitResponderOptions<C>['rootValue'];
+}
+
+/**
+ * Start Apollo Server with the product's settings and request plugin, and answer
+ * `httpServer`'s requests through the node:http handler: the application serves this
+ * way, and so does the benchmarks' Apollo floor (bench/servers/apollo-floor.ts), which
+ * must cost what this stack costs.
+ */
+export async function serveGraphql<C extends BaseContext & GraphqlCounts>(config: Config, httpServer: Server, serving: GraphqlServing<C>): Promise<ApolloServer<C>> {
+  const { logger, schema, limits, formatError, metrics } = serving;
+  const queryHashes = new QueryHashes();
+  const apollo = new ApolloServer<C>({
+    // Apollo's plain schema mode; the request plugin executes with graphql-jit.
+    schema,
+    formatError,
+    includeStacktraceInErrorResponses: false,
+    introspection: config.introspection,
+    // Apollo pretty-prints results by default; clients do not need the whitespace.
+    stringifyResult,
+    // CSRF prevention (simple, form-like requests refused) is the HTTP handler's
+    // `csrfRefusal`: the same rule, decided from the content type it reads anyway.
+    csrfPrevention: false,
+    // Automatic persisted queries, whose cache also remembers each query text's hash.
+    persistedQueries: { cache: queryHashes.forApollo() },
+    validationRules: limits.validationRules,
+    plugins: [
+      ApolloServerPluginLandingPageDisabled(),
+      // We set no cache hints; Apollo's cache-control plugin would still visit every field.
+      ApolloServerPluginCacheControlDisabled(),
+      // Only a federation subgraph traces inline; this schema is not one.
+      ApolloServerPluginInlineTraceDisabled(),
+      ApolloServerPluginDrainHttpServer({ httpServer }),
+      ...(serving.plugins ?? []),
+      requestPlugin<C>(limits, schema, formatError, metrics, serving.tracing, serving.rootValue),
+    ],
+  });
+  await apollo.start();
+  const handler = createHttpHandler<C>({
+    apollo,
+    logger,
+    bodyLimitBytes: config.bodyLimitBytes,
+    playground: config.playground,
+    cors: config.corsOrigins,
+    demoIds: serving.demoIds,
+    checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
+    maxResponseBytes: config.maxResponseBytes,
+    writeTimeoutMs: config.writeTimeoutMs,
+    queryHashes,
+    requestTimeoutMs: config.requestTimeoutMs,
+    readiness: serving.readiness,
+    metrics: metrics ? (req, res) => metrics.answer(req, res) : undefined,
+    contextFor: serving.contextFor,
+  });
+  const handle = withRequestLog(metrics ? metrics.wrapHttp(handler) : handler, logger);
+  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => void handle(req, res));
+  return apollo;
 }
 
 /**
@@ -181,14 +262,7 @@ export async function createApp(
   const limits = limitProtections(config.limits, { hideSuggestions: !config.introspection });
   const schema = makeExecutableSchema({ typeDefs, resolvers: resolvers as never });
   const formatError = createFormatError(logger);
-  const queryHashes = new QueryHashes();
-  // The handler is set once Apollo has started; no request arrives before `listen`.
-  let handle: (req: IncomingMessage, res: ServerResponse) => unknown = () => undefined;
-  const httpServer = createServer(
-    // A slow client cannot hold a connection forever.
-    { requestTimeout: config.requestTimeoutMs, headersTimeout: Math.min(config.requestTimeoutMs, 20_000) },
-    (req, res) => void handle(req, res),
-  );
+  const httpServer = graphqlHttpServer(config);
   // Subscriptions: the same schema, limits and error formatting, over WebSocket.
   const liveLoaders = new WeakMap<object, Loaders>();
   const liveServer = createLiveServer<RequestContext>(httpServer, {
@@ -211,52 +285,21 @@ export async function createApp(
     },
     onClosedTooSlow: metrics ? () => metrics.socketClosedTooSlow() : undefined,
   });
-  const apollo = new ApolloServer<RequestContext>({
-    // Apollo's plain schema mode; the request plugin executes with graphql-jit.
-    schema,
-    formatError,
-    includeStacktraceInErrorResponses: false,
-    introspection: config.introspection,
-    // Apollo pretty-prints results by default; clients do not need the whitespace.
-    stringifyResult,
-    // CSRF prevention (simple, form-like requests refused) is the HTTP handler's
-    // `csrfRefusal`: the same rule, decided from the content type it reads anyway.
-    csrfPrevention: false,
-    // Automatic persisted queries, whose cache also remembers each query text's hash.
-    persistedQueries: { cache: queryHashes.forApollo() },
-    validationRules: limits.validationRules,
-    plugins: [
-      ApolloServerPluginLandingPageDisabled(),
-      // We set no cache hints; Apollo's cache-control plugin would still visit every field.
-      ApolloServerPluginCacheControlDisabled(),
-      // Only a federation subgraph traces inline; this schema is not one.
-      ApolloServerPluginInlineTraceDisabled(),
-      // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
-      ApolloServerPluginDrainHttpServer({ httpServer }),
-      { serverWillStart: async () => ({ drainServer: () => liveServer.close() }) },
-      requestPlugin(limits, schema, formatError, metrics, deps.tracing),
-    ],
-  });
-  await apollo.start();
-
-  const handler = createHttpHandler<RequestContext>({
-    apollo,
+  const apollo = await serveGraphql<RequestContext>(config, httpServer, {
     logger,
-    bodyLimitBytes: config.bodyLimitBytes,
-    playground: config.playground,
-    cors: config.corsOrigins,
+    schema,
+    limits,
+    formatError,
+    metrics,
+    tracing: deps.tracing,
+    // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
+    plugins: [{ serverWillStart: async () => ({ drainServer: () => liveServer.close() }) }],
     demoIds: () => demoGlobalIds(store),
-    checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
-    maxResponseBytes: config.maxResponseBytes,
-    writeTimeoutMs: config.writeTimeoutMs,
-    queryHashes,
-    requestTimeoutMs: config.requestTimeoutMs,
     // Ready: the store answers, with every declared table and column.
     readiness: async () => {
       const missing = await store.checkSchema(ALL_TABLES);
       return missing.length === 0 ? null : `the store's schema is incomplete: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
     },
-    metrics: metrics ? (req, res) => metrics.answer(req, res) : undefined,
     contextFor: async (req, deadline) => {
       const header = req.headers.authorization;
       // Anonymous requests (no header) skip the token check's await.
@@ -265,7 +308,6 @@ export async function createApp(
       return createRequestContext(services, viewer, { deadline: { at: deadline, timeoutMs: config.requestTimeoutMs } });
     },
   });
-  handle = withRequestLog(metrics ? metrics.wrapHttp(handler) : handler, logger);
   metrics?.setSources({
     sagasInFlight: () => services.sagasInFlight.size,
     listApplierLagSeconds: () => applier.lagSeconds(),

@@ -55,6 +55,12 @@ export interface JitResponderOptions<C extends BaseContext> {
   readonly formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
   /** The `didEncounterErrors` hook of the plugin this responder belongs to (Apollo calls it for its own errors). */
   readonly didEncounterErrors?: (requestContext: GraphQLRequestContextDidEncounterErrors<C>) => Promise<void>;
+  /**
+   * The root value of an operation (none by default: the application's root fields have
+   * resolvers). The benchmarks' Apollo floor gives a recorded response here, which
+   * default resolvers then serve.
+   */
+  readonly rootValue?: (requestContext: GraphQLRequestContextResponseForOperation<C>) => unknown;
 }
 
 /** True for an `extensions.http` Apollo would merge into the response's head. */
@@ -100,6 +106,7 @@ export function jitResponder<C extends BaseContext>(schema: GraphQLSchema, optio
   // Compiled with their operation's node: Apollo hands every request of a cached query
   // text the same document, and a document its cache lets go takes its compilation along.
   const compiled = new WeakMap<OperationDefinitionNode, CompiledQuery>();
+  const rootValue = options.rootValue;
   return async (requestContext: GraphQLRequestContextResponseForOperation<C>): Promise<GraphQLResponse | null> => {
     const { document, operationName, operation, request } = requestContext;
     // No operation resolved: Apollo's own path answers (the operation guard refuses these first).
@@ -117,7 +124,7 @@ export function jitResponder<C extends BaseContext>(schema: GraphQLSchema, optio
     }
     let errors: GraphQLError[];
     if (query) {
-      result = await query.query(undefined, requestContext.contextValue, request.variables ?? {});
+      result = await query.query(rootValue && rootValue(requestContext), requestContext.contextValue, request.variables ?? {});
       if (!result.errors) {
         // The head stays as Apollo has it (it merges this one into itself).
         return { http: requestContext.response.http, body: { kind: 'single', singleResult: result } };
