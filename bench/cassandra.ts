@@ -64,7 +64,8 @@ server reads them), in a new keyspace it drops at the end; skipped (exit 0) when
 answers. Writes bench/results/cassandra-latest.json. Environment: BENCH_ROUNDS (default
 3), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP (default 2),
 BENCH_CONNECTIONS (default 32), BENCH_ACCEPTANCES (per run, default 2000),
-BENCH_CASSANDRA_PARTS (comma-separated: pages,http,counter,writes; default all).`,
+BENCH_CASSANDRA_PARTS (comma-separated: pages,http,counter,writes; default all; http
+sets ours beside Apollo's floor, the same server stack answering recorded responses).`,
   {},
 );
 
