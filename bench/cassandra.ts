@@ -226,16 +226,17 @@ async function main(): Promise<void> {
     await driver.connect();
     const token = await signToken(authKey(BENCH_SECRETS.AUTH_SECRET), 'root', { admin: true, expiresIn: '1d' });
     const workloads: Record<string, Workload> = { timeline: TIMELINE_WORKLOAD, 'suspendedUsers (50 edges)': suspendedWorkload(token) };
-    let server: Awaited<ReturnType<typeof startServer>> | null = null;
-    let floor: Awaited<ReturnType<typeof startServer>> | null = null;
+    let server: Started | null = null;
+    let floor: Started | null = null;
+    // Ours and the floor run with the same environment.
+    const env = { ...benchEnv(''), STORE: 'cassandra', CASSANDRA_KEYSPACE: settings.keyspace, CASSANDRA_CONTACT_POINTS: contactPoints };
     if (PARTS.has('http')) {
       await buildServers(progress);
-      const env = { ...benchEnv(''), STORE: 'cassandra', CASSANDRA_KEYSPACE: settings.keyspace, CASSANDRA_CONTACT_POINTS: contactPoints };
       server = await startServer(OUR_SERVER, '', [], env);
-      floor = await startFloor(server.port, Object.values(workloads), env);
     }
     const raw: Record<string, Array<Record<string, any>>> = {};
     try {
+      if (server) floor = await startFloor(server.port, Object.values(workloads), env);
       for (let round = 0; round < ROUNDS; round++) {
         for (const page of pages) {
           progress(`round ${round + 1}/${ROUNDS}: ${page.name}, ${page.statements.length} statements a page`);

@@ -24,7 +24,11 @@ import { limitProtections } from '../src/graphql/limits.js';
 import { DateTimeScalar } from '../src/graphql/scalars.js';
 import type { GraphqlCounts } from '../src/metrics.js';
 
-/** A query the floor answers, and the `data` the real server answered it with. */
+/**
+ * A query the floor answers, and the `data` the real server answered it with. Default
+ * resolvers serve it, so it must not use aliases, and must select `__typename` under
+ * every field of an abstract type (such as `node`).
+ */
 export interface RecordedResponse {
   readonly query: string;
   readonly variables?: Record<string, unknown>;
@@ -68,7 +72,9 @@ function rootFrom(recorded: RecordedResponse): Record<string, unknown> {
   });
   const result = execute({ schema: reviving, document: parse(recorded.query), rootValue: recorded.data, variableValues: recorded.variables });
   if ('then' in result || result.errors?.length || !result.data) {
-    throw new Error(`the floor cannot serve the response to ${recorded.query.slice(0, 80)}: ${JSON.stringify('then' in result ? 'asynchronous' : result.errors)}`);
+    // An abstract type (Node) is resolved from `__typename`: a query whose response has none there cannot be served.
+    const why = 'then' in result ? 'asynchronous' : JSON.stringify(result.errors?.map((e) => e.message));
+    throw new Error(`the floor cannot serve the response to ${recorded.query.slice(0, 80)}: ${why}`);
   }
   return structuredClone(result.data) as Record<string, unknown>;
 }

@@ -198,6 +198,7 @@ export async function check(port: number, workload: Workload, name: string): Pro
 
 /** Stop a server `startServer` started; resolves once it has exited. */
 export async function stopServer(server: { child: ChildProcess }): Promise<void> {
+  if (server.child.exitCode !== null || server.child.signalCode !== null) return;
   const gone = new Promise((r) => server.child.once('exit', r));
   server.child.kill('SIGTERM');
   await gone;
