@@ -146,6 +146,41 @@ export async function suspendedPage(services: Services): Promise<void> {
   }
 }
 
+/**
+ * What signing a page's cursors costs: a function that signs the keys of the page's
+ * edges again, with the page's connection (the codec's work for that page and nothing
+ * else), for the bound that signing puts on ours / the ceiling.
+ */
+export async function pageCursors(services: Services, page: 'timeline' | 'suspended'): Promise<() => number> {
+  const ctx = createRequestContext(services, ADMIN);
+  let connection: string;
+  let cursors: string[];
+  if (page === 'timeline') {
+    const id = (await ctx.loaders.userIdByUsername.load('bench'))!;
+    connection = `User.posts:${id}`;
+    cursors = (await ctx.timeline.posts(id, { first: 20 })).edges.map((e) => e.cursor);
+  } else {
+    connection = 'Query.suspendedUsers';
+    cursors = (await ctx.suspensions.page({ first: 50 })).edges.map((e) => e.cursor);
+  }
+  const { codec } = services;
+  const keys = cursors.map((c) => codec.decodeCursor(connection, c) ?? fail(`a ${page} cursor is not of connection ${connection}`));
+  return () => keys.reduce((n, key) => n + codec.encodeCursor(connection, key).length, 0);
+}
+
+function fail(message: string): never {
+  throw new Error(message);
+}
+
+/** CPU ms per call of `op`, over `times` calls. */
+export function cpuMsPerCall(op: () => unknown, times: number): number {
+  for (let i = 0; i < Math.min(times, 200); i++) op();
+  const before = process.cpuUsage();
+  for (let i = 0; i < times; i++) op();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000 / times;
+}
+
 const SUSPENDED_QUERY = `{ suspendedUsers(first: 50) { edges { cursor node { reason suspendedAt
   user { username displayName suspension { reason } } } } pageInfo { hasNextPage endCursor } } }`;
 

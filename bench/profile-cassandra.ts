@@ -8,9 +8,8 @@
  * (inclusive) and the functions with the most self time. The profile is kept in
  * .bench-build/profiles/.
  */
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +19,7 @@ import { loadConfig } from '../src/config.js';
 import { parseCli } from '../src/scripts/cli.js';
 import { cassandraClientFrom, cassandraStoreFrom } from '../src/store/cassandra/cassandra-connect.js';
 import { MonotonicClock } from '../src/store/clock.js';
+import { runCompiled } from './compiled.js';
 import { closedLoop, preparePagesFixture, replay, StatementRecorder, suspendedPage, timelinePage } from './cassandra-pages.js';
 import { BENCH_SECRETS } from './fixture.js';
 import { busyTime, type Areas, type CpuProfile } from './profile-areas.js';
@@ -35,25 +35,7 @@ replaying the page's statements instead (what bench:cassandra compares with).`,
   true,
 );
 
-const TREE = '.bench-build/tree';
-
-if (!process.env.BENCH_PROFILE_COMPILED) {
-  // Transpile src/ and bench/ file by file, then run this same script from there with node.
-  const { build } = await import('esbuild');
-  const files = (dir: string): string[] =>
-    readdirSync(dir).flatMap((f) => {
-      const path = join(dir, f);
-      if (statSync(path).isDirectory()) return f === 'results' || f === 'servers' ? [] : files(path);
-      return path.endsWith('.ts') ? [path] : [];
-    });
-  await build({ entryPoints: [...files('src'), ...files('bench')], outdir: TREE, outbase: '.', bundle: false, platform: 'node', format: 'esm', target: 'node20', logLevel: 'warning' });
-  // .bench-build/ is inside the project: the tree's imports of packages resolve from its node_modules.
-  const run = spawnSync(process.execPath, [join(TREE, 'bench/profile-cassandra.js'), ...process.argv.slice(2)], {
-    stdio: 'inherit',
-    env: { ...process.env, BENCH_PROFILE_COMPILED: '1' },
-  });
-  process.exit(run.status ?? 1);
-}
+await runCompiled(import.meta.url);
 
 /** Areas, first match wins for a frame; a sample counts once per area on its stack. */
 const AREAS: Areas = [
