@@ -1,0 +1,37 @@
+import cassandra from 'cassandra-driver';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { fromDriver, toDriver, uuidText } from '../../src/store/cassandra/cassandra-values.js';
+
+const { types } = cassandra;
+
+describe('Cassandra value conversion', () => {
+  it('prints any 16 bytes as the driver prints them (lowercase, dashed)', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 16, maxLength: 16 }), (bytes) => {
+        expect(uuidText(bytes)).toBe(new types.Uuid(Buffer.from(bytes)).toString());
+      }),
+      { numRuns: 500 },
+    );
+    expect(uuidText(new Uint8Array(16))).toBe('00000000-0000-0000-0000-000000000000');
+    expect(uuidText(new Uint8Array(16).fill(0xff))).toBe('ffffffff-ffff-ffff-ffff-ffffffffffff');
+  });
+
+  it('reads uuids and timeuuids back as the text they were bound from', () => {
+    const timeuuid = types.TimeUuid.now().toString();
+    const uuid = types.Uuid.random().toString();
+    expect(fromDriver('timeuuid', toDriver('timeuuid', timeuuid))).toBe(timeuuid);
+    expect(fromDriver('uuid', toDriver('uuid', uuid))).toBe(uuid);
+    // Text the driver hands back as a string is lower-cased, as it always was.
+    expect(fromDriver('uuid', uuid.toUpperCase())).toBe(uuid);
+    expect(fromDriver('uuid', null)).toBeNull();
+  });
+
+  it('makes a new string each time, not one that changes under an earlier caller', () => {
+    const a = types.Uuid.random();
+    const b = types.Uuid.random();
+    const first = fromDriver('uuid', a);
+    fromDriver('uuid', b);
+    expect(first).toBe(a.toString());
+  });
+});
