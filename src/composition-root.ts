@@ -121,6 +121,8 @@ export interface Services {
   readonly userLock: KeyedLock;
   /** Hands out the decreasing part of acceptance tokens. */
   readonly acceptanceTokens: TokenSequence;
+  /** One first-write-wins acceptance of a user at a time within the process (`Meetings.accept`). */
+  readonly acceptanceLock: KeyedLock;
   /** Wakes the list applier after a list transaction is appended. */
   readonly onListAppend?: (listId: string) => void;
   /** The clock-skew and write-timeout bounds the background jobs rely on. */
@@ -187,6 +189,7 @@ export function createServices(
     sagasInFlight: new Set(),
     userLock: new KeyedLock(),
     acceptanceTokens: new TokenSequence(),
+    acceptanceLock: new KeyedLock(),
     onListAppend: deps.onListAppend,
     cluster,
     presence: deps.presence,
@@ -321,6 +324,7 @@ export function createRequestContext(
     loaders,
     clock: services.clock,
     tokens: services.acceptanceTokens,
+    lock: services.acceptanceLock,
     strategy: settings.acceptanceStrategy,
     cluster: services.cluster,
     changes: services.changes,

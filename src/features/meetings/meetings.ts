@@ -14,6 +14,7 @@ import type { CursorCodec } from '../../paging/cursor.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
+import type { KeyedLock } from '../../saga/keyed-lock.js';
 import type { Clock } from '../../store/clock.js';
 import { MAX_TIMESTAMP, type Mutation, type Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
@@ -73,6 +74,8 @@ export interface MeetingsDeps {
   readonly clock: Clock;
   /** Shared by the whole process: hands out the decreasing part of tokens. */
   readonly tokens: TokenSequence;
+  /** Shared by the whole process: one first-write-wins acceptance of a user at a time (`accept`). */
+  readonly lock: KeyedLock;
   readonly strategy: AcceptanceStrategy;
   readonly cluster: ClusterSettings;
   /** Appends acceptances to the meeting's live feed. */
@@ -208,6 +211,26 @@ export class Meetings {
     // It takes the ordinary timestamp, not seed 001's near-2^63 one: it holds no value a
     // timestamp could decide, and a later cleanup must still be able to delete it.
     await store.upsert(meetingsByUserTable, userMeetingRow(userId, meeting));
+    // Within this process, one first-write-wins acceptance of a user at a time, from its
+    // clock reading to its read-back: otherwise a request that read the clock earlier
+    // (so writes the higher timestamp) can land after a later one has read back its win,
+    // and both would answer `counted`. The LWT decides in Cassandra and needs no turn.
+    const attemptIt = () => this.attempt(meetingId, userId);
+    const { won, attempt } = this.deps.strategy === 'lwt' ? await attemptIt() : await this.deps.lock.with(`${meetingId}:${userId}`, attemptIt);
+    // Only the winner moves the live count, so a repeated accept shows no change even
+    // before the verifier settles (which would rule the repeat out anyway). An upsert:
+    // retried or lost, it never counts twice; a lost one is made up by the settlement.
+    if (won) {
+      const { table, row, options } = this.deps.counts.live(attempt) as Mutation & { kind: 'upsert' };
+      await store.upsert(table, row, options);
+    }
+    this.deps.loaders.connectionCount.clear(acceptanceCountKey(meetingId));
+    return { meeting, counted: won };
+  }
+
+  /** One acceptance written and decided (seed 001, or the LWT): whether it won, and its count attempt. */
+  private async attempt(meetingId: string, userId: string) {
+    const { store } = this.deps;
     const key = { meeting_id: meetingId, user_id: userId };
     const token = this.deps.tokens.take();
     // One clock reading gives the timestamp, `accepted_at` and the count's attempt, so
@@ -227,35 +250,24 @@ export class Meetings {
       item: userId,
       payload: { userId, writeToken: token, acceptedAt: acceptedAt.getTime() },
     });
-    let won: boolean;
     if (this.deps.strategy === 'lwt') {
       await store.batch([...marks, ...announced]);
       const result = await store.insertIfNotExists(meetingUsersTable, { ...key, accepted_at: acceptedAt, write_token: token });
-      won = result.applied;
-    } else {
-      // seed 001: the earlier the write, the higher its timestamp, so the first write wins.
-      // The verifier's marks travel in the same logged batch: if the acceptance lands,
-      // so do they, even if this process dies before counting.
-      const timestamp = MAX_TIMESTAMP - micros;
-      await store.batch([
-        ...marks,
-        ...announced,
-        { kind: 'upsert', table: meetingUsersTable, row: { ...key, accepted_at: acceptedAt, write_token: token }, options: { timestamp } },
-      ]);
-      // Did my write win? Its write time and its token must both be mine: two requests
-      // in one microsecond share a timestamp, and then the token decides.
-      const cells = await store.readCells(meetingUsersTable, key, ['write_token']);
-      won = cells.writetime.write_token === timestamp && cells.row?.write_token === token;
+      return { won: result.applied, attempt };
     }
-    // Only the winner moves the live count, so a repeated accept shows no change even
-    // before the verifier settles (which would rule the repeat out anyway). An upsert:
-    // retried or lost, it never counts twice; a lost one is made up by the settlement.
-    if (won) {
-      const { table, row, options } = this.deps.counts.live(attempt) as Mutation & { kind: 'upsert' };
-      await store.upsert(table, row, options);
-    }
-    this.deps.loaders.connectionCount.clear(acceptanceCountKey(meetingId));
-    return { meeting, counted: won };
+    // seed 001: the earlier the write, the higher its timestamp, so the first write wins.
+    // The verifier's marks travel in the same logged batch: if the acceptance lands,
+    // so do they, even if this process dies before counting.
+    const timestamp = MAX_TIMESTAMP - micros;
+    await store.batch([
+      ...marks,
+      ...announced,
+      { kind: 'upsert', table: meetingUsersTable, row: { ...key, accepted_at: acceptedAt, write_token: token }, options: { timestamp } },
+    ]);
+    // Did my write win? Its write time and its token must both be mine: two requests
+    // in one microsecond share a timestamp, and then the token decides.
+    const cells = await store.readCells(meetingUsersTable, key, ['write_token']);
+    return { won: cells.writetime.write_token === timestamp && cells.row?.write_token === token, attempt };
   }
 
   /**
