@@ -22,7 +22,7 @@ import { authKey, viewerFromAuthorization, type Viewer } from '../src/graphql/au
 import { createFormatError } from '../src/graphql/errors.js';
 import { limitProtections } from '../src/graphql/limits.js';
 import { DateTimeScalar } from '../src/graphql/scalars.js';
-import type { GraphqlCounts } from '../src/metrics.js';
+import type { GraphqlCounts } from '../src/observability/metrics.js';
 
 /**
  * A query the floor answers, and the `data` the real server answered it with. Default

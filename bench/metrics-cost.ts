@@ -14,7 +14,7 @@ import { EventEmitter } from 'node:events';
 import { copyFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Database from 'better-sqlite3';
-import { Metrics } from '../src/metrics.js';
+import { Metrics } from '../src/observability/metrics.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { CountingStore } from '../src/store/store-decorator.js';
 import { ObservedStore } from '../src/store/store-observer.js';

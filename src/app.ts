@@ -28,7 +28,7 @@ import {
   type Services,
 } from './composition-root.js';
 import type { Config } from './config.js';
-import type { GraphqlCounts, Metrics } from './metrics.js';
+import type { GraphqlCounts, Metrics } from './observability/metrics.js';
 import { authKey, sessionFromAuthorization, viewerFromAuthorization } from './graphql/auth.js';
 import type { Loaders } from './graphql/loaders.js';
 import type { PollReport } from './live/live-hub.js';
@@ -40,15 +40,15 @@ import { QueryHashes } from './graphql/query-hashes.js';
 import { resolvers } from './graphql/resolvers/index.js';
 import type { CursorCodec } from './paging/cursor.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
-import { withRequestLog } from './request-log.js';
+import { withRequestLog } from './transport/request-log.js';
 import { demoGlobalIds } from './seed/demo.js';
-import { Presence } from './presence.js';
-import { createHttpHandler, type HttpHandlerOptions } from './server.js';
+import { Presence } from './background/presence.js';
+import { createHttpHandler, type HttpHandlerOptions } from './transport/http-server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
-import { createLiveServer, type LiveServer } from './ws-server.js';
+import { createLiveServer, type LiveServer } from './transport/ws-server.js';
 import type { Store } from './store/port.js';
 import type { StoreObserver } from './store/store-observer.js';
-import type { Tracing } from './tracing/tracing.js';
+import type { Tracing } from './observability/tracing/tracing.js';
 
 /** The SDL, read once from the project root (one level above src/ and dist/). */
 export const typeDefs = readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8');

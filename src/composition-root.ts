@@ -35,7 +35,7 @@ import { ChangeClock, createChangeWriter, type ChangeWriter } from './live/chang
 import { LiveHub, type PollReport } from './live/live-hub.js';
 import { LiveSubscriptions } from './live/subscriptions.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
-import { presenceTable, type Presence } from './presence.js';
+import { presenceTable, type Presence } from './background/presence.js';
 import { KeyedLock } from './saga/keyed-lock.js';
 import { sagaLogTables } from './saga/saga-log.js';
 import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
@@ -47,10 +47,10 @@ import type { Store } from './store/port.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { CountingStore } from './store/store-decorator.js';
 import { ObservedStore, type StoreObserver } from './store/store-observer.js';
-import { Metrics } from './metrics.js';
+import { Metrics } from './observability/metrics.js';
 import type { RequestDeadline } from './store/deadline.js';
 import type { TableSpec } from './store/table.js';
-import { WindowedJob, windowedJobTables } from './windowed-job.js';
+import { WindowedJob, windowedJobTables } from './background/windowed-job.js';
 
 /** Every table the product declares. */
 export const ALL_TABLES: readonly TableSpec[] = [

@@ -3,8 +3,8 @@
  * default and its meaning is listed in the configuration table of docs/operations.md
  * (test/docs/configuration-table.test.ts fails when one is missing).
  */
+import { DEFAULT_CASSANDRA_DRIVER_SETTINGS, type CassandraDriverSettings } from './store/cassandra/cassandra-settings.js';
 import { hostname } from 'node:os';
-import { parseCorsOrigins, type CorsOrigins } from './cors.js';
 
 /**
  * Keyspace replication as CQL's replication map (the Cassandra adapter's own type has
@@ -36,6 +36,27 @@ export const EXAMPLE_SECRETS: readonly string[] = [
 
 /** Shortest secret production accepts, in bytes (HS256 wants a key as long as its hash). */
 export const MIN_PRODUCTION_SECRET_BYTES = 32;
+
+/** Which origins may call the API from a browser: every origin, or an explicit list. */
+export type CorsOrigins = '*' | readonly string[];
+
+const ORIGIN = /^https?:\/\/[^/\s?#]+\/?$/;
+
+/**
+ * Parse `CORS_ORIGINS`: `*`, or comma-separated origins (`https://app.example.com`,
+ * `http://localhost:5173`); throws with the rule and the value it refused.
+ */
+export function parseCorsOrigins(raw: string): CorsOrigins {
+  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (entries.length === 1 && entries[0] === '*') return '*';
+  for (const entry of entries) {
+    if (!ORIGIN.test(entry)) {
+      throw new Error(`CORS_ORIGINS must be "*" or comma-separated origins such as https://app.example.com (scheme and host, no path), got "${entry}"`);
+    }
+  }
+  // Browsers send the origin in lower case, without a trailing slash.
+  return Object.freeze(entries.map((e) => new URL(e).origin));
+}
 
 /** The validated configuration. */
 export interface Config {
@@ -142,43 +163,6 @@ export interface LiveSettings {
   /** Changes a subscription may have waiting before its socket is closed as too slow (`LIVE_MAX_QUEUED`). */
   readonly maxQueued: number;
 }
-
-/**
- * The cassandra-driver settings an operator tunes (README, "Configuration"): each one a
- * `CASSANDRA_*` variable with the default below.
- */
-export interface CassandraDriverSettings {
-  /** Connections to each host of the local data centre (`CASSANDRA_CONNECTIONS_PER_HOST`). */
-  readonly connectionsPerHost: number;
-  /** Connections to each host of remote data centres (`CASSANDRA_CONNECTIONS_PER_REMOTE_HOST`). */
-  readonly connectionsPerRemoteHost: number;
-  /** How long the driver waits for a node's answer before trying the next (`CASSANDRA_REQUEST_TIMEOUT_MS`). */
-  readonly requestTimeoutMs: number;
-  /** Extra executions of an idempotent statement sent to other replicas while the first is slow; 0: off (`CASSANDRA_SPECULATIVE_EXECUTIONS`). */
-  readonly speculativeExecutions: number;
-  /** How long to wait before each speculative execution (`CASSANDRA_SPECULATIVE_DELAY_MS`). */
-  readonly speculativeDelayMs: number;
-  /** `default`: the driver's retry policy (non-idempotent statements are never retried on a timeout); `never`: no retries (`CASSANDRA_RETRY_POLICY`). */
-  readonly retryPolicy: 'default' | 'never';
-  /**
-   * Which node coordinates a statement (`CASSANDRA_LOAD_BALANCING`): `default`, the driver's
-   * (token-aware, local data centre, the less busy of two replicas); `token-aware`, the
-   * replicas in turn (TokenAwarePolicy over DCAwareRoundRobinPolicy); `round-robin`, every
-   * local node in turn, not token-aware.
-   */
-  readonly loadBalancing: 'default' | 'token-aware' | 'round-robin';
-}
-
-/** The driver settings' defaults: the driver's own (one connection per host, 12 s, no speculation). */
-export const DEFAULT_CASSANDRA_DRIVER_SETTINGS: CassandraDriverSettings = Object.freeze({
-  connectionsPerHost: 1,
-  connectionsPerRemoteHost: 1,
-  requestTimeoutMs: 12_000,
-  speculativeExecutions: 0,
-  speculativeDelayMs: 100,
-  retryPolicy: 'default',
-  loadBalancing: 'default',
-});
 
 /** The defaults of live connections (the composition root's, for processes without a configuration). */
 export const DEFAULT_LIVE_SETTINGS: LiveSettings = Object.freeze({

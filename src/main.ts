@@ -1,7 +1,7 @@
 /** Entry point: serve with the configuration from the environment; `--help` prints the usage. */
 import { parseCli } from './scripts/cli.js';
 import { StoreStartupError } from './store/port.js';
-import { startTracingFromEnv } from './tracing/tracing-switch.js';
+import { startTracingFromEnv } from './observability/tracing/tracing-switch.js';
 
 const USAGE = `usage: node dist/main.js      (npm start builds first; npm run dev watches src/)
 

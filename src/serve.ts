@@ -7,11 +7,11 @@ import { createApp } from './app.js';
 import { createStore, demoSeeding } from './composition-root.js';
 import { ConfigError, loadConfig } from './config.js';
 import { listGlobalId, meetingGlobalId } from './graphql/ids.js';
-import { createLogger } from './logger.js';
+import { createLogger } from './observability/logger.js';
 import { demoIds, seedDemoData } from './seed/demo.js';
 import { MonotonicClock } from './store/clock.js';
 import type { Store } from './store/port.js';
-import type { Tracing } from './tracing/tracing.js';
+import type { Tracing } from './observability/tracing/tracing.js';
 
 /** What a caller of `serve` may change. */
 export interface ServeOptions {

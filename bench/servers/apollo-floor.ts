@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/observability/logger.js';
 import { createFloor, type RecordedResponse } from '../floor.js';
 
 const config = loadConfig();

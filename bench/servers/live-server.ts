@@ -10,7 +10,7 @@ import { createApp } from '../../src/app.js';
 import { createStore } from '../../src/composition-root.js';
 import { loadConfig } from '../../src/config.js';
 import type { PollReport } from '../../src/live/live-hub.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/observability/logger.js';
 import { MonotonicClock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import { WithoutChangeLog } from '../without-change-log.js';

@@ -54,7 +54,7 @@ import { allRowsOf } from '../paging/partition-chunks.js';
 import type { Clock } from '../store/clock.js';
 import { MAX_TIMESTAMP, type Mutation, type Store } from '../store/port.js';
 import type { Row } from '../store/table.js';
-import { JOB_WINDOW_MS, markMutation, windowOf, type WindowedJobSpec } from '../windowed-job.js';
+import { JOB_WINDOW_MS, markMutation, windowOf, type WindowedJobSpec } from '../background/windowed-job.js';
 import { HEAD_SLOT, NODE_COLUMNS, connectionCountsTable, countEventsTable, countItemsTable, nodeColumn } from './count-tables.js';
 
 /** Event and window rows outlive their settlement (a few seconds) by two days. */

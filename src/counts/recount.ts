@@ -19,7 +19,7 @@ import type { ClusterSettings } from '../config.js';
 import type { Clock } from '../store/clock.js';
 import type { Store } from '../store/port.js';
 import type { Row, TableSpec } from '../store/table.js';
-import { closedThrough } from '../windowed-job.js';
+import { closedThrough } from '../background/windowed-job.js';
 import { backfillItems, reconcileCount, type CountWriter } from './connection-counts.js';
 import { countItemsTable } from './count-tables.js';
 

@@ -38,7 +38,7 @@
  */
 import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings } from '../config.js';
 import { allRowsOf } from '../paging/partition-chunks.js';
-import type { ProcessIdentity } from '../presence.js';
+import type { ProcessIdentity } from '../background/presence.js';
 import type { Store } from '../store/port.js';
 import { defineTable, type Row } from '../store/table.js';
 import { dateOfTimeuuid } from '../store/timeuuid.js';

@@ -6,8 +6,8 @@
  */
 import type { Logger } from 'pino';
 import { DomainError, SagaAbortedError } from '../errors.js';
-import { startPeriodicTask, type PeriodicTask } from '../periodic-task.js';
-import type { Presence } from '../presence.js';
+import { startPeriodicTask, type PeriodicTask } from '../background/periodic-task.js';
+import type { Presence } from '../background/presence.js';
 import type { CountWriter } from '../counts/connection-counts.js';
 import type { ChangeWriter } from '../live/change-log.js';
 import type { Store } from '../store/port.js';

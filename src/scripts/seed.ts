@@ -27,7 +27,7 @@ import { listMemberships } from '../features/lists/lists.js';
 import { acceptanceMemberships } from '../features/meetings/meetings.js';
 import { suspensionMemberships } from '../features/suspensions/suspensions.js';
 import { postMemberships } from '../features/timeline/timeline.js';
-import { Presence } from '../presence.js';
+import { Presence } from '../background/presence.js';
 import { mulberry32 } from '../seed/random.js';
 import { MonotonicClock } from '../store/clock.js';
 import { seedProgressTable } from '../seed/seed-tables.js';

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { suspendedUsersTable } from '../../src/features/suspensions/suspensions-tables.js';
 import { aUser } from '../../src/features/users/user-mother.js';
-import { PRESENCE_TTL_SECONDS } from '../../src/presence.js';
+import { PRESENCE_TTL_SECONDS } from '../../src/background/presence.js';
 import { SagaLog } from '../../src/saga/saga-log.js';
 import { createSagaRunner } from '../../src/composition-root.js';
 import { SimCluster, type SimInstance } from '../support/sim-cluster.js';

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JOB_WINDOW_MS } from '../../src/windowed-job.js';
+import { JOB_WINDOW_MS } from '../../src/background/windowed-job.js';
 import { authKey, signToken } from '../../src/graphql/auth.js';
 import { startChildServer, type ChildServer } from '../support/child-server.js';
 import { liveClient } from '../support/live-client.js';

@@ -20,11 +20,11 @@ import { acceptanceCountKey } from '../../src/features/meetings/meetings.js';
 import { itemsCountKey } from '../../src/features/lists/lists.js';
 import { postsCountKey } from '../../src/features/timeline/timeline.js';
 import { aUser } from '../../src/features/users/user-mother.js';
-import { Presence } from '../../src/presence.js';
+import { Presence } from '../../src/background/presence.js';
 import { MonotonicClock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import { CountingStore } from '../../src/store/store-decorator.js';
-import { JOB_WINDOW_MS, closedThrough } from '../../src/windowed-job.js';
+import { JOB_WINDOW_MS, closedThrough } from '../../src/background/windowed-job.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');

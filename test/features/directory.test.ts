@@ -3,7 +3,7 @@
  * in both directions equals a reference sort; stale entries never show and pages
  * around them stay full; an unknown location is an empty connection.
  */
-import { windowedJobTables } from '../../src/windowed-job.js';
+import { windowedJobTables } from '../../src/background/windowed-job.js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bucketOf, indexKeyOf } from '../../src/features/directory/directory.js';

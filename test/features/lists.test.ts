@@ -4,7 +4,7 @@
  * 10,000 items paged end to end in both directions.
  */
 import { countTables } from '../../src/counts/count-tables.js';
-import { windowedJobTables } from '../../src/windowed-job.js';
+import { windowedJobTables } from '../../src/background/windowed-job.js';
 import fc from 'fast-check';
 import { afterEach, expect, it } from 'vitest';
 import { ListApplier } from '../../src/features/lists/applier.js';

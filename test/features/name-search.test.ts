@@ -17,7 +17,7 @@ import type { User } from '../../src/features/users/users.js';
 import type { Page, PageArgs } from '../../src/paging/types.js';
 import { MonotonicClock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
-import { JOB_WINDOW_MS } from '../../src/windowed-job.js';
+import { JOB_WINDOW_MS } from '../../src/background/windowed-job.js';
 import { RendezvousStore } from '../support/faulty-store.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
 

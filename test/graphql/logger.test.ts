@@ -4,7 +4,7 @@
  */
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/observability/logger.js';
 
 /** A stream that records what is written, optionally posing as a terminal. */
 function sink(isTTY: boolean) {

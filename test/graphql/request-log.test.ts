@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { withRequestLog } from '../../src/request-log.js';
+import { withRequestLog } from '../../src/transport/request-log.js';
 
 function capture(level: string) {
   const lines: Array<Record<string, unknown>> = [];

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { aUser } from '../../src/features/users/user-mother.js';
-import { ANONYMOUS_OPERATION, INVALID_OPERATION, OPERATION_NAME_CAP, OTHER_OPERATION } from '../../src/metrics.js';
+import { ANONYMOUS_OPERATION, INVALID_OPERATION, OPERATION_NAME_CAP, OTHER_OPERATION } from '../../src/observability/metrics.js';
 import { freePort } from '../support/child-server.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { liveClient, waitFor } from '../support/live-client.js';

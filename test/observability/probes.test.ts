@@ -13,7 +13,7 @@ import Database from 'better-sqlite3';
 import driver from 'cassandra-driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_TABLES } from '../../src/composition-root.js';
-import { READINESS_TIMEOUT_MS } from '../../src/server.js';
+import { READINESS_TIMEOUT_MS } from '../../src/transport/http-server.js';
 import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
 import type { Store } from '../../src/store/port.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';

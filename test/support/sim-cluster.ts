@@ -30,9 +30,9 @@ import {
 } from '../../src/composition-root.js';
 import { readConnectionCounts } from '../../src/counts/connection-counts.js';
 import type { ListApplier } from '../../src/features/lists/applier.js';
-import type { WindowedJob } from '../../src/windowed-job.js';
+import type { WindowedJob } from '../../src/background/windowed-job.js';
 import type { RequestContext } from '../../src/graphql/context.js';
-import { Presence } from '../../src/presence.js';
+import { Presence } from '../../src/background/presence.js';
 import { MonotonicClock, type Clock } from '../../src/store/clock.js';
 import type { ClusteringRange, DeleteOptions, Mutation, Store, WriteOptions } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';

@@ -5,7 +5,7 @@
  * and every suspended user is reachable by paging.
  */
 import { countTables } from '../../src/counts/count-tables.js';
-import { windowedJobTables } from '../../src/windowed-job.js';
+import { windowedJobTables } from '../../src/background/windowed-job.js';
 import { liveTables } from '../../src/live/change-log-tables.js';
 import pino from 'pino';
 import { createRequestContext, createSagaRunner, createServices, type FeatureSettings } from '../../src/composition-root.js';

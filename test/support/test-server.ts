@@ -6,14 +6,14 @@
 import pino, { type Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { jobProgressTable } from '../../src/windowed-job.js';
+import { jobProgressTable } from '../../src/background/windowed-job.js';
 import { connectionCountsTable } from '../../src/counts/count-tables.js';
-import { presenceTable } from '../../src/presence.js';
+import { presenceTable } from '../../src/background/presence.js';
 import { authKey, signToken } from '../../src/graphql/auth.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import type { Row } from '../../src/store/table.js';
-import type { Tracing } from '../../src/tracing/tracing.js';
+import type { Tracing } from '../../src/observability/tracing/tracing.js';
 import { SQLITE_TARGET, type StoreTarget } from './stores.js';
 
 export const TEST_AUTH_SECRET = 'test-auth-secret-0123456789';

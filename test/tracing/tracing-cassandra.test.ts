@@ -7,7 +7,7 @@
 import { SpanKind } from '@opentelemetry/api';
 import { tracing as sdk } from '@opentelemetry/sdk-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTracing, type Tracing } from '../../src/tracing/tracing.js';
+import { startTracing, type Tracing } from '../../src/observability/tracing/tracing.js';
 import { STORES, describeEachStore } from '../support/stores.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { trace } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import { startTracingFromEnv, tracingRequested } from '../../src/tracing/tracing-switch.js';
+import { startTracingFromEnv, tracingRequested } from '../../src/observability/tracing/tracing-switch.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -53,18 +53,18 @@ describe('tracing, off', () => {
     expect((globalThis as Record<symbol, unknown>)[Symbol.for('opentelemetry.js.api.1')]).toBeUndefined();
   });
 
-  it('loads OpenTelemetry only through the switch: src/tracing alone imports it, and the server imports src/tracing for types only', () => {
+  it('loads OpenTelemetry only through the switch: src/observability/tracing alone imports it, and the server imports src/observability/tracing for types only', () => {
     const files = sourceFiles('src');
     const otel = files.filter((f) => runtimeImports(readFileSync(join(ROOT, f), 'utf8')).some((s) => s.startsWith('@opentelemetry/')));
     expect(otel.length).toBeGreaterThan(0);
-    expect(otel.filter((f) => !f.startsWith('src/tracing/'))).toEqual([]);
-    expect(otel).not.toContain('src/tracing/tracing-switch.ts');
+    expect(otel.filter((f) => !f.startsWith('src/observability/tracing/'))).toEqual([]);
+    expect(otel).not.toContain('src/observability/tracing/tracing-switch.ts');
 
-    // Outside src/tracing, only main.ts imports a value from it: the switch, which imports the rest dynamically.
+    // Outside src/observability/tracing, only main.ts imports a value from it: the switch, which imports the rest dynamically.
     const intoTracing = files
-      .filter((f) => !f.startsWith('src/tracing/'))
+      .filter((f) => !f.startsWith('src/observability/tracing/'))
       .flatMap((f) => runtimeImports(readFileSync(join(ROOT, f), 'utf8')).filter((s) => /\/tracing\//.test(s)).map((s) => `${f} -> ${s}`));
-    expect(intoTracing).toEqual(['src/main.ts -> ./tracing/tracing-switch.js']);
-    expect(runtimeImports(readFileSync(join(ROOT, 'src/tracing/tracing-switch.ts'), 'utf8'))).toEqual(['dynamic:./tracing.js']);
+    expect(intoTracing).toEqual(['src/main.ts -> ./observability/tracing/tracing-switch.js']);
+    expect(runtimeImports(readFileSync(join(ROOT, 'src/observability/tracing/tracing-switch.ts'), 'utf8'))).toEqual(['dynamic:./tracing.js']);
   });
 });

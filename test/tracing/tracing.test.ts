@@ -10,7 +10,7 @@ import { tracing as sdk } from '@opentelemetry/sdk-node';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ALL_TABLES } from '../../src/composition-root.js';
-import { startTracing, type Tracing } from '../../src/tracing/tracing.js';
+import { startTracing, type Tracing } from '../../src/observability/tracing/tracing.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
 type Span = sdk.ReadableSpan;

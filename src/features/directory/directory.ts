@@ -25,59 +25,10 @@ import type { SagaDefinition, SagaRunner } from '../../saga/saga-runner.js';
 import { ensureRegistered, listRegistered, pruneStep, type BucketRegistry } from '../bucket-registry.js';
 import { allRowsOf } from '../../paging/partition-chunks.js';
 import type { ClusterSettings } from '../../config.js';
+import type { IndexedField, IndexedValues, IndexEntry, IndexName, IndexPlan, FieldChange, NamedProfile, ProfileIndexes } from '../users/profile-indexes.js';
 import type { User } from '../users/users.js';
-import { pageByName, type NameHit } from './name-index.js';
+import { isNamed, nameIndexMutations, pageByName, type NameHit } from './name-index.js';
 import { userIndexBucketsTable, userIndexEntriesTable, userIndexTable } from './directory-tables.js';
-
-/** The indexes of the directory (`name`: the name index's versions, name-index.ts). */
-export type IndexName = 'location' | 'last_name' | 'name';
-
-/** The profile fields the directory indexes, as Users name them. */
-export type IndexedField = 'location' | 'lastName';
-
-/** New values of indexed fields: `undefined` or null leaves a field unchanged; "" clears it. */
-export type IndexedValues = { readonly [F in IndexedField]?: string | null };
-
-/** A field's new value (null: cleared) and the version naming its current entry (null when cleared). */
-export interface FieldChange {
-  readonly value: string | null;
-  readonly version: string | null;
-}
-
-/** The index writes of a profile change, and what the user row must now say. */
-export interface IndexPlan {
-  readonly fields: { readonly [F in IndexedField]?: FieldChange };
-  readonly mutations: Mutation[];
-  /** Registered buckets the plan writes an entry into: registered before and after the batch. */
-  readonly bucketsWritten: string[];
-  /** Registered buckets the plan removes an entry from: pruned after the batch if they emptied. */
-  readonly bucketsLeft: string[];
-}
-
-/** The changed fields of a plan, as pairs. */
-export function changesOf(plan: IndexPlan): Array<[IndexedField, FieldChange]> {
-  return Object.entries(plan.fields) as Array<[IndexedField, FieldChange]>;
-}
-
-/** One of a user's current entries, from the entries table. */
-export interface IndexEntry {
-  readonly index: IndexName;
-  readonly ts: string;
-  readonly value: string;
-  readonly bucket: string;
-}
-
-/**
- * What Users need from the directory: planning, the entries a plan replaces, and the
- * registry bookkeeping around the batch that writes a plan (`beforeWrite`, the batch,
- * then `afterWrite`).
- */
-export interface DirectoryIndex {
-  plan(userId: string, values: IndexedValues, current: readonly IndexEntry[]): IndexPlan;
-  currentEntries(userId: string): Promise<IndexEntry[]>;
-  beforeWrite(plan: IndexPlan): Promise<void>;
-  afterWrite(plan: IndexPlan): Promise<void>;
-}
 
 /** One index entry as read from the index. */
 export interface IndexHit {
@@ -169,7 +120,7 @@ export const pruneLastNameBucketSaga: SagaDefinition<{ bucket: string }> = {
 export const directorySagas = [pruneLastNameBucketSaga];
 
 /** The user directory. */
-export class Directory implements DirectoryIndex {
+export class Directory implements ProfileIndexes {
   constructor(private readonly deps: DirectoryDeps) {}
 
   /**
@@ -243,6 +194,17 @@ export class Directory implements DirectoryIndex {
         sagas.run(pruneLastNameBucketSaga, { bucket }).catch((err: unknown) => logger?.warn({ err, bucket }, 'pruning a last-name bucket failed')),
       ),
     );
+  }
+
+  /**
+   * The name index's mutations of a profile change (name-index.ts): `after`'s entries at
+   * `version`, replacing every name version in `current`; none when neither profile has
+   * a name and there is no version to replace.
+   */
+  nameMutations(before: NamedProfile | null, after: NamedProfile, current: readonly IndexEntry[], version: bigint): Mutation[] {
+    const versions = current.filter((e) => e.index === 'name');
+    if (!(before && isNamed(before)) && !isNamed(after) && versions.length === 0) return [];
+    return nameIndexMutations(after, versions, version);
   }
 
   /** Users whose location is `location` (case-insensitive), by user id. */

@@ -54,8 +54,9 @@ import type { Clock } from '../../store/clock.js';
 import type { Mutation, Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { microsOfTimeuuid, timeuuidOfMicros } from '../../store/timeuuid.js';
-import { markMutation, type WindowedJobSpec } from '../../windowed-job.js';
+import { markMutation, type WindowedJobSpec } from '../../background/windowed-job.js';
 import type { KeyLoader } from '../key-loader.js';
+import type { NamedProfile } from '../users/profile-indexes.js';
 import type { User } from '../users/users.js';
 import { usersTable } from '../users/users-tables.js';
 import { userIndexEntriesTable, userNameIndexTable } from './directory-tables.js';
@@ -68,17 +69,6 @@ const INDEX = 'name';
 const PREFIX_LENGTHS = [1, 2, 3];
 const MAX_TERMS = 3;
 const MAX_QUERY_LENGTH = 200;
-
-/** What a user's entries show of them (the user row's values; a `User` is one). */
-export interface NamedProfile {
-  readonly id: string;
-  readonly username: string;
-  readonly displayName: string;
-  readonly createdAt: Date;
-  readonly location: string | null;
-  readonly firstName: string | null;
-  readonly lastName: string | null;
-}
 
 /** A result of a name search: the user, as the entry showed them or, for a recent entry, to be read. */
 export interface NameHit {
@@ -185,7 +175,7 @@ function versionFromEntry(entry: { ts: string; value: string }): NameVersion {
 }
 
 /** Whether a profile has a name to index. */
-function isNamed(p: NamedProfile): boolean {
+export function isNamed(p: Pick<NamedProfile, 'firstName' | 'lastName'>): boolean {
   return namePartsOf(p.firstName, p.lastName).length > 0;
 }
 

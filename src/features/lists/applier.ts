@@ -28,7 +28,7 @@ import type { Clock } from '../../store/clock.js';
 import { MonotonicClock } from '../../store/clock.js';
 import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
 import type { TableSpec } from '../../store/table.js';
-import { startPeriodicTask, type PeriodicTask } from '../../periodic-task.js';
+import { startPeriodicTask, type PeriodicTask } from '../../background/periodic-task.js';
 import { KeyedLock } from '../../saga/keyed-lock.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { renewIfOwned } from '../../store/owned-rows.js';

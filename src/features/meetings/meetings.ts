@@ -24,7 +24,7 @@ import type { ClusterSettings } from '../../config.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
 import { backfillItems, reconcileCount, type Counted, type CountWriter } from '../../counts/connection-counts.js';
 import { membershipsOfTable, type Membership } from '../../counts/recount.js';
-import { closedThrough } from '../../windowed-job.js';
+import { closedThrough } from '../../background/windowed-job.js';
 import { partitionChunks } from '../../paging/partition-chunks.js';
 import { meetingUsersTable, meetingsByUserTable, meetingsTable } from './meetings-tables.js';
 

@@ -10,8 +10,7 @@ import type { Row } from '../../store/table.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
 import { requireOwnerOrAdmin, signedIn, type Actor } from '../actor.js';
 import { deleteIfOwned } from '../../store/owned-rows.js';
-import { changesOf, type DirectoryIndex, type IndexedField, type IndexedValues, type IndexPlan } from '../directory/directory.js';
-import { nameIndexMutations, namePartsOf, type NamedProfile } from '../directory/name-index.js';
+import { changesOf, type IndexedField, type IndexedValues, type IndexPlan, type ProfileIndexes } from './profile-indexes.js';
 import type { KeyLoader } from '../key-loader.js';
 import { usersByUsernameTable, usersTable } from './users-tables.js';
 
@@ -50,8 +49,8 @@ export interface UsersDeps {
   readonly store: Store;
   readonly actor: Actor | null;
   readonly loaders: UserLoaders;
-  /** Plans the directory's index entries of a profile change. */
-  readonly directory: DirectoryIndex;
+  /** The indexes a profile change keeps (the directory, wired by the composition root). */
+  readonly directory: ProfileIndexes;
   /** The process clock: a change's version and the write time of all its cells. */
   readonly clock: Clock;
 }
@@ -91,11 +90,6 @@ function checkFirstName(firstName: string | null | undefined): string | null | u
 /** Every mutation of a change at its version's write time, but those that carry their own. */
 function stamped(mutations: readonly Mutation[], version: bigint): Mutation[] {
   return mutations.map((m) => (m.options?.timestamp !== undefined ? m : ({ ...m, options: { ...m.options, timestamp: version } } as Mutation)));
-}
-
-/** Whether a profile has a name the name index holds. */
-function isNamed(p: Pick<NamedProfile, 'firstName' | 'lastName'>): boolean {
-  return namePartsOf(p.firstName, p.lastName).length > 0;
 }
 
 /** A user from a `users` row. */
@@ -195,7 +189,7 @@ export class Users {
     const fields: Row = { ...profileColumns(index), ...(firstName !== null && { first_name: firstName }) };
     const after = { id, username, displayName, createdAt: now, ...profileFields(userFromRow(base), index), firstName };
     // The name index's entries, when the user has a name (name-index.ts).
-    const names = isNamed(after) ? nameIndexMutations(after, [], version) : [];
+    const names = this.deps.directory.nameMutations(null, after, [], version);
     if (names.length > 0) fields.name_ts = version;
     if (index.mutations.length > 0 || names.length > 0) {
       try {
@@ -244,8 +238,7 @@ export class Users {
     // Everything a name entry shows may have changed: a new version of the name index's
     // entries, replacing every version the entries table lists.
     const shown = [input.displayName, input.firstName, input.lastName, input.location].some((v) => v !== undefined && v !== null);
-    const nameEntries = entries.filter((e) => e.index === 'name');
-    const names = shown && (isNamed(user) || isNamed(after) || nameEntries.length > 0) ? nameIndexMutations(after, nameEntries, version) : [];
+    const names = shown ? directory.nameMutations(user, after, entries, version) : [];
     if (names.length > 0) row.name_ts = version;
     // One logged batch, every cell at the change's version: re-running it is harmless
     // (same keys, same values), and concurrent changes resolve field by field alike.

@@ -6,27 +6,9 @@
  * `connectTimeoutS`, then check the schema, or create it when `autoSchema`).
  */
 import cassandra from 'cassandra-driver';
-import type { CassandraDriverSettings } from '../../config.js';
 import type { Clock } from '../clock.js';
 import { CassandraStore, type CassandraClientLike } from './cassandra-store.js';
-import type { Replication } from './cassandra-schema.js';
-
-/** What a server or a command needs to reach its cluster. */
-export interface CassandraSettings {
-  readonly contactPoints: readonly string[];
-  readonly localDataCenter: string;
-  readonly keyspace: string;
-  readonly replication: Replication;
-  /** A CQL consistency name: LOCAL_QUORUM, QUORUM, ONE, … */
-  readonly consistency: string;
-  /** SERIAL or LOCAL_SERIAL. */
-  readonly serialConsistency: string;
-  /** Create what is missing at start instead of refusing to start. */
-  readonly autoSchema: boolean;
-  readonly connectTimeoutS: number;
-  /** The driver's tuning; the driver's own defaults when absent. */
-  readonly driver?: CassandraDriverSettings;
-}
+import type { CassandraDriverSettings, CassandraSettings } from './cassandra-settings.js';
 
 const { policies, types } = cassandra;
 

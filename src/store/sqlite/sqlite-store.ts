@@ -17,7 +17,7 @@ import type {
   WriteOptions,
 } from '../port.js';
 import { StoreReadFailureError, StoreRequestError } from '../port.js';
-import { startPeriodicTask, type PeriodicTask } from '../../periodic-task.js';
+import { startPeriodicTask, type PeriodicTask } from '../../background/periodic-task.js';
 import type { Clock } from '../clock.js';
 import { MonotonicClock } from '../clock.js';
 import type { CqlType, CqlValue, Row, TableSpec } from '../table.js';

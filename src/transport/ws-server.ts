@@ -41,12 +41,12 @@ import {
 import { CloseCode, handleProtocols, makeServer, type Context } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { LiveSettings } from './config.js';
-import { allows, type CorsOrigins } from './cors.js';
-import type { Session, Viewer } from './graphql/auth.js';
-import type { LimitProtections } from './graphql/limits.js';
-import { operationResolutionMessage } from './graphql/operation-guard.js';
-import type { Delivery } from './live/live-hub.js';
+import type { CorsOrigins, LiveSettings } from '../config.js';
+import { allows } from './cors.js';
+import type { Session, Viewer } from '../graphql/auth.js';
+import type { LimitProtections } from '../graphql/limits.js';
+import { operationResolutionMessage } from '../graphql/operation-guard.js';
+import type { Delivery } from '../live/live-hub.js';
 
 /** Close codes this server uses beyond graphql-ws's own. */
 export const LIVE_CLOSE_CODES = Object.freeze({

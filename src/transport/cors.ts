@@ -4,30 +4,10 @@
  * header, never in cookies, so no credentials mode is offered.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-
-/** Which origins may call the API from a browser: every origin, or an explicit list. */
-export type CorsOrigins = '*' | readonly string[];
+import type { CorsOrigins } from '../config.js';
 
 /** The request headers a browser may send: tokens, JSON bodies, Apollo's CSRF header. */
 export const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'apollo-require-preflight'] as const;
-
-const ORIGIN = /^https?:\/\/[^/\s?#]+\/?$/;
-
-/**
- * Parse `CORS_ORIGINS`: `*`, or comma-separated origins (`https://app.example.com`,
- * `http://localhost:5173`); throws with the rule and the value it refused.
- */
-export function parseCorsOrigins(raw: string): CorsOrigins {
-  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
-  if (entries.length === 1 && entries[0] === '*') return '*';
-  for (const entry of entries) {
-    if (!ORIGIN.test(entry)) {
-      throw new Error(`CORS_ORIGINS must be "*" or comma-separated origins such as https://app.example.com (scheme and host, no path), got "${entry}"`);
-    }
-  }
-  // Browsers send the origin in lower case, without a trailing slash.
-  return Object.freeze(entries.map((e) => new URL(e).origin));
-}
 
 /** Whether a browser on `origin` may call the API (HTTP or WebSocket). */
 export function allows(origins: CorsOrigins, origin: string): boolean {

@@ -7,9 +7,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloServer, BaseContext } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
 import type { Logger } from 'pino';
-import { answerPreflight, corsHeaders, type CorsOrigins } from './cors.js';
-import type { PersistedQuery, QueryHashes } from './graphql/query-hashes.js';
-import { playgroundAsset, playgroundHtml, type DemoIds } from './graphql/playground.js';
+import type { CorsOrigins } from '../config.js';
+import { answerPreflight, corsHeaders } from './cors.js';
+import type { PersistedQuery, QueryHashes } from '../graphql/query-hashes.js';
+import { playgroundAsset, playgroundHtml, type DemoIds } from '../graphql/playground.js';
 
 /** What the HTTP handler needs. */
 export interface HttpHandlerOptions<C extends BaseContext> {

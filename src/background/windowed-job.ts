@@ -26,12 +26,12 @@
  * than their TTL; after a longer one, `npm run seed -- --recount` settles everything.
  */
 import type { Logger } from 'pino';
-import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings } from './config.js';
+import { DEFAULT_CLUSTER_SETTINGS, type ClusterSettings } from '../config.js';
 import { startPeriodicTask, type PeriodicTask } from './periodic-task.js';
-import type { Clock } from './store/clock.js';
-import type { Mutation, Store } from './store/port.js';
-import { defineTable } from './store/table.js';
-import { allRowsOf } from './paging/partition-chunks.js';
+import type { Clock } from '../store/clock.js';
+import type { Mutation, Store } from '../store/port.js';
+import { defineTable } from '../store/table.js';
+import { allRowsOf } from '../paging/partition-chunks.js';
 
 /** Width of a window, in ms: the unit of closure and of the work list. */
 export const JOB_WINDOW_MS = 5_000;

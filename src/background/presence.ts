@@ -11,10 +11,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { startPeriodicTask, type PeriodicTask } from './periodic-task.js';
-import { NODE_COUNT } from './store/clock.js';
-import { renewIfOwned } from './store/owned-rows.js';
-import type { Store } from './store/port.js';
-import { defineTable } from './store/table.js';
+import { NODE_COUNT } from '../store/clock.js';
+import { renewIfOwned } from '../store/owned-rows.js';
+import type { Store } from '../store/port.js';
+import { defineTable } from '../store/table.js';
 
 /** One row per claimed clock node: the process holding it (expires unless renewed). */
 export const presenceTable = defineTable({

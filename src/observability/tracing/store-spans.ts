@@ -5,8 +5,8 @@
  */
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
-import type { StoreOperation } from '../store/store-decorator.js';
-import type { StoreObserver } from '../store/store-observer.js';
+import type { StoreOperation } from '../../store/store-decorator.js';
+import type { StoreObserver } from '../../store/store-observer.js';
 
 /** Which database a store is, for its spans' `db.*` attributes. */
 export interface StoreTarget {

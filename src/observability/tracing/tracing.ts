@@ -24,7 +24,7 @@ import { CassandraDriverInstrumentation } from '@opentelemetry/instrumentation-c
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { NodeSDK, resources, type tracing as sdkTracing } from '@opentelemetry/sdk-node';
 import type { BaseContext, GraphQLRequestContextResponseForOperation, GraphQLResponse } from '@apollo/server';
-import type { StoreObserver } from '../store/store-observer.js';
+import type { StoreObserver } from '../../store/store-observer.js';
 import { storeSpans, type StoreTarget } from './store-spans.js';
 
 /** The instrumentation scope of the spans this server makes itself. */

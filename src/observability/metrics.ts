@@ -21,10 +21,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GraphQLRequestContextWillSendResponse } from '@apollo/server';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { MetricFamily, type Series } from './metric-families.js';
-import type { PollReport } from './live/live-hub.js';
-import type { RecoveryReport } from './saga/saga-runner.js';
-import type { StoreOperation } from './store/store-decorator.js';
-import { LWT_OUTCOMES, STORE_ERROR_KINDS, type StoreObserver, type StoreRoundTrip } from './store/store-observer.js';
+import type { PollReport } from '../live/live-hub.js';
+import type { RecoveryReport } from '../saga/saga-runner.js';
+import type { StoreOperation } from '../store/store-decorator.js';
+import { LWT_OUTCOMES, STORE_ERROR_KINDS, type StoreObserver, type StoreRoundTrip } from '../store/store-observer.js';
 
 /** Distinct client operation names that get a label of their own; later ones share `OTHER_OPERATION`. */
 export const OPERATION_NAME_CAP = 100;

@@ -1,0 +1,63 @@
+/**
+ * The settings the Cassandra adapter takes, declared by the adapter: what a server or a
+ * command needs to reach its cluster, and the cassandra-driver tuning an operator sets.
+ * The configuration (src/config.ts) produces values of these types from the environment;
+ * nothing in src/store/ reads the configuration. This module imports no driver code, so
+ * the configuration may import it.
+ */
+import type { Replication } from './cassandra-schema.js';
+
+/** What a server or a command needs to reach its cluster. */
+export interface CassandraSettings {
+  readonly contactPoints: readonly string[];
+  readonly localDataCenter: string;
+  readonly keyspace: string;
+  readonly replication: Replication;
+  /** A CQL consistency name: LOCAL_QUORUM, QUORUM, ONE, … */
+  readonly consistency: string;
+  /** SERIAL or LOCAL_SERIAL. */
+  readonly serialConsistency: string;
+  /** Create what is missing at start instead of refusing to start. */
+  readonly autoSchema: boolean;
+  readonly connectTimeoutS: number;
+  /** The driver's tuning; the driver's own defaults when absent. */
+  readonly driver?: CassandraDriverSettings;
+}
+
+/**
+ * The cassandra-driver settings an operator tunes (README, "Configuration"): each one a
+ * `CASSANDRA_*` variable with the default below.
+ */
+export interface CassandraDriverSettings {
+  /** Connections to each host of the local data centre (`CASSANDRA_CONNECTIONS_PER_HOST`). */
+  readonly connectionsPerHost: number;
+  /** Connections to each host of remote data centres (`CASSANDRA_CONNECTIONS_PER_REMOTE_HOST`). */
+  readonly connectionsPerRemoteHost: number;
+  /** How long the driver waits for a node's answer before trying the next (`CASSANDRA_REQUEST_TIMEOUT_MS`). */
+  readonly requestTimeoutMs: number;
+  /** Extra executions of an idempotent statement sent to other replicas while the first is slow; 0: off (`CASSANDRA_SPECULATIVE_EXECUTIONS`). */
+  readonly speculativeExecutions: number;
+  /** How long to wait before each speculative execution (`CASSANDRA_SPECULATIVE_DELAY_MS`). */
+  readonly speculativeDelayMs: number;
+  /** `default`: the driver's retry policy (non-idempotent statements are never retried on a timeout); `never`: no retries (`CASSANDRA_RETRY_POLICY`). */
+  readonly retryPolicy: 'default' | 'never';
+  /**
+   * Which node coordinates a statement (`CASSANDRA_LOAD_BALANCING`): `default`, the driver's
+   * (token-aware, local data centre, the less busy of two replicas); `token-aware`, the
+   * replicas in turn (TokenAwarePolicy over DCAwareRoundRobinPolicy); `round-robin`, every
+   * local node in turn, not token-aware.
+   */
+  readonly loadBalancing: 'default' | 'token-aware' | 'round-robin';
+}
+
+/** The driver settings' defaults: the driver's own (one connection per host, 12 s, no speculation). */
+export const DEFAULT_CASSANDRA_DRIVER_SETTINGS: CassandraDriverSettings = Object.freeze({
+  connectionsPerHost: 1,
+  connectionsPerRemoteHost: 1,
+  requestTimeoutMs: 12_000,
+  speculativeExecutions: 0,
+  speculativeDelayMs: 100,
+  retryPolicy: 'default',
+  loadBalancing: 'default',
+});
+
