@@ -26,7 +26,7 @@ import { Suspensions } from './features/suspensions/suspensions.js';
 import { timelineTables } from './features/timeline/timeline-tables.js';
 import { Timeline } from './features/timeline/timeline.js';
 import { userTables } from './features/users/users-tables.js';
-import { Users, readUsers } from './features/users/users.js';
+import { Users, readUserForChange } from './features/users/users.js';
 import type { Viewer } from './graphql/auth.js';
 import type { RequestContext } from './graphql/context.js';
 import { createLoaders, type Loaders } from './graphql/loaders.js';
@@ -204,7 +204,7 @@ export function createServices(
     }),
     nameSweeper: new WindowedJob(
       deps.store,
-      nameSweepJob({ store: deps.store, clock, readUser: async (id) => (await readUsers(deps.store, [id]))[0] ?? null }),
+      nameSweepJob({ store: deps.store, clock, readUser: (id) => readUserForChange(deps.store, id) }),
       { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined },
     ),
     live: new LiveHub({
