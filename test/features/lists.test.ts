@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { afterEach, expect, it } from 'vitest';
 import { ListApplier } from '../../src/features/lists/applier.js';
 import {
-  appendTransactions,
+  writeTransactions,
   compareItems,
   readPendingTransactions,
   readTransactionMark,
@@ -382,7 +382,7 @@ describeEachStore('ordered lists (ledger)', (target) => {
     await lists.move(listId, c.itemId, { toEnd: 'TOP' });
     await applier.drain(listId);
     const late = { txId: lateId, kind: 'move' as const, itemId: a.itemId, to: { weight: c.weight + 1n, seq: 0n } };
-    await appendTransactions(base, listId, [late]);
+    await writeTransactions(base, listId, [late]);
     expect(await readPendingTransactions(base, listId)).toEqual([]);
     expect(await readTransactions(base, listId)).toEqual([late]);
     expect((await applier.settle(listId)).applied).toBe(1);
@@ -396,7 +396,8 @@ describeEachStore('ordered lists (ledger)', (target) => {
     const a = await lists.add(listId, 'a');
     const b = await lists.add(listId, 'b');
     // As the old layout left them: transactions without the flag, and a mark per list.
-    const old = { txId: newTimeuuid(), kind: 'move' as const, itemId: b.itemId, to: { weight: a.weight - 1n, seq: 0n } };
+    // After the adds, whose ids are microseconds of the clock (a ms-and-sequence id of this same ms may sort below them).
+    const old = { txId: newTimeuuid(Date.now() + 1), kind: 'move' as const, itemId: b.itemId, to: { weight: a.weight - 1n, seq: 0n } };
     await base.upsert(listTransactionsTable, txToRow(listId, old), { timestamp: microsOfTimeuuid(old.txId) });
     await base.upsert(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
     expect(await allLabels(lists, listId)).toEqual(['b', 'a']);

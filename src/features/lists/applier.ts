@@ -413,7 +413,7 @@ export class ListApplier {
     if ((tx.kind === 'add' || tx.kind === 'move') && tx.crowded) {
       const [item] = await readListItems(this.store, listId, [tx.itemId]);
       const moves = item ? await planRebalance(this.store, listId, item, this.clock.nowMicros()) : [];
-      if (moves.length) await appendTransactions(this.store, listId, moves);
+      if (moves.length) await appendTransactions(this.store, this.clock, listId, moves);
     }
   }
 

@@ -19,7 +19,8 @@
 import { compareValues } from '../../store/values.js';
 import type { Row } from '../../store/table.js';
 import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
-import { microsOfTimeuuid } from '../../store/timeuuid.js';
+import { microsOfTimeuuid, timeuuidOfMicros } from '../../store/timeuuid.js';
+import { newestOf, timestampAbove, type Clock } from '../../store/clock.js';
 import { comparePositions, type Position } from './positions.js';
 import {
   listItemIndexTable,
@@ -40,6 +41,9 @@ export type ListTx =
   | { readonly txId: string; readonly kind: 'move'; readonly itemId: string; readonly to: Position; readonly crowded?: boolean; readonly rebalance?: boolean }
   | { readonly txId: string; readonly kind: 'rename'; readonly itemId: string; readonly label: string }
   | { readonly txId: string; readonly kind: 'remove'; readonly itemId: string };
+
+/** A transaction before it has its id (`appendTransactions` gives it one). */
+export type NewListTx = ListTx extends infer T ? (T extends ListTx ? Omit<T, 'txId'> : never) : never;
 
 /** An item as the API shows it. */
 export interface ListItem {
@@ -150,14 +154,50 @@ export async function readTransactions(store: Store, listId: string): Promise<Li
 }
 
 /**
- * Append transactions to a list and queue the list for the applier's timer pass, in
- * one logged batch. Each transaction row is stamped with its id's time, as is the
- * queue entry (the last id's), so the range deletes that cut them, stamped with the
- * mark's time, hide them whichever server's clock is ahead. Several transactions in
- * one batch land in one partition together: readers see all of them or none. `extra`
- * travels in the same batch (the count of the items the transactions add or remove).
+ * The newest transaction id a list has ever had (µs), as far as the store shows it: its
+ * newest transaction row, or, once every row was cut, its mark. Both are read at once.
  */
-export function appendTransactions(store: Store, listId: string, txs: readonly ListTx[], extra: readonly Mutation[] = []): Promise<void> {
+async function newestTransactionMicros(store: Store, listId: string): Promise<bigint | null> {
+  const [[newest], mark] = await Promise.all([
+    store.slice(listTransactionsTable, { partition: { list_id: listId }, reverse: true, limit: 1 }),
+    readTransactionMark(store, listId),
+  ]);
+  return newestOf([newest && microsOfTimeuuid(newest.tx_id as string), mark === null ? null : microsOfTimeuuid(mark)]);
+}
+
+/**
+ * Append transactions to a list and queue the list for the applier's timer pass, in
+ * one logged batch; returns them with their ids.
+ *
+ * Ids come from a hybrid logical clock: above the list's newest transaction (or its
+ * mark), read just before, and never below `clock`. So a transaction sorts after every
+ * transaction acknowledged before it began, whatever the clocks of the servers that
+ * made them: the applier applies them in that order, and readers, who read back from
+ * the newest transaction to the first applied one, see it pending until it is applied
+ * (an item can be renamed, moved or removed as soon as its add is acknowledged, on any
+ * server). An id never falls below the mark, under the cut's range tombstone.
+ *
+ * Each transaction row is stamped with its id's time, as is the queue entry (the last
+ * id's), so the range deletes that cut them, stamped with the mark's time, hide them
+ * whichever server's clock is ahead. Several transactions in one batch land in one
+ * partition together: readers see all of them or none. `extra` travels in the same
+ * batch (the count of the items the transactions add or remove).
+ */
+export async function appendTransactions(store: Store, clock: Clock, listId: string, fresh: readonly NewListTx[], extra: readonly Mutation[] = []): Promise<ListTx[]> {
+  let floor = await newestTransactionMicros(store, listId);
+  const txs = fresh.map((tx) => {
+    floor = timestampAbove(clock, floor);
+    return { ...tx, txId: timeuuidOfMicros(floor) } as ListTx;
+  });
+  await writeTransactions(store, listId, txs, extra);
+  return txs;
+}
+
+/**
+ * The logged batch of `appendTransactions`, for transactions whose ids are chosen
+ * already (tests use it to land a transaction late, below one already applied).
+ */
+export function writeTransactions(store: Store, listId: string, txs: readonly ListTx[], extra: readonly Mutation[] = []): Promise<void> {
   const last = txs[txs.length - 1]!.txId;
   const mutations: Mutation[] = txs.map((tx) => ({
     kind: 'upsert',

@@ -16,11 +16,10 @@ import type { CursorKey, Direction, Edge, OrderedSource, Page, PageArgs } from '
 import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
-import { newTimeuuid } from '../../store/timeuuid.js';
 import { isUuid, validateValue } from '../../store/values.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
-import { appendTransactions, compareItems, readLedger, readPendingTransactions, type ListItem, type ListTx } from './ledger.js';
+import { appendTransactions, compareItems, readLedger, readPendingTransactions, type ListItem, type ListTx, type NewListTx } from './ledger.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
 import { listItemsTable, listsByOwnerTable, listsTable } from './lists-tables.js';
 import { comparePositions, isCrowded, positionBetween, type Position } from './positions.js';
@@ -288,7 +287,7 @@ export class Lists {
       ? await this.slotNextTo(listId, await this.requireItem(listId, beforeItemId, 'beforeItemId'), 'backward', undefined)
       : await this.slotAtEnd(listId, 'BOTTOM');
     const itemId = randomUUID();
-    await this.append(listId, [{ txId: newTimeuuid(), kind: 'add', itemId, to, label: text, ...(crowded && { crowded }) }]);
+    await this.append(listId, [{ kind: 'add', itemId, to, label: text, ...(crowded && { crowded }) }]);
     return { listId, itemId, label: text, ...to };
   }
 
@@ -312,7 +311,7 @@ export class Lists {
       anchorId === null
         ? await this.slotAtEnd(listId, toEnd!)
         : await this.slotNextTo(listId, await this.requireItem(listId, anchorId, argument), before !== null ? 'backward' : 'forward', itemId);
-    await this.append(listId, [{ txId: newTimeuuid(), kind: 'move', itemId, to: slot.to, ...(slot.crowded && { crowded: true }) }]);
+    await this.append(listId, [{ kind: 'move', itemId, to: slot.to, ...(slot.crowded && { crowded: true }) }]);
     return { ...item, ...slot.to };
   }
 
@@ -321,7 +320,7 @@ export class Lists {
     await this.requireWritable(listId, 'itemId');
     const text = checkText('label', label, 1, 200);
     const item = await this.requireItem(listId, itemId, 'itemId');
-    await this.append(listId, [{ txId: newTimeuuid(), kind: 'rename', itemId, label: text }]);
+    await this.append(listId, [{ kind: 'rename', itemId, label: text }]);
     return { ...item, label: text };
   }
 
@@ -329,7 +328,7 @@ export class Lists {
   async remove(listId: string, itemId: string): Promise<void> {
     await this.requireWritable(listId, 'itemId');
     await this.requireItem(listId, itemId, 'itemId');
-    await this.append(listId, [{ txId: newTimeuuid(), kind: 'remove', itemId }]);
+    await this.append(listId, [{ kind: 'remove', itemId }]);
   }
 
   /** The list, through the request's loader, if the actor may change it. */
@@ -405,13 +404,13 @@ export class Lists {
    * count follows what the connection shows. Two removals of one item (two requests
    * that both saw it) count once (counts/connection-counts.ts).
    */
-  private async append(listId: string, txs: readonly ListTx[]): Promise<void> {
+  private async append(listId: string, txs: readonly NewListTx[]): Promise<void> {
     const counted = txs.flatMap((tx) =>
       tx.kind === 'add' || tx.kind === 'remove'
         ? this.deps.counts.mutations({ key: itemsCountKey(listId), item: tx.itemId, sign: tx.kind === 'add' ? 1 : -1 })
         : [],
     );
-    await appendTransactions(this.deps.store, listId, txs, counted);
+    await appendTransactions(this.deps.store, this.deps.clock, listId, txs, counted);
     this.deps.onAppend?.(listId);
   }
 }
