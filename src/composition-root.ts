@@ -307,7 +307,7 @@ export function createRequestContext(
     nameSwept: () => services.nameSweeper.progress(),
   });
   const users = new Users({ store, actor, loaders, directory, clock: services.clock });
-  const timeline = new Timeline({ store, codec, loaders, changes: services.changes, counts: services.counts, clock: services.clock });
+  const timeline = new Timeline({ store, codec, loaders, changes: services.changes, counts: services.counts });
   const suspensions = new Suspensions({
     store,
     codec,
