@@ -372,6 +372,38 @@ describeEachStore('ordered lists (ledger)', (target) => {
     expect(await allLabels(lists, listId)).toEqual(['a']);
   });
 
+  it("adds items at the end in order while the applier's item rows lag behind its applied marks (a batch is not isolated across partitions)", async () => {
+    const { base, lists, listId } = await setup(pool);
+    /** The applier's batches land without their list_items rows until released, as a reader may see them on Cassandra. */
+    class ItemRowsLate extends StoreDecorator {
+      holding = false;
+      readonly held: Mutation[][] = [];
+      override batch(mutations: readonly Mutation[]): Promise<void> {
+        const rows = mutations.filter((m) => m.table === listItemsTable);
+        if (!this.holding || rows.length === 0) return super.batch(mutations);
+        this.held.push(rows);
+        return super.batch(mutations.filter((m) => m.table !== listItemsTable));
+      }
+      protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
+        return run();
+      }
+    }
+    const late = new ItemRowsLate(base);
+    const applier = new ListApplier(late);
+    await lists.add(listId, 'first');
+    await applier.drain(listId);
+    // Third goes beyond second, pending; both are then applied, their marks seen before their rows.
+    late.holding = true;
+    await lists.add(listId, 'second');
+    await lists.add(listId, 'third');
+    await applier.drain(listId);
+    await lists.add(listId, 'fourth');
+    late.holding = false;
+    for (const rows of late.held) await base.batch(rows);
+    await applier.drain(listId);
+    expect(await allLabels(lists, listId)).toEqual(['first', 'second', 'third', 'fourth']);
+  });
+
   it('applies a transaction that landed late, below one already applied, when it settles the list (the timer pass)', async () => {
     const { base, lists, applier, listId } = await setup(pool);
     const [a, , c] = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];

@@ -101,13 +101,26 @@ function txFromRow(row: Row): ListTx {
  * seen here: the applier's timer pass finds it (`readUnapplied`) and applies it.
  */
 export async function readPendingTransactions(store: Store, listId: string): Promise<ListTx[]> {
+  return (await readRecentTransactions(store, listId)).pending;
+}
+
+/**
+ * The pending transactions of a list (`readPendingTransactions`), and every transaction
+ * the same read passed, applied ones included (at least the newest few): where items
+ * were put lately. An applied transaction's rows may not be visible yet (the batch that
+ * applied it is not isolated across partitions, so its mark can be seen first), but
+ * its target bounds where an item may stand.
+ */
+export async function readRecentTransactions(store: Store, listId: string): Promise<{ pending: ListTx[]; recent: ListTx[] }> {
   const pending: Row[] = [];
+  const recent: Row[] = [];
   let upper: ClusteringBound | undefined;
   for (let limit = 8; ; limit = Math.min(limit * 2, 1_024)) {
     const rows = await store.slice(listTransactionsTable, { partition: { list_id: listId }, reverse: true, limit, ...(upper && { upper }) });
+    recent.push(...rows);
     const firstApplied = rows.findIndex((r) => r.applied === true);
     pending.push(...(firstApplied < 0 ? rows : rows.slice(0, firstApplied)));
-    if (firstApplied >= 0 || rows.length < limit) return pending.reverse().map(txFromRow);
+    if (firstApplied >= 0 || rows.length < limit) return { pending: pending.reverse().map(txFromRow), recent: recent.reverse().map(txFromRow) };
     upper = { values: [rows[rows.length - 1]!.tx_id!], inclusive: false };
   }
 }

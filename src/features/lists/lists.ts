@@ -19,7 +19,7 @@ import type { Row } from '../../store/table.js';
 import { isUuid, validateValue } from '../../store/values.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
-import { appendTransactions, compareItems, readLedger, readPendingTransactions, type ListItem, type ListTx, type NewListTx } from './ledger.js';
+import { appendTransactions, compareItems, readLedger, readRecentTransactions, type ListItem, type ListTx, type NewListTx } from './ledger.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
 import { listItemsTable, listsByOwnerTable, listsTable } from './lists-tables.js';
 import { comparePositions, isCrowded, positionBetween, type Position } from './positions.js';
@@ -377,14 +377,18 @@ export class Lists {
 
   /**
    * A position at the top or the bottom of the list: beyond every stored row (the last
-   * or first, markers included) and every pending transaction's target. The item there
-   * may have moved or gone since, which only leaves a wider gap, so this needs neither
-   * the item index nor probes: two reads.
+   * or first, markers included) and the target of every pending or recently applied
+   * transaction. Applied ones count too: on Cassandra the batch that applies a
+   * transaction is not isolated across partitions, so its applied mark can be read
+   * before its item's row, and an add placed by the rows alone would go before that
+   * item (items added one after another came back out of order, on a ring under load).
+   * The item there may have moved or gone since, which only leaves a wider gap, so this
+   * needs neither the item index nor probes: two reads.
    */
   private async slotAtEnd(listId: string, end: ListEnd): Promise<Slot> {
     const { store, clock } = this.deps;
-    const [txs, [row]] = await Promise.all([
-      readPendingTransactions(store, listId),
+    const [{ recent: txs }, [row]] = await Promise.all([
+      readRecentTransactions(store, listId),
       store.slice(listItemsTable, { partition: { list_id: listId }, limit: 1, reverse: end === 'BOTTOM' }),
     ]);
     const sign = end === 'TOP' ? -1 : 1;
