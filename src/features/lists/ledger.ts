@@ -111,7 +111,7 @@ export async function readPendingTransactions(store: Store, listId: string): Pro
  * applied it is not isolated across partitions, so its mark can be seen first), but
  * its target bounds where an item may stand.
  */
-export async function readRecentTransactions(store: Store, listId: string): Promise<{ pending: ListTx[]; recent: ListTx[] }> {
+export async function readRecentTransactions(store: Store, listId: string): Promise<RecentTransactions> {
   const pending: Row[] = [];
   const recent: Row[] = [];
   let upper: ClusteringBound | undefined;
@@ -120,9 +120,20 @@ export async function readRecentTransactions(store: Store, listId: string): Prom
     recent.push(...rows);
     const firstApplied = rows.findIndex((r) => r.applied === true);
     pending.push(...(firstApplied < 0 ? rows : rows.slice(0, firstApplied)));
-    if (firstApplied >= 0 || rows.length < limit) return { pending: pending.reverse().map(txFromRow), recent: recent.reverse().map(txFromRow) };
+    if (firstApplied >= 0 || rows.length < limit) {
+      const newest = recent.length > 0 ? microsOfTimeuuid(recent[0]!.tx_id as string) : null;
+      return { pending: pending.reverse().map(txFromRow), recent: recent.reverse().map(txFromRow), newest };
+    }
     upper = { values: [rows[rows.length - 1]!.tx_id!], inclusive: false };
   }
+}
+
+/** What `readRecentTransactions` read. */
+export interface RecentTransactions {
+  readonly pending: ListTx[];
+  readonly recent: ListTx[];
+  /** The time (µs) of the list's newest transaction row, applied or not; null when it has none (all cut, or none yet). */
+  readonly newest: bigint | null;
 }
 
 /** A transaction with whether the applier has applied it. */
@@ -168,14 +179,19 @@ export async function readTransactions(store: Store, listId: string): Promise<Li
 
 /**
  * The newest transaction id a list has ever had (µs), as far as the store shows it: its
- * newest transaction row, or, once every row was cut, its mark. Both are read at once.
+ * newest transaction row, or, once every row was cut, its mark. `seen` is what a read
+ * made since the change began found of the rows (`RecentTransactions.newest`): the rows
+ * are then not read again, and the mark only when there were none (rows above the mark
+ * survive its cut, so the newest row is above it). Without it, both are read at once.
  */
-async function newestTransactionMicros(store: Store, listId: string): Promise<bigint | null> {
-  const [[newest], mark] = await Promise.all([
-    store.slice(listTransactionsTable, { partition: { list_id: listId }, reverse: true, limit: 1 }),
-    readTransactionMark(store, listId),
-  ]);
-  return newestOf([newest && microsOfTimeuuid(newest.tx_id as string), mark === null ? null : microsOfTimeuuid(mark)]);
+async function newestTransactionMicros(store: Store, listId: string, seen: bigint | null | undefined): Promise<bigint | null> {
+  const markOf = async () => {
+    const mark = await readTransactionMark(store, listId);
+    return mark === null ? null : microsOfTimeuuid(mark);
+  };
+  if (seen !== undefined) return seen ?? (await markOf());
+  const [[newest], mark] = await Promise.all([store.slice(listTransactionsTable, { partition: { list_id: listId }, reverse: true, limit: 1 }), markOf()]);
+  return newestOf([newest && microsOfTimeuuid(newest.tx_id as string), mark]);
 }
 
 /**
@@ -183,7 +199,8 @@ async function newestTransactionMicros(store: Store, listId: string): Promise<bi
  * one logged batch; returns them with their ids.
  *
  * Ids come from a hybrid logical clock: above the list's newest transaction (or its
- * mark), read just before, and never below `clock`. So a transaction sorts after every
+ * mark), read since the change began (`seen`: by the reads the change made anyway, see
+ * `newestTransactionMicros`; else now), and never below `clock`. So a transaction sorts after every
  * transaction acknowledged before it began, whatever the clocks of the servers that
  * made them: the applier applies them in that order, and readers, who read back from
  * the newest transaction to the first applied one, see it pending until it is applied
@@ -196,8 +213,15 @@ async function newestTransactionMicros(store: Store, listId: string): Promise<bi
  * partition together: readers see all of them or none. `extra` travels in the same
  * batch (the count of the items the transactions add or remove).
  */
-export async function appendTransactions(store: Store, clock: Clock, listId: string, fresh: readonly NewListTx[], extra: readonly Mutation[] = []): Promise<ListTx[]> {
-  let floor = await newestTransactionMicros(store, listId);
+export async function appendTransactions(
+  store: Store,
+  clock: Clock,
+  listId: string,
+  fresh: readonly NewListTx[],
+  extra: readonly Mutation[] = [],
+  seen?: bigint | null,
+): Promise<ListTx[]> {
+  let floor = await newestTransactionMicros(store, listId, seen);
   const txs = fresh.map((tx) => {
     floor = timestampAbove(clock, floor);
     return { ...tx, txId: timeuuidOfMicros(floor) } as ListTx;
@@ -267,13 +291,15 @@ export interface LedgerView {
   readonly items: ListItem[];
   /** Effective state of every item asked for or touched by a pending transaction (null: absent). */
   readonly byId: ReadonlyMap<string, ListItem | null>;
+  /** The time (µs) of the list's newest transaction row as read (`RecentTransactions.newest`). */
+  readonly newestTx: bigint | null;
 }
 
 /** Read a list's effective state: stored rows with the pending transactions applied. */
 export async function readLedger(store: Store, listId: string, query: LedgerQuery): Promise<LedgerView> {
   // 1. Transactions first: a transaction the applier finishes after this read is seen
   //    either still pending (and applied here) or already applied in the rows below.
-  const txs = await readPendingTransactions(store, listId);
+  const { pending: txs, newest: newestTx } = await readRecentTransactions(store, listId);
   const ids = [...new Set([...(query.itemIds ?? []), ...txs.map((t) => t.itemId)])];
   // 2. Where each touched item is stored.
   const indexRows = ids.length ? await store.getMany(listItemIndexTable, ids.map((item_id) => ({ item_id }))) : [];
@@ -389,5 +415,5 @@ export async function readLedger(store: Store, listId: string, query: LedgerQuer
   for (const item of live) if (byId.has(item.itemId) && position.get(item.itemId) !== null) byId.set(item.itemId, item);
   const items = live.filter(covers);
   if (query.slice?.direction === 'backward') items.reverse();
-  return { items: query.slice ? items.slice(0, query.slice.limit) : items, byId };
+  return { items: query.slice ? items.slice(0, query.slice.limit) : items, byId, newestTx };
 }

@@ -17,6 +17,7 @@ import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { isUuid, validateValue } from '../../store/values.js';
+import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
 import { appendTransactions, compareItems, readLedger, readRecentTransactions, type ListItem, type ListTx, type NewListTx } from './ledger.js';
@@ -220,7 +221,20 @@ export async function readListItems(store: Store, listId: string, itemIds: reado
 
 /** The ordered-lists feature. Changing a list's items is for its owner and admins. */
 export class Lists {
+  /**
+   * Per list, the newest transaction time the current change's reads found (null: none):
+   * its append goes above it without reading it again (`appendTransactions`). Cleared
+   * when a change begins, so it only ever holds what was read since.
+   */
+  private readonly newestSeen = new Map<string, bigint | null>();
+
   constructor(private readonly deps: ListsDeps) {}
+
+  /** Note what a read of the current change found of `listId`'s newest transaction. */
+  private saw(listId: string, newest: bigint | null): void {
+    const known = this.newestSeen.get(listId);
+    if (known === undefined || (newest !== null && (known === null || newest > known))) this.newestSeen.set(listId, newest);
+  }
 
   /**
    * Create a list. The list row and its owner's lookup row go in one logged batch: both
@@ -333,6 +347,8 @@ export class Lists {
 
   /** The list, through the request's loader, if the actor may change it. */
   private async requireWritable(listId: string, argument: string): Promise<OrderedList> {
+    // Every change begins here: what earlier changes of this request read is not since it began.
+    this.newestSeen.clear();
     const list = await this.deps.loaders.listById.load(listId);
     if (!list) throw new DomainError('NOT_FOUND', 'no such list', argument);
     await requireOwnerOrAdmin(this.deps.actor, list.ownerId, "only the list's owner or an admin may change it");
@@ -340,7 +356,9 @@ export class Lists {
   }
 
   private async requireItem(listId: string, itemId: string, argument: string): Promise<ListItem> {
-    const [item] = await readListItems(this.deps.store, listId, [itemId]);
+    const view = await readLedger(this.deps.store, listId, { itemIds: [itemId] });
+    this.saw(listId, view.newestTx);
+    const item = view.byId.get(itemId) ?? null;
     if (!item) throw new DomainError('NOT_FOUND', `\`${argument}\` names no item of this list`, argument);
     return item;
   }
@@ -348,6 +366,7 @@ export class Lists {
   /** The effective neighbour next to `anchor` in `direction`, skipping the item being moved. */
   private async neighbour(listId: string, anchor: ListItem, direction: Direction, skip: string | undefined): Promise<ListItem | undefined> {
     const view = await readLedger(this.deps.store, listId, { slice: { from: anchor, direction, limit: 3 } });
+    this.saw(listId, view.newestTx);
     return view.items.find((i) => i.itemId !== anchor.itemId && i.itemId !== skip);
   }
 
@@ -387,10 +406,11 @@ export class Lists {
    */
   private async slotAtEnd(listId: string, end: ListEnd): Promise<Slot> {
     const { store, clock } = this.deps;
-    const [{ recent: txs }, [row]] = await Promise.all([
+    const [{ recent: txs, newest }, [row]] = await Promise.all([
       readRecentTransactions(store, listId),
       store.slice(listItemsTable, { partition: { list_id: listId }, limit: 1, reverse: end === 'BOTTOM' }),
     ]);
+    this.saw(listId, newest);
     const sign = end === 'TOP' ? -1 : 1;
     let extreme: Position | undefined = row && { weight: row.weight as bigint, seq: row.seq as bigint };
     for (const tx of txs) {
@@ -414,7 +434,8 @@ export class Lists {
         ? this.deps.counts.mutations({ key: itemsCountKey(listId), item: tx.itemId, sign: tx.kind === 'add' ? 1 : -1 })
         : [],
     );
-    await appendTransactions(this.deps.store, this.deps.clock, listId, txs, counted);
+    const appended = await appendTransactions(this.deps.store, this.deps.clock, listId, txs, counted, this.newestSeen.get(listId));
+    this.newestSeen.set(listId, microsOfTimeuuid(appended[appended.length - 1]!.txId));
     this.deps.onAppend?.(listId);
   }
 }
