@@ -101,7 +101,7 @@ function txFromRow(row: Row): ListTx {
  * seen here: the applier's timer pass finds it (`readUnapplied`) and applies it.
  */
 export async function readPendingTransactions(store: Store, listId: string): Promise<ListTx[]> {
-  return (await readRecentTransactions(store, listId)).pending;
+  return (await readTransactionRows(store, listId)).pending.map(txFromRow);
 }
 
 /**
@@ -112,6 +112,12 @@ export async function readPendingTransactions(store: Store, listId: string): Pro
  * its target bounds where an item may stand.
  */
 export async function readRecentTransactions(store: Store, listId: string): Promise<RecentTransactions> {
+  const { pending, recent, newest } = await readTransactionRows(store, listId);
+  return { pending: pending.map(txFromRow), recent: recent.map(txFromRow), newest };
+}
+
+/** The rows `readRecentTransactions` reads, oldest first, not yet parsed (readers parse only the pending ones). */
+async function readTransactionRows(store: Store, listId: string): Promise<{ pending: Row[]; recent: Row[]; newest: bigint | null }> {
   const pending: Row[] = [];
   const recent: Row[] = [];
   let upper: ClusteringBound | undefined;
@@ -122,7 +128,7 @@ export async function readRecentTransactions(store: Store, listId: string): Prom
     pending.push(...(firstApplied < 0 ? rows : rows.slice(0, firstApplied)));
     if (firstApplied >= 0 || rows.length < limit) {
       const newest = recent.length > 0 ? microsOfTimeuuid(recent[0]!.tx_id as string) : null;
-      return { pending: pending.reverse().map(txFromRow), recent: recent.reverse().map(txFromRow), newest };
+      return { pending: pending.reverse(), recent: recent.reverse(), newest };
     }
     upper = { values: [rows[rows.length - 1]!.tx_id!], inclusive: false };
   }
@@ -299,7 +305,9 @@ export interface LedgerView {
 export async function readLedger(store: Store, listId: string, query: LedgerQuery): Promise<LedgerView> {
   // 1. Transactions first: a transaction the applier finishes after this read is seen
   //    either still pending (and applied here) or already applied in the rows below.
-  const { pending: txs, newest: newestTx } = await readRecentTransactions(store, listId);
+  const read = await readTransactionRows(store, listId);
+  const txs = read.pending.map(txFromRow);
+  const newestTx = read.newest;
   const ids = [...new Set([...(query.itemIds ?? []), ...txs.map((t) => t.itemId)])];
   // 2. Where each touched item is stored.
   const indexRows = ids.length ? await store.getMany(listItemIndexTable, ids.map((item_id) => ({ item_id }))) : [];
