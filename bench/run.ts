@@ -1,8 +1,8 @@
 /**
  * `npm run bench`: the benchmarks, on the embedded store. Prints progress, then a table
  * with every figure next to its target, and writes bench/results/latest.json (ignored
- * by git, so a run leaves the tree clean; bench/results/recorded.json is the run
- * BENCHMARKS.md reports). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
+ * by git, so a run leaves the tree clean; the runs BENCHMARKS.md reports are kept as
+ * bench/results/recorded-*.json). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
  * shape the overhead run and the metrics-cost run; BENCH_SECTIONS (comma-separated:
  * paging,overhead,metrics,roundtrips,counter,search) narrows a run. The search section makes its 100,000 users once, into a
  * file in the system's temporary folder (BENCH_NAMES_FILE), reused by later runs.
