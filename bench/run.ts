@@ -4,13 +4,14 @@
  * by git, so a run leaves the tree clean; the runs BENCHMARKS.md reports are kept as
  * bench/results/recorded-*.json). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
  * shape the overhead run and the metrics-cost run; BENCH_SECTIONS (comma-separated:
- * paging,overhead,metrics,roundtrips,counter,search) narrows a run. The search section makes its 100,000 users once, into a
+ * paging,overhead,metrics,roundtrips,counter,search,cursors) narrows a run. The search section makes its 100,000 users once, into a
  * file in the system's temporary folder (BENCH_NAMES_FILE), reused by later runs.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { finishRun } from './results.js';
 import { join } from 'node:path';
+import { runCursorSigning } from './cursors.js';
 import { runDeepPaging } from './deep-paging.js';
 import { runMetricsCost } from './metrics-cost.js';
 import { pinning, runOverhead } from './overhead.js';
@@ -28,7 +29,7 @@ time some minutes more to make the name search's 100,000 users) and writes
 bench/results/latest.json. Environment: BENCH_ROUNDS (fresh-server rounds per server,
 default 5), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP
 (seconds of warm-up before each, default 2), BENCH_CONNECTIONS (default 32),
-BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search),
+BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,cursors),
 BENCH_NAMES_FILE (where the name search's users are kept between runs).`,
   {},
 );
@@ -37,7 +38,7 @@ const ROUNDS = Math.round(positive('BENCH_ROUNDS', 5));
 const DURATION = positive('BENCH_DURATION', 5);
 const WARMUP = positive('BENCH_WARMUP', 2);
 const CONNECTIONS = Math.round(positive('BENCH_CONNECTIONS', 32));
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search,cursors').split(','));
 const dir = mkdtempSync(join(tmpdir(), 'bench-'));
 const results: Record<string, unknown> = {};
 const rows: Array<{ figure: string; value: string; target: string; met: string }> = [];
@@ -82,6 +83,7 @@ async function main(): Promise<void> {
     progress('name search: usersByName against usersByLastName over 100,000 users; totalCount per request');
     results.nameSearch = await runNameSearch(progress, row);
   }
+  if (SECTIONS.has('cursors')) results.cursorSigning = await runCursorSigning(progress, row);
   finishRun('latest.json', results, started, rows);
   rmSync(dir, { recursive: true, force: true });
 }

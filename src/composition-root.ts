@@ -75,7 +75,8 @@ export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas, ...directoryS
  * The settings features are built with: the part of the configuration they read
  * (`cluster` defaults to DEFAULT_CLUSTER_SETTINGS, `live` to DEFAULT_LIVE_SETTINGS).
  */
-export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> & Partial<Pick<Config, 'cluster' | 'live'>>;
+export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> &
+  Partial<Pick<Config, 'cluster' | 'live' | 'cursorPreviousSecrets'>>;
 
 /**
  * Build the configured store adapter, its default write timestamps taken from `clock`
@@ -177,7 +178,7 @@ export function createServices(
         ? (report: PollReport) => metrics.livePoll(report)
         : deps.onLivePoll;
   const clock = deps.clock ?? new MonotonicClock();
-  const codec = createCursorCodec(settings.cursorSecret);
+  const codec = createCursorCodec(settings.cursorSecret, { previousSecrets: settings.cursorPreviousSecrets });
   const cluster = settings.cluster ?? DEFAULT_CLUSTER_SETTINGS;
   const liveSettings = settings.live ?? DEFAULT_LIVE_SETTINGS;
   return {

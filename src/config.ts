@@ -83,6 +83,8 @@ export interface Config {
     readonly driver: CassandraDriverSettings;
   };
   readonly cursorSecret: string;
+  /** Earlier cursor secrets whose cursors still verify (`CURSOR_PREVIOUS_SECRETS`): rotation without breaking clients' cursors. */
+  readonly cursorPreviousSecrets: readonly string[];
   readonly authSecret: string;
   /** Which secrets fell back to their development values. */
   readonly devSecrets: readonly ('CURSOR_SECRET' | 'AUTH_SECRET')[];
@@ -368,6 +370,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (production) checkProductionSecret(name, value);
     return value;
   };
+  /**
+   * Earlier secrets still accepted (comma-separated), each under the rules of a secret:
+   * a secret rotates without invalidating what the old one signed.
+   */
+  const previousSecrets = (name: string, current: string): readonly string[] => {
+    const values = (env[name] ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+    values.forEach((value, i) => {
+      if (Buffer.byteLength(value) < 16) throw new ConfigError(`${name} entry ${i + 1} must be at least 16 bytes long, got ${Buffer.byteLength(value)}`);
+      if (value === current) throw new ConfigError(`${name} entry ${i + 1} is the current secret: list only the secrets it replaced`);
+      if (production) checkProductionSecret(`${name} entry ${i + 1}`, value);
+    });
+    return Object.freeze(values);
+  };
+  const cursorSecret = secret('CURSOR_SECRET', DEV_CURSOR_SECRET);
   const config: Config = {
     metrics: metricsSettings(env, production),
     nodeEnv: env.NODE_ENV ?? 'development',
@@ -391,7 +407,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectTimeoutS: int(env, 'CASSANDRA_CONNECT_TIMEOUT_S', 60, 0, 3_600),
       driver: cassandraDriver(env),
     }),
-    cursorSecret: secret('CURSOR_SECRET', DEV_CURSOR_SECRET),
+    cursorSecret,
+    cursorPreviousSecrets: previousSecrets('CURSOR_PREVIOUS_SECRETS', cursorSecret),
     authSecret: secret('AUTH_SECRET', DEV_AUTH_SECRET),
     devSecrets: Object.freeze(devSecrets),
     logLevel: env.LOG_LEVEL ?? 'info',

@@ -45,6 +45,12 @@ function decode<N>(
 ): CursorKey | undefined {
   if (cursor === undefined || cursor === null) return undefined;
   const key = codec.decodeCursor(source.id, cursor);
+  if (key === null && codec.isOutdated(source.id, cursor)) {
+    throw new PagingArgumentError(
+      name,
+      `\`${name}\` is a cursor of this connection in a format this release no longer reads: it is out of date; page again from the start (without \`${name}\`) to get current cursors`,
+    );
+  }
   if (key === null || !source.isKey(key)) {
     throw new PagingArgumentError(name, `\`${name}\` is not a valid cursor for this connection, got "${truncate(cursor)}"`);
   }

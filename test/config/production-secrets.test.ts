@@ -109,4 +109,29 @@ describe('production defaults', () => {
       expect(() => loadConfig({ MAX_TOKEN_AGE: bad }), bad).toThrow(`MAX_TOKEN_AGE must be a duration between 60s and 366d, such as 3600, 12h or 30d, got "${bad}"`);
     }
   });
+
+  it('reads CURSOR_PREVIOUS_SECRETS as comma-separated secrets under the same rules, none by default', () => {
+    expect(loadConfig({}).cursorPreviousSecrets).toEqual([]);
+    const [a, b] = [real(), real()];
+    expect(loadConfig(production({ CURSOR_PREVIOUS_SECRETS: ` ${a}, ${b} ` })).cursorPreviousSecrets).toEqual([a, b]);
+    expect(() => loadConfig({ CURSOR_PREVIOUS_SECRETS: 'short' })).toThrow('CURSOR_PREVIOUS_SECRETS entry 1 must be at least 16 bytes long, got 5');
+    expect(() => loadConfig(production({ CURSOR_PREVIOUS_SECRETS: `${a},${'x'.repeat(40)}` }))).toThrow(
+      /CURSOR_PREVIOUS_SECRETS entry 2 must not be one character or a short pattern repeated/,
+    );
+    const current = real();
+    expect(() => loadConfig(production({ CURSOR_SECRET: current, CURSOR_PREVIOUS_SECRETS: current }))).toThrow(
+      'CURSOR_PREVIOUS_SECRETS entry 1 is the current secret: list only the secrets it replaced',
+    );
+    // The refusal never prints the secret it refused.
+    const refusal = (() => {
+      try {
+        loadConfig(production({ CURSOR_PREVIOUS_SECRETS: 'x'.repeat(40) }));
+        return null;
+      } catch (err) {
+        return err as Error;
+      }
+    })();
+    expect(refusal).toBeInstanceOf(ConfigError);
+    expect(refusal?.message).not.toContain('x'.repeat(40));
+  });
 });
