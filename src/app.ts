@@ -295,10 +295,12 @@ export async function createApp(
     // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
     plugins: [{ serverWillStart: async () => ({ drainServer: () => liveServer.close() }) }],
     demoIds: () => demoGlobalIds(store),
-    // Ready: the store answers, with every declared table and column.
+    // Ready: the store answers, with every declared table and column, and no write time
+    // read lately was so far ahead of this clock that a clock must be off (clock-skew.ts).
     readiness: async () => {
       const missing = await store.checkSchema(ALL_TABLES);
-      return missing.length === 0 ? null : `the store's schema is incomplete: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
+      if (missing.length > 0) return `the store's schema is incomplete: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
+      return services.clockSkew.notReadyBecause();
     },
     contextFor: async (req, deadline) => {
       const header = req.headers.authorization;

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, type ClusterSettings, type Config, type LiveSettings } from './config.js';
+import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, unreadySkewMsOf, type ClusterSettings, type Config, type LiveSettings } from './config.js';
 import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
 import { countTables } from './counts/count-tables.js';
 import { actorOf } from './features/actor.js';
@@ -26,7 +26,7 @@ import { Suspensions } from './features/suspensions/suspensions.js';
 import { timelineTables } from './features/timeline/timeline-tables.js';
 import { Timeline } from './features/timeline/timeline.js';
 import { userTables } from './features/users/users-tables.js';
-import { Users, readUsers } from './features/users/users.js';
+import { Users, readUserForChange } from './features/users/users.js';
 import type { Viewer } from './graphql/auth.js';
 import type { RequestContext } from './graphql/context.js';
 import { createLoaders, type Loaders } from './graphql/loaders.js';
@@ -48,6 +48,7 @@ import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { CountingStore } from './store/store-decorator.js';
 import { ObservedStore, type StoreObserver } from './store/store-observer.js';
 import { Metrics } from './observability/metrics.js';
+import { ClockSkewWatch } from './observability/clock-skew.js';
 import type { RequestDeadline } from './store/deadline.js';
 import type { TableSpec } from './store/table.js';
 import { WindowedJob, windowedJobTables } from './background/windowed-job.js';
@@ -128,6 +129,11 @@ export interface Services {
   readonly onListAppend?: (listId: string) => void;
   /** The clock-skew and write-timeout bounds the background jobs rely on. */
   readonly cluster: ClusterSettings;
+  /**
+   * Told by the process clock of every write time read ahead of it: logs and counts
+   * leads beyond `CLOCK_SKEW_MS`, and fails readiness past `CLOCK_SKEW_UNREADY_MS`.
+   */
+  readonly clockSkew: ClockSkewWatch;
   /** This process's presence in the cluster (saga ownership, liveness). */
   readonly presence?: Presence;
   /** Appends changes to the live change log (every write that changes a connection). */
@@ -181,6 +187,9 @@ export function createServices(
   const codec = createCursorCodec(settings.cursorSecret, { previousSecrets: settings.cursorPreviousSecrets });
   const cluster = settings.cluster ?? DEFAULT_CLUSTER_SETTINGS;
   const liveSettings = settings.live ?? DEFAULT_LIVE_SETTINGS;
+  const clockSkew = new ClockSkewWatch({ boundMs: cluster.clockSkewMs, unreadyMs: unreadySkewMsOf(cluster), logger: deps.logger, report: metrics });
+  // The process clock reports each write time it observes ahead of it (timestampAbove).
+  if (clock instanceof MonotonicClock) clock.onAhead = (aheadMs) => clockSkew.observe(aheadMs);
   return {
     store: deps.store,
     settings,
@@ -193,6 +202,7 @@ export function createServices(
     acceptanceLock: new KeyedLock(),
     onListAppend: deps.onListAppend,
     cluster,
+    clockSkew,
     presence: deps.presence,
     changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
@@ -205,7 +215,7 @@ export function createServices(
     }),
     nameSweeper: new WindowedJob(
       deps.store,
-      nameSweepJob({ store: deps.store, clock, readUser: async (id) => (await readUsers(deps.store, [id]))[0] ?? null }),
+      nameSweepJob({ store: deps.store, clock, readUser: (id) => readUserForChange(deps.store, id) }),
       { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined },
     ),
     live: new LiveHub({
@@ -308,7 +318,7 @@ export function createRequestContext(
     nameSwept: () => services.nameSweeper.progress(),
   });
   const users = new Users({ store, actor, loaders, directory, clock: services.clock });
-  const timeline = new Timeline({ store, codec, loaders, changes: services.changes, counts: services.counts, clock: services.clock });
+  const timeline = new Timeline({ store, codec, loaders, changes: services.changes, counts: services.counts });
   const suspensions = new Suspensions({
     store,
     codec,

@@ -198,10 +198,31 @@ export interface ClusterSettings {
   readonly clockSkewMs: number;
   /** Longest a store write can take to land after its timestamp was chosen (`STORE_WRITE_TIMEOUT_MS`). */
   readonly writeTimeoutMs: number;
+  /**
+   * A write time read this far (ms) ahead of the server's clock fails /readyz
+   * (`CLOCK_SKEW_UNREADY_MS`; observability/clock-skew.ts). Absent: `unreadySkewMsOf`.
+   */
+  readonly unreadySkewMs?: number;
+}
+
+/** How many times `CLOCK_SKEW_MS` the readiness bound is by default. */
+const UNREADY_SKEW_FACTOR = 5;
+
+/** The readiness bound of `settings` (`CLOCK_SKEW_UNREADY_MS`, by default five times `CLOCK_SKEW_MS`). */
+export function unreadySkewMsOf(settings: ClusterSettings): number {
+  return settings.unreadySkewMs ?? UNREADY_SKEW_FACTOR * settings.clockSkewMs;
 }
 
 /** The defaults: NTP-synchronised servers, Cassandra's default write timeout. */
 export const DEFAULT_CLUSTER_SETTINGS: ClusterSettings = Object.freeze({ clockSkewMs: 1_000, writeTimeoutMs: 2_000 });
+
+/** The `CLOCK_SKEW_MS`, `STORE_WRITE_TIMEOUT_MS` and `CLOCK_SKEW_UNREADY_MS` settings; the last at least the first. */
+function clusterSettings(env: NodeJS.ProcessEnv): ClusterSettings {
+  const clockSkewMs = int(env, 'CLOCK_SKEW_MS', DEFAULT_CLUSTER_SETTINGS.clockSkewMs, 0, 600_000);
+  const writeTimeoutMs = int(env, 'STORE_WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000);
+  const unreadySkewMs = int(env, 'CLOCK_SKEW_UNREADY_MS', UNREADY_SKEW_FACTOR * clockSkewMs, clockSkewMs, 6_000_000);
+  return Object.freeze({ clockSkewMs, writeTimeoutMs, unreadySkewMs });
+}
 
 /** A configuration error: names the variable, the rule, and what was received. */
 export class ConfigError extends Error {
@@ -449,10 +470,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBufferedBytes: int(env, 'LIVE_MAX_BUFFERED_BYTES', DEFAULT_LIVE_SETTINGS.maxBufferedBytes, 1_024, 1_000_000_000),
       maxQueued: int(env, 'LIVE_MAX_QUEUED', DEFAULT_LIVE_SETTINGS.maxQueued, 1, 1_000_000),
     }),
-    cluster: Object.freeze({
-      clockSkewMs: int(env, 'CLOCK_SKEW_MS', DEFAULT_CLUSTER_SETTINGS.clockSkewMs, 0, 600_000),
-      writeTimeoutMs: int(env, 'STORE_WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000),
-    }),
+    cluster: clusterSettings(env),
   };
   return Object.freeze(config);
 }

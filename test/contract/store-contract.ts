@@ -462,6 +462,18 @@ export function defineStoreContract(
         expect(cells.ttl).toEqual({ name: null, score: null });
       });
 
+      it('reports what a write above it needs: a same-value rewrite raises the write time, a lower write neither changes it nor wins, a cleared cell has none', async () => {
+        // Ordering writes across servers (docs/how-it-works.md) reads these times and writes above them.
+        const id = randomUUID();
+        await store.upsert(kv, { id, name: 'a', score: 1 }, { timestamp: 5_000n });
+        await store.upsert(kv, { id, name: 'a' }, { timestamp: 7_000n });
+        await store.upsert(kv, { id, name: 'older', score: 2 }, { timestamp: 6_000n });
+        await store.upsert(kv, { id, score: null }, { timestamp: 8_000n });
+        const cells = await store.readCells(kv, { id }, ['name', 'score']);
+        expect([cells.row?.name, cells.row?.score ?? null]).toEqual(['a', null]);
+        expect(cells.writetime).toEqual({ name: 7_000n, score: null });
+      });
+
       it('reports the remaining TTL of an expiring cell', async () => {
         const id = randomUUID();
         await store.upsert(kv, { id, name: 'ttl' }, { ttl: 100 });

@@ -11,7 +11,6 @@ import type { CursorCodec } from '../../paging/cursor.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
-import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { dateOfTimeuuid, microsOfTimeuuid, newTimeuuid } from '../../store/timeuuid.js';
@@ -54,8 +53,6 @@ export interface TimelineDeps {
   readonly changes: ChangeWriter;
   /** Records posts added and deleted in the author's `posts` count. */
   readonly counts: CountWriter;
-  /** The process clock: deletions are stamped from it when later than the post's own time. */
-  readonly clock: Clock;
 }
 
 /** A page of an author's posts, with the key its `totalCount` is read by. */
@@ -127,7 +124,9 @@ export class Timeline {
    * reach subscribers in that order whichever servers made them.
    */
   async deletePost(viewerId: string, key: { authorId: string; postId: string }): Promise<void> {
-    const post = await this.deps.loaders.postByKey.load(key);
+    // The row with its write time (one round trip, as the loader's read): the tombstone goes at or above it.
+    const cells = await this.store.readCells(timelineTable, { user_id: key.authorId, post_id: key.postId }, ['content']);
+    const post = cells.row && postFromRow(cells.row);
     if (!post) throw new DomainError('NOT_FOUND', 'no such post', 'id');
     if (post.authorId !== viewerId) throw new DomainError('FORBIDDEN', 'only the author may delete a post', 'id');
     const { changes } = this.deps;
@@ -135,12 +134,13 @@ export class Timeline {
     // clock ahead of ours (DESIGN.md: no decision rests on one server's clock beating
     // another's): a post is written at its own id's time (createPost), so a tombstone at
     // that time hides it (a deletion wins a tie). Posts written before they were stamped
-    // so carry their batch's time, a moment after their id's: for them the deleter's
-    // clock, when later, stands in.
+    // so carry their batch's time, a moment after their id's: the tombstone then goes at
+    // the write time read, whatever the clock of the server that wrote it.
+    const written = cells.writetime.content ?? null;
     const postMicros = microsOfTimeuuid(key.postId);
-    const now = this.deps.clock.nowMicros();
+    const timestamp = written !== null && written > postMicros ? written : postMicros;
     await this.store.batch([
-      { kind: 'delete', table: timelineTable, key: { user_id: key.authorId, post_id: key.postId }, options: { timestamp: now > postMicros ? now : postMicros } },
+      { kind: 'delete', table: timelineTable, key: { user_id: key.authorId, post_id: key.postId }, options: { timestamp } },
       ...changes.mutations({
         feed: postsFeedOf(key.authorId).feed,
         id: changes.nextId(key.postId),
