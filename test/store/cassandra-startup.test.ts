@@ -4,17 +4,13 @@
  * for CASSANDRA_CONNECT_TIMEOUT_S and then refused with one line, by the store and by
  * the real server process. The real driver talks to a closed port.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 import { schemaChanges, schemaDifferences, type ExistingSchema } from '../../src/store/cassandra/cassandra-schema.js';
 import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
 import { StoreStartupError } from '../../src/store/port.js';
 import { defineTable } from '../../src/store/table.js';
-import { freePort } from '../support/child-server.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { freePort, runUntilExit } from '../support/child-server.js';
 
 const users = defineTable({ name: 'users', columns: { user_id: 'uuid', name: 'text', born: 'timestamp' }, partitionKey: ['user_id'] });
 const posts = defineTable({
@@ -95,23 +91,7 @@ describe('an unreachable Cassandra at start-up', () => {
 
   it('makes the server exit with one line naming the reason, and no stack trace', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        STORE: 'cassandra',
-        CASSANDRA_CONTACT_POINTS: `127.0.0.1:${port}`,
-        CASSANDRA_CONNECT_TIMEOUT_S: '1',
-        PORT: String(await freePort()),
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    const { code, stdout, stderr } = await runUntilExit({ CASSANDRA_CONTACT_POINTS: `127.0.0.1:${port}`, CASSANDRA_CONNECT_TIMEOUT_S: '1' });
     expect(code).toBe(1);
     expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^cannot start: Cassandra unreachable after \d+ attempt\(s\) in \d+ s: /)]);
     // The attempts were logged, one line each.
