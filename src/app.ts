@@ -298,7 +298,7 @@ export async function createApp(
     // Ready: the store answers, with every declared table and column.
     readiness: async () => {
       const missing = await store.checkSchema(ALL_TABLES);
-      return missing.length === 0 ? null : `the store's schema is incomplete: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
+      return missing.length === 0 ? null : `the store's schema differs from the declarations: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
     },
     contextFor: async (req, deadline) => {
       const header = req.headers.authorization;

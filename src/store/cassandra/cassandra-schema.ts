@@ -49,12 +49,58 @@ export function addColumnCql(keyspace: string, table: TableSpec, existing: Reado
     .map((c) => `ALTER TABLE ${keyspace}.${table.name} ADD ${c} ${table.columns[c]}`);
 }
 
+/** How an existing table is keyed: its partition key and clustering columns, in order. */
+export interface ExistingKey {
+  readonly partitionKey: readonly string[];
+  readonly clustering: ReadonlyArray<{ readonly column: string; readonly order: 'ASC' | 'DESC' }>;
+}
+
 /** What `system_schema` holds for one keyspace: each table's columns and their CQL types. */
 export interface ExistingSchema {
   readonly keyspace: boolean;
   readonly tables: ReadonlyMap<string, ReadonlyMap<string, string>>;
   /** Each existing table's `gc_grace_seconds` (absent: not read, nothing to bring up to date). */
   readonly gcGraceSeconds?: ReadonlyMap<string, number>;
+  /** Each existing table's key (absent: not read, not compared). */
+  readonly keys?: ReadonlyMap<string, ExistingKey>;
+}
+
+/**
+ * An existing table's key from its `system_schema.columns` rows (`kind`, `position`,
+ * `clustering_order`): partition key and clustering columns each in position order.
+ */
+export function existingKeyOf(
+  columns: ReadonlyArray<{ readonly column: string; readonly kind: string; readonly position: number; readonly clusteringOrder: string }>,
+): ExistingKey {
+  const ofKind = (kind: string) => columns.filter((c) => c.kind === kind).sort((a, b) => a.position - b.position);
+  return {
+    partitionKey: ofKind('partition_key').map((c) => c.column),
+    clustering: ofKind('clustering').map((c) => ({ column: c.column, order: c.clusteringOrder.toLowerCase() === 'desc' ? 'DESC' : 'ASC' })),
+  };
+}
+
+/**
+ * The tables whose existing key differs from their declaration (partition key columns,
+ * clustering columns, their order, each one's clustering order), one phrase each naming
+ * the table and both keys. No DDL fixes these: Cassandra cannot alter a primary key.
+ */
+export function keyDifferences(keyspace: string, existing: ExistingSchema, tables: readonly TableSpec[]): string[] {
+  const out: string[] = [];
+  for (const table of tables) {
+    const found = existing.keys?.get(table.name);
+    if (!found || !existing.tables.has(table.name)) continue;
+    const declaredPartition = table.partitionKey.join(', ');
+    const foundPartition = found.partitionKey.join(', ');
+    if (declaredPartition !== foundPartition) {
+      out.push(`table ${keyspace}.${table.name} partitioned by (${foundPartition}), declared (${declaredPartition})`);
+    }
+    const declaredClustering = table.clustering.map((c) => `${c.column} ${c.order}`).join(', ');
+    const foundClustering = found.clustering.map((c) => `${c.column} ${c.order}`).join(', ');
+    if (declaredClustering !== foundClustering) {
+      out.push(`table ${keyspace}.${table.name} clustered by (${foundClustering}), declared (${declaredClustering})`);
+    }
+  }
+  return out;
 }
 
 /** The DDL that brings `existing` up to the declarations, in order; empty when nothing is missing. */
@@ -78,7 +124,8 @@ export function schemaChanges(
 
 /**
  * What the declarations need and `existing` lacks or declares otherwise, as short
- * phrases ("table users", "column meeting_users.write_token", …); empty when it all fits.
+ * phrases ("table users", "column meeting_users.write_token", a table keyed otherwise,
+ * …); empty when it all fits.
  */
 export function schemaDifferences(keyspace: string, existing: ExistingSchema, tables: readonly TableSpec[]): string[] {
   if (!existing.keyspace) return [`keyspace ${keyspace}`];
@@ -95,5 +142,5 @@ export function schemaDifferences(keyspace: string, existing: ExistingSchema, ta
       else if (found !== type) out.push(`column ${table.name}.${column} of type ${type} (found ${found})`);
     }
   }
-  return out;
+  return [...out, ...keyDifferences(keyspace, existing, tables)];
 }

@@ -41,7 +41,7 @@ import {
 import { sameValue } from '../values.js';
 import { connectFailureOf, oneLine, storeErrorFrom, type ConnectFailure } from './cassandra-errors.js';
 import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-ranges.js';
-import { schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
+import { existingKeyOf, keyDifferences, schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
 import { fromDriver, toDriver } from './cassandra-values.js';
 
 const { types } = cassandra;
@@ -211,6 +211,13 @@ export class CassandraStore implements Store {
         this.log(`schema change ${i + 1} of ${changes.length} in ${seconds(Date.now() - at)} (${seconds(Date.now() - started)} in all): ${cql}`);
       }
       existing = await this.existingSchema();
+    }
+    const keyed = keyDifferences(this.keyspace, existing, tables);
+    if (keyed.length > 0) {
+      // Pages of such a table come out in another order, without an error: refuse it.
+      throw new StoreStartupError(
+        `the Cassandra schema keys tables otherwise than declared: ${keyed.join(', ')}; a primary key cannot be altered: copy the rows into a table created as declared (or drop it, when its rows may go, and run \`npm run schema\`)`,
+      );
     }
     const differences = schemaDifferences(this.keyspace, existing, tables);
     if (differences.length > 0) {
@@ -629,7 +636,7 @@ export class CassandraStore implements Store {
     const columns = await this.run(
       tally,
       {
-        query: 'SELECT table_name, column_name, type FROM system_schema.columns WHERE keyspace_name = ?',
+        query: 'SELECT table_name, column_name, type, kind, position, clustering_order FROM system_schema.columns WHERE keyspace_name = ?',
         params: [this.keyspace],
       },
       { idempotent: true },
@@ -640,13 +647,20 @@ export class CassandraStore implements Store {
       { idempotent: true },
     );
     const tables = new Map<string, Map<string, string>>();
+    const keyColumns = new Map<string, Array<{ column: string; kind: string; position: number; clusteringOrder: string }>>();
     for (const r of columns.rows) {
       const table = String(r.get('table_name'));
+      const column = String(r.get('column_name'));
       if (!tables.has(table)) tables.set(table, new Map());
-      tables.get(table)!.set(String(r.get('column_name')), String(r.get('type')));
+      tables.get(table)!.set(column, String(r.get('type')));
+      const kind = String(r.get('kind'));
+      if (kind !== 'partition_key' && kind !== 'clustering') continue;
+      if (!keyColumns.has(table)) keyColumns.set(table, []);
+      keyColumns.get(table)!.push({ column, kind, position: Number(r.get('position')), clusteringOrder: String(r.get('clustering_order')) });
     }
+    const keys = new Map([...tables.keys()].map((table) => [table, existingKeyOf(keyColumns.get(table) ?? [])]));
     const gcGraceSeconds = new Map(options.rows.map((r) => [String(r.get('table_name')), Number(r.get('gc_grace_seconds'))]));
-    return { keyspace: keyspaces.rows.length > 0, tables, gcGraceSeconds };
+    return { keyspace: keyspaces.rows.length > 0, tables, gcGraceSeconds, keys };
   }
 
   /** One schema change, then wait until every node agrees on the schema before the next. */
