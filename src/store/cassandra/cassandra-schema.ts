@@ -2,8 +2,8 @@
  * CQL DDL derived from a table declaration (the SQLite adapter's counterpart is
  * `sqlite-schema.ts`).
  */
-import type { TableSpec } from '../table.js';
-import { checkIdentifier, gcGraceSecondsOf, regularColumnsOf } from '../table.js';
+import type { TableKey, TableSpec } from '../table.js';
+import { checkIdentifier, gcGraceSecondsOf, keyDifferencesOf, regularColumnsOf } from '../table.js';
 
 /** Keyspace replication, as CQL's replication map. */
 export type Replication =
@@ -49,12 +49,6 @@ export function addColumnCql(keyspace: string, table: TableSpec, existing: Reado
     .map((c) => `ALTER TABLE ${keyspace}.${table.name} ADD ${c} ${table.columns[c]}`);
 }
 
-/** How an existing table is keyed: its partition key and clustering columns, in order. */
-export interface ExistingKey {
-  readonly partitionKey: readonly string[];
-  readonly clustering: ReadonlyArray<{ readonly column: string; readonly order: 'ASC' | 'DESC' }>;
-}
-
 /** What `system_schema` holds for one keyspace: each table's columns and their CQL types. */
 export interface ExistingSchema {
   readonly keyspace: boolean;
@@ -62,7 +56,7 @@ export interface ExistingSchema {
   /** Each existing table's `gc_grace_seconds` (absent: not read, nothing to bring up to date). */
   readonly gcGraceSeconds?: ReadonlyMap<string, number>;
   /** Each existing table's key (absent: not read, not compared). */
-  readonly keys?: ReadonlyMap<string, ExistingKey>;
+  readonly keys?: ReadonlyMap<string, TableKey>;
 }
 
 /**
@@ -71,7 +65,7 @@ export interface ExistingSchema {
  */
 export function existingKeyOf(
   columns: ReadonlyArray<{ readonly column: string; readonly kind: string; readonly position: number; readonly clusteringOrder: string }>,
-): ExistingKey {
+): TableKey {
   const ofKind = (kind: string) => columns.filter((c) => c.kind === kind).sort((a, b) => a.position - b.position);
   return {
     partitionKey: ofKind('partition_key').map((c) => c.column),
@@ -81,26 +75,15 @@ export function existingKeyOf(
 
 /**
  * The tables whose existing key differs from their declaration (partition key columns,
- * clustering columns, their order, each one's clustering order), one phrase each naming
- * the table and both keys. No DDL fixes these: Cassandra cannot alter a primary key.
+ * clustering columns, their order, each one's clustering order), one phrase per
+ * difference naming the table and both keys. No DDL fixes these: Cassandra cannot alter
+ * a primary key.
  */
 export function keyDifferences(keyspace: string, existing: ExistingSchema, tables: readonly TableSpec[]): string[] {
-  const out: string[] = [];
-  for (const table of tables) {
+  return tables.flatMap((table) => {
     const found = existing.keys?.get(table.name);
-    if (!found || !existing.tables.has(table.name)) continue;
-    const declaredPartition = table.partitionKey.join(', ');
-    const foundPartition = found.partitionKey.join(', ');
-    if (declaredPartition !== foundPartition) {
-      out.push(`table ${keyspace}.${table.name} partitioned by (${foundPartition}), declared (${declaredPartition})`);
-    }
-    const declaredClustering = table.clustering.map((c) => `${c.column} ${c.order}`).join(', ');
-    const foundClustering = found.clustering.map((c) => `${c.column} ${c.order}`).join(', ');
-    if (declaredClustering !== foundClustering) {
-      out.push(`table ${keyspace}.${table.name} clustered by (${foundClustering}), declared (${declaredClustering})`);
-    }
-  }
-  return out;
+    return found && existing.tables.has(table.name) ? keyDifferencesOf(`${keyspace}.${table.name}`, found, table) : [];
+  });
 }
 
 /** The DDL that brings `existing` up to the declarations, in order; empty when nothing is missing. */
