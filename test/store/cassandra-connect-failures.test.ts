@@ -190,12 +190,14 @@ describe('authentication', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
   });
 
-  it('required by a cluster given no credentials says to set them', () => {
-    const none = new errors.NoHostAvailableError({ '10.0.0.1:9042': new errors.AuthenticationError('Authentication provider not set') });
-    expect(connectFailureOf(none)).toEqual({
-      reason: 'the cluster requires authentication and no credentials are set: set CASSANDRA_USERNAME and CASSANDRA_PASSWORD (or CASSANDRA_PASSWORD_FILE)',
-      retry: false,
-    });
+  it('required by a cluster given no credentials says to set them, in either of the driver’s wordings', () => {
+    for (const wording of ['Authentication provider not set', 'Host 10.0.0.1:9042 requires authentication, but no authenticator found in the options']) {
+      const none = new errors.NoHostAvailableError({ '10.0.0.1:9042': new errors.AuthenticationError(wording) });
+      expect(connectFailureOf(none)).toEqual({
+        reason: 'the cluster requires authentication and no credentials are set: set CASSANDRA_USERNAME and CASSANDRA_PASSWORD (or CASSANDRA_PASSWORD_FILE)',
+        retry: false,
+      });
+    }
   });
 
   it('is told apart from nodes that are only unreachable, which are retried', () => {
@@ -205,6 +207,12 @@ describe('authentication', () => {
     });
     expect(connectFailureOf(down)).toEqual({
       reason: '10.0.0.1:9042: connect ECONNREFUSED 10.0.0.1:9042; 10.0.0.2:9042: The host 10.0.0.2:9042 did not reply before timeout 12000 ms',
+      retry: true,
+    });
+    // A plain connection to a node that requires TLS: reset, retried, with the likely cause.
+    const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    expect(connectFailureOf(new errors.NoHostAvailableError({ '10.0.0.1:9042': reset }))).toEqual({
+      reason: '10.0.0.1:9042: read ECONNRESET (a node that requires TLS resets plain connections: set CASSANDRA_TLS=true?)',
       retry: true,
     });
   });

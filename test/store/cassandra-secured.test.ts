@@ -74,7 +74,9 @@ describe.skipIf('reason' in secured)(`a secured Cassandra${'reason' in secured ?
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ query: '{ userByUsername(username: "nobody-here") { id } }' }),
     });
-    expect(await res.json()).toEqual({ data: { userByUsername: null } });
+    const body = (await res.json()) as { data?: unknown; errors?: unknown };
+    expect(body.errors).toBeUndefined();
+    expect(body.data).toEqual({ userByUsername: null });
     expect(server.output()).not.toContain(password);
     server.process.kill('SIGTERM');
     await server.exited;

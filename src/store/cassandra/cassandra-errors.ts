@@ -124,7 +124,8 @@ function innerErrorsOf(err: unknown): Array<[string | null, unknown]> {
 /** One node's error, explained. */
 function nodeFailureOf(err: unknown): { reason: string; retry: boolean } {
   if (err instanceof errors.AuthenticationError) {
-    if (/provider not set/i.test(err.message)) {
+    // The driver's two wordings for a node that asks for credentials the client lacks.
+    if (/provider not set|no authenticator found/i.test(err.message)) {
       return { reason: `the cluster requires authentication and no credentials are set: set ${CREDENTIALS}`, retry: false };
     }
     return { reason: `authentication refused (${oneLine(err)}): check ${CREDENTIALS}`, retry: false };
@@ -154,5 +155,7 @@ function nodeFailureOf(err: unknown): { reason: string; retry: boolean } {
   if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG') {
     return { reason: `the node does not speak TLS on this port (${code}): unset CASSANDRA_TLS, or connect to its TLS port`, retry: false };
   }
+  // Reset before a word was exchanged: a node that requires TLS does this to plain TCP.
+  if (code === 'ECONNRESET') return { reason: `${oneLine(err)} (a node that requires TLS resets plain connections: set CASSANDRA_TLS=true?)`, retry: true };
   return { reason: oneLine(err), retry: true };
 }

@@ -579,12 +579,15 @@ export class CassandraStore implements Store {
    */
   private async connect(): Promise<void> {
     const started = Date.now();
+    let previous: ConnectFailure | null = null;
     for (let attempt = 1; ; attempt++) {
       let failure: ConnectFailure;
       let cause: unknown;
       try {
         if (await this.attemptConnect(started + this.connectTimeoutMs)) return;
-        failure = { reason: `no answer within the connect timeout (${seconds(this.connectTimeoutMs)})`, retry: false };
+        // The attempt cut short says nothing: the one before it says why.
+        const before = previous ? `; the attempt before: ${previous.reason}` : '';
+        failure = { reason: `no answer within the connect timeout (${seconds(this.connectTimeoutMs)})${before}`, retry: false };
       } catch (err) {
         cause = err;
         failure = this.connectFailure(err);
@@ -595,6 +598,7 @@ export class CassandraStore implements Store {
       if (!failure.retry || left <= 0) {
         throw new StoreStartupError(`Cassandra unreachable after ${attempt} attempt(s) in ${Math.round(elapsed / 1000)} s: ${failure.reason}`, { cause });
       }
+      previous = failure;
       // 0.5 s, 1 s, 2 s, … at most 10 s between attempts.
       const wait = Math.min(500 * 2 ** (attempt - 1), 10_000, left);
       this.log(`Cassandra not reachable (attempt ${attempt}: ${failure.reason}); retrying in ${(wait / 1000).toFixed(1)} s`);
