@@ -299,7 +299,7 @@ export async function createApp(
     // read lately was so far ahead of this clock that a clock must be off (clock-skew.ts).
     readiness: async () => {
       const missing = await store.checkSchema(ALL_TABLES);
-      if (missing.length > 0) return `the store's schema is incomplete: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
+      if (missing.length > 0) return `the store's schema differs from the declarations: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
       return services.clockSkew.notReadyBecause();
     },
     contextFor: async (req, deadline) => {

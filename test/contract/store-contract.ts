@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_TABLES } from '../../src/composition-root.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { ClusteringBound, Mutation, Store } from '../../src/store/port.js';
-import { MAX_TIMESTAMP, StoreRequestError } from '../../src/store/port.js';
+import { MAX_TIMESTAMP, StoreRequestError, StoreStartupError } from '../../src/store/port.js';
 import { CountingStore } from '../../src/store/store-decorator.js';
 import {
   defineTable,
@@ -646,6 +646,21 @@ export function defineStoreContract(
         expect(differences[1]).toMatch(new RegExp(`^column ${kv.name}\\.\\w*contract_added$`));
         // Still missing: a check creates nothing.
         expect(await store.checkSchema([missing])).toHaveLength(1);
+      });
+      it('refuses a table declared again with another key, naming the table and both keys, and checkSchema reports it', async () => {
+        const reordered = defineTable({ name: big.name, columns: { ...big.columns }, partitionKey: ['p'], clustering: [{ column: 'a', order: 'ASC' }, { column: 'b', order: 'ASC' }] });
+        const repartitioned = defineTable({ name: kv.name, columns: { ...kv.columns }, partitionKey: ['id', 'name'] });
+        const clustered = /^table (\w+\.)?contract_big clustered by \(a DESC, b ASC\), declared \(a ASC, b ASC\)$/;
+        const partitioned = /^table (\w+\.)?contract_kv partitioned by \(id\), declared \(id, name\)$/;
+        const error = await store.ensureTables([reordered, repartitioned]).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreStartupError);
+        expect((error as Error).message).toMatch(/clustered by \(a DESC, b ASC\), declared \(a ASC, b ASC\), table .*partitioned by \(id\), declared \(id, name\);/);
+        const differences = await store.checkSchema([reordered, repartitioned]);
+        expect(differences, differences.join('; ')).toHaveLength(2);
+        expect(differences[0]).toMatch(clustered);
+        expect(differences[1]).toMatch(partitioned);
+        // Refused, not changed: the tables are still as first declared.
+        expect(await store.checkSchema([big, kv])).toEqual([]);
       });
     });
 

@@ -1,6 +1,6 @@
 /**
  * The probes on a running server: /livez stays 200 while the process works; /readyz is
- * 503 while the store's schema is incomplete (a table dropped under the server) or the
+ * 503 while the store's schema differs from the declarations (a table dropped under the server) or the
  * store does not answer (a hung store: within READINESS_TIMEOUT_MS; Cassandra behind TCP
  * proxies, one a node, all stopped), and 200 again once it recovers. The Cassandra run is
  * skipped, with the reason printed, where no Cassandra is reachable.
@@ -79,7 +79,7 @@ describe('the probes on the embedded store', () => {
     }
     expect(await probe(server, '/readyz')).toEqual({
       status: 503,
-      body: { status: 'unavailable', reason: "the store's schema is incomplete: table users" },
+      body: { status: 'unavailable', reason: "the store's schema differs from the declarations: table users" },
     });
     // The process still works: liveness does not depend on the store.
     expect((await probe(server, '/livez')).status).toBe(200);

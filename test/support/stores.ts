@@ -10,9 +10,10 @@ import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import { describe, it } from 'vitest';
-import { consistencyOf } from '../../src/store/cassandra/cassandra-connect.js';
+import { cassandraClientOptions, consistencyOf } from '../../src/store/cassandra/cassandra-connect.js';
+import type { CassandraSettings } from '../../src/store/cassandra/cassandra-settings.js';
 import { CassandraStore, type CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
-import { parseReplication, type ReplicationSetting } from '../../src/config.js';
+import { cassandraConfig, parseReplication, type ReplicationSetting } from '../../src/config.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import type { Row } from '../../src/store/table.js';
@@ -122,12 +123,20 @@ export function uniqueKeyspace(prefix = 'test'): string {
   return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
 }
 
+/**
+ * How the suites authenticate and encrypt: the product's own variables
+ * (`CASSANDRA_USERNAME`, `CASSANDRA_PASSWORD` or `CASSANDRA_PASSWORD_FILE`,
+ * `CASSANDRA_TLS` and its files), read as the server reads them.
+ */
+export function testConnectionSettings(env: NodeJS.ProcessEnv = process.env): Pick<CassandraSettings, 'credentials' | 'tls'> {
+  const { credentials, tls } = cassandraConfig(env, false);
+  return { credentials, tls };
+}
+
 /** A connected driver client, as the product configures it; `policies` adds the driver's policies a test needs (an address translator, say). */
 export async function cassandraClient(contactPoints: readonly string[], policies?: cassandra.ClientOptions['policies']): Promise<cassandra.Client> {
   const client = new cassandra.Client({
-    contactPoints: [...contactPoints],
-    localDataCenter: process.env.CASSANDRA_LOCAL_DC ?? 'datacenter1',
-    encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
+    ...cassandraClientOptions({ contactPoints, localDataCenter: process.env.CASSANDRA_LOCAL_DC ?? 'datacenter1', ...testConnectionSettings() }),
     ...(policies ? { policies } : {}),
   });
   await client.connect();

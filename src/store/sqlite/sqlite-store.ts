@@ -16,12 +16,12 @@ import type {
   Store,
   WriteOptions,
 } from '../port.js';
-import { StoreReadFailureError, StoreRequestError } from '../port.js';
+import { StoreReadFailureError, StoreRequestError, StoreStartupError } from '../port.js';
 import { startPeriodicTask, type PeriodicTask } from '../../background/periodic-task.js';
 import type { Clock } from '../clock.js';
 import { MonotonicClock } from '../clock.js';
-import type { CqlType, CqlValue, Row, TableSpec } from '../table.js';
-import { gcGraceSecondsOf, keyColumnsOf } from '../table.js';
+import type { CqlType, CqlValue, Row, TableKey, TableSpec } from '../table.js';
+import { gcGraceSecondsOf, keyColumnsOf, keyDifferencesOf } from '../table.js';
 import {
   checkCellColumns,
   checkDeclarations,
@@ -179,11 +179,23 @@ export class SqliteStore implements Store {
 
   async ensureTables(tables: readonly TableSpec[]): Promise<void> {
     checkDeclarations(tables);
+    // Keys are stored encoded in their declared order: a file made under another key
+    // would page in the wrong order, without an error (Cassandra's own check at start).
+    const keyed = this.keyDifferences(tables);
+    if (keyed.length > 0) {
+      throw new StoreStartupError(
+        `the embedded store keys tables otherwise than declared: ${keyed.join(', ')}; a key cannot be altered: move the file aside to start afresh`,
+      );
+    }
     this.write(() => {
       this.db.exec(
         `CREATE TABLE IF NOT EXISTS "${PAXOS_TABLE}" (tbl TEXT NOT NULL, pk BLOB NOT NULL, ballot INTEGER NOT NULL, PRIMARY KEY (tbl, pk)) WITHOUT ROWID`,
       );
+      this.db.exec(`CREATE TABLE IF NOT EXISTS "${KEYS_TABLE}" (tbl TEXT NOT NULL PRIMARY KEY, key TEXT NOT NULL) WITHOUT ROWID`);
+      const record = this.db.prepare(`INSERT OR IGNORE INTO "${KEYS_TABLE}" (tbl, key) VALUES (?, ?)`);
       for (const table of tables) {
+        // A file from before keys were recorded: its tables are taken as declared now.
+        record.run(table.name, JSON.stringify({ partitionKey: table.partitionKey, clustering: table.clustering } satisfies TableKey));
         const layout = this.layout(table);
         const legacy = this.columnsOf(layout.tombTable);
         const migrate = legacy.size > 0 && !legacy.has('ldt');
@@ -377,19 +389,33 @@ export class SqliteStore implements Store {
     }
     const out: string[] = [];
     if (!existing.has(PAXOS_TABLE)) out.push(`table ${PAXOS_TABLE}`);
+    const keyed = this.keyDifferences(tables);
     for (const table of tables) {
       const layout = layoutOf(table);
       const columns = existing.get(layout.dataTable);
       // Its rows and its tombstones are two SQLite tables: either missing is the table missing.
       if (!columns || !existing.has(layout.tombTable)) out.push(`table ${table.name}`);
-      else {
+      // Keyed otherwise, its physical columns differ too: the key is the difference to name.
+      else if (!keyed.some((phrase) => phrase.startsWith(`table ${table.name} `))) {
         // A declared column is its value (`v_`) or key (`k_`) column, with its write time and TTL beside it.
         const lacking = Object.keys(table.columns).filter((c) => !columns.has(`v_${c}`) && !columns.has(`k_${c}`));
         for (const column of lacking) out.push(`column ${table.name}.${column}`);
         if (lacking.length === 0 && physicalColumns(layout).some(([name]) => !columns.has(name))) out.push(`table ${table.name} (incomplete)`);
       }
     }
-    return out;
+    return [...out, ...keyed];
+  }
+
+  /** How the keys this file recorded differ from the declarations (tables it never held: nothing). */
+  private keyDifferences(tables: readonly TableSpec[]): string[] {
+    if (this.columnsOf(KEYS_TABLE).size === 0) return [];
+    const recorded = new Map(
+      (this.db.prepare(`SELECT tbl, key FROM "${KEYS_TABLE}"`).all() as Array<{ tbl: string; key: string }>).map((r) => [r.tbl, JSON.parse(r.key) as TableKey]),
+    );
+    return tables.flatMap((table) => {
+      const found = recorded.get(table.name);
+      return found ? keyDifferencesOf(table.name, found, table) : [];
+    });
   }
 
   private schemaStatement?: SqliteStatementLike;
@@ -699,6 +725,8 @@ function decode(layout: SqliteLayout, r: PhysicalRow, nowSec: number): Row {
  * keeps it in system.paxos). Not a CQL table name: those are stored as `t_<name>`.
  */
 const PAXOS_TABLE = 'paxos_ballots';
+/** Each table's key as the file's tables were created with it (JSON of a `TableKey`). */
+const KEYS_TABLE = 'table_keys';
 
 interface PreparedUpsert {
   readonly s: LayoutStatements;
