@@ -29,7 +29,7 @@ import {
 } from './composition-root.js';
 import type { Config } from './config.js';
 import type { GraphqlCounts, Metrics } from './observability/metrics.js';
-import { authKey, sessionFromAuthorization, viewerFromAuthorization } from './graphql/auth.js';
+import { createTokenVerifier, type RemoteKeyTiming } from './graphql/auth.js';
 import type { Loaders } from './graphql/loaders.js';
 import type { PollReport } from './live/live-hub.js';
 import type { RequestContext } from './graphql/context.js';
@@ -196,7 +196,15 @@ export async function serveGraphql<C extends BaseContext & GraphqlCounts>(config
  */
 export async function createApp(
   config: Config,
-  deps: { logger: Logger; store?: Store; clock?: Clock; onLivePoll?: (report: PollReport) => void; tracing?: Tracing },
+  deps: {
+    logger: Logger;
+    store?: Store;
+    clock?: Clock;
+    onLivePoll?: (report: PollReport) => void;
+    tracing?: Tracing;
+    /** How the identity provider's keys are cached (tests shorten jose's defaults). */
+    remoteKeys?: RemoteKeyTiming;
+  },
 ): Promise<App> {
   const { logger } = deps;
   for (const name of config.devSecrets) {
@@ -215,7 +223,11 @@ export async function createApp(
   }
   const store = observeStore(configured, observers);
   await store.ensureTables(ALL_TABLES);
-  const key = authKey(config.authSecret);
+  const tokens = createTokenVerifier(
+    config.auth,
+    { maxAgeSeconds: config.maxTokenAgeSeconds, clockSkewMs: config.cluster.clockSkewMs },
+    { logger, remoteKeys: deps.remoteKeys },
+  );
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
   const presence = await Presence.claim(store, config.instanceId, { logger });
   if (clock instanceof MonotonicClock) clock.useNode(presence.identity.node);
@@ -275,7 +287,7 @@ export async function createApp(
     checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
     formatError,
     hideSuggestions: !config.introspection,
-    authenticate: (authorization) => sessionFromAuthorization(authorization, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs),
+    authenticate: (authorization) => tokens.session(authorization),
     contextFor: (viewer, onSlowConsumer) => createRequestContext(services, viewer, { onSlowConsumer }),
     eventContextFor(viewer, batch) {
       // Every subscriber of a feed renders one poll's changes through the same loaders.
@@ -303,7 +315,7 @@ export async function createApp(
     contextFor: async (req, deadline) => {
       const header = req.headers.authorization;
       // Anonymous requests (no header) skip the token check's await.
-      const viewer = header === undefined ? null : await viewerFromAuthorization(header, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs);
+      const viewer = header === undefined ? null : await tokens.viewer(header);
       // The request's store stops at its deadline (REQUEST_TIMEOUT_MS).
       return createRequestContext(services, viewer, { deadline: { at: deadline, timeoutMs: config.requestTimeoutMs } });
     },

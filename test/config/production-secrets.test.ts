@@ -39,7 +39,7 @@ describe('production secrets', () => {
     );
     expect(() => loadConfig(production({ CURSOR_SECRET: short }))).toThrow(/CURSOR_SECRET must be at least 32 bytes/);
     // Outside production, 16 bytes remain enough.
-    expect(loadConfig({ AUTH_SECRET: short }).authSecret).toBe(short);
+    expect(loadConfig({ AUTH_SECRET: short }).auth).toMatchObject({ secret: short });
   });
 
   it('refuses every example secret the docs and docker-compose.yml print', () => {
