@@ -42,7 +42,7 @@ import type { CursorCodec } from './paging/cursor.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
 import { withRequestLog } from './transport/request-log.js';
 import { demoGlobalIds } from './seed/demo.js';
-import { Presence } from './background/presence.js';
+import { LeaseGuardedStore, Presence } from './background/presence.js';
 import { createHttpHandler, type HttpHandlerOptions } from './transport/http-server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import { createLiveServer, type LiveServer } from './transport/ws-server.js';
@@ -204,6 +204,10 @@ export async function createApp(
     tracing?: Tracing;
     /** How the identity provider's keys are cached (tests shorten jose's defaults). */
     remoteKeys?: RemoteKeyTiming;
+    /** The time in ms the presence lease is measured by (`Date.now`; tests move it). */
+    now?: () => number;
+    /** Told when another process holds this server's clock node (the server exits; see Presence). */
+    onPresenceLost?: () => void;
   },
 ): Promise<App> {
   const { logger } = deps;
@@ -229,11 +233,12 @@ export async function createApp(
     { logger, remoteKeys: deps.remoteKeys },
   );
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
-  const presence = await Presence.claim(store, config.instanceId, { logger });
+  const presence = await Presence.claim(store, config.instanceId, { logger, now: deps.now, onLost: deps.onPresenceLost });
   if (clock instanceof MonotonicClock) clock.useNode(presence.identity.node);
   presence.start();
   const services = createServices(config, {
-    store,
+    // Every write of this process stops while its presence lease has lapsed (the presence's own go around it).
+    store: new LeaseGuardedStore(store, () => presence.holds()),
     logger,
     clock,
     presence,
@@ -307,8 +312,10 @@ export async function createApp(
     // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
     plugins: [{ serverWillStart: async () => ({ drainServer: () => liveServer.close() }) }],
     demoIds: () => demoGlobalIds(store),
-    // Ready: the store answers, with every declared table and column.
+    // Ready: this server holds its clock node, and the store answers, with every declared table and column.
     readiness: async () => {
+      const lapsed = presence.status();
+      if (lapsed !== null) return lapsed;
       const missing = await store.checkSchema(ALL_TABLES);
       return missing.length === 0 ? null : `the store's schema is incomplete: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
     },

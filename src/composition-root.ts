@@ -201,11 +201,12 @@ export function createServices(
       cluster,
       logger: deps.logger,
       onPass: metrics ? (ok) => metrics.backgroundPass('count_verifier', ok) : undefined,
+      runsWhen: whileHeld(deps.presence),
     }),
     nameSweeper: new WindowedJob(
       deps.store,
       nameSweepJob({ store: deps.store, clock, readUser: async (id) => (await readUsers(deps.store, [id]))[0] ?? null }),
-      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined },
+      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined, runsWhen: whileHeld(deps.presence) },
     ),
     live: new LiveHub({
       store: deps.store,
@@ -253,7 +254,7 @@ export function createLiveLoaders(services: Services): Loaders {
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
 export function createListApplier(
-  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics'>>,
+  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics' | 'presence'>>,
 ): ListApplier {
   const metrics = deps.metrics ?? null;
   return new ListApplier(deps.store, {
@@ -263,7 +264,13 @@ export function createListApplier(
     changes: deps.changes,
     onPass: metrics ? (ok) => metrics.backgroundPass('list_applier', ok) : undefined,
     onApplied: metrics ? (delay) => metrics.listTransactionApplied(delay) : undefined,
+    runsWhen: whileHeld(deps.presence),
   });
+}
+
+/** Background work runs only while this process's presence holds its clock node (always, without presence). */
+function whileHeld(presence: Presence | undefined): (() => boolean) | undefined {
+  return presence ? () => presence.holds() : undefined;
 }
 
 /** What seeding the demo set needs (`seedDemoData`): the features acting as an admin, and the list applier. */

@@ -39,7 +39,17 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   // The process clock goes to the store too: its default timestamps carry this server's node bits.
   const clock = new MonotonicClock();
   const store = options.wrapStore ? options.wrapStore(createStore(config, { clock, log: (message) => logger.info(message) })) : undefined;
-  const app = await createApp(config, { logger, store, clock, tracing });
+  const app = await createApp(config, {
+    logger,
+    store,
+    clock,
+    tracing,
+    // Two live servers must never share a clock node: one whose node another took exits (its orchestrator restarts it).
+    onPresenceLost: () => {
+      logger.fatal('exiting: another server holds this server\'s clock node');
+      process.exit(1);
+    },
+  });
   const seeded = config.seedDemo ? await seedDemoData(demoSeeding(app.services)) : null;
   // On every start, not only the first: the ids to try in the playground.
   const demo = seeded ?? (await demoIds(app.store));

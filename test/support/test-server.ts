@@ -66,6 +66,8 @@ export async function startTestServer(
     tracing?: Tracing;
     /** How the identity provider's keys are cached (AUTH_JWKS_URL): shorter than jose's defaults in tests. */
     remoteKeys?: RemoteKeyTiming;
+    /** The time the presence lease is measured by (tests move it past the lease). */
+    now?: () => number;
   } = {},
 ): Promise<TestServer> {
   const subject = await (options.target ?? SQLITE_TARGET).create();
@@ -77,7 +79,7 @@ export async function startTestServer(
     ...options.env,
   });
   const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const app = await createApp(config, { logger, store, clock: options.clock, tracing: options.tracing, remoteKeys: options.remoteKeys });
+  const app = await createApp(config, { logger, store, clock: options.clock, tracing: options.tracing, remoteKeys: options.remoteKeys, now: options.now });
   const port = await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}/graphql`;
   return {
