@@ -25,6 +25,7 @@ import {
   createServices,
   createStore,
   observeStore,
+  storeLogging,
   type Services,
 } from './composition-root.js';
 import type { Config } from './config.js';
@@ -216,7 +217,7 @@ export async function createApp(
   }
   const clock = deps.clock ?? new MonotonicClock();
   const metrics = createMetrics(config);
-  const configured = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
+  const configured = deps.store ?? createStore(config, { clock, ...storeLogging(config, logger) });
   // Every caller (requests, sagas, background jobs) sees the store through its observers:
   // the metrics' counters and, with tracing on, a span per round trip.
   const observers: StoreObserver<any>[] = metrics ? [metrics.storeObserver] : [];

@@ -7,6 +7,7 @@
  */
 import cassandra from 'cassandra-driver';
 import type { Clock } from '../clock.js';
+import type { StoreWarning } from '../port.js';
 import { CassandraStore, type CassandraClientLike } from './cassandra-store.js';
 import type { CassandraDriverSettings, CassandraSettings } from './cassandra-settings.js';
 
@@ -78,6 +79,8 @@ export function cassandraStoreFrom(
   settings: CassandraSettings,
   options: {
     log: (message: string) => void;
+    /** The server's warnings (see `StoreWarning`); `log`, without key values, when absent. */
+    warn?: (warning: StoreWarning) => void;
     clock?: Clock;
     /** Wrap the driver client (a benchmark recording what is sent, a test injecting faults). */
     wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
@@ -93,6 +96,7 @@ export function cassandraStoreFrom(
     schema: settings.autoSchema ? 'create' : 'check',
     connectTimeoutMs: settings.connectTimeoutS * 1000,
     log: options.log,
+    warn: options.warn,
     clock: options.clock,
   });
 }
