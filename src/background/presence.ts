@@ -142,6 +142,11 @@ export class Presence {
     const startedAt = this.now();
     const lapsed = startedAt >= this.leaseUntil;
     let kept = await renewIfOwned(this.store, presenceTable, { node }, 'process_id', processId, PRESENCE_TTL_SECONDS);
+    if (kept && lapsed) {
+      // The row may have expired between the renewal's read and its write, and another
+      // process claimed it there: its claim wins over our rewrite. Read back to know.
+      kept = (await this.store.get(presenceTable, { node }))?.process_id === processId;
+    }
     let reclaimed = false;
     if (!kept) {
       // The row expired (this process was silent for over the TTL): take it again if it is free.
