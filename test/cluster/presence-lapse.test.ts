@@ -22,7 +22,7 @@ import type { Store } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { waitFor } from '../support/live-client.js';
-import { SQLITE_TARGET, type StoreUnderTest } from '../support/stores.js';
+import { describeEachStore, type StoreUnderTest } from '../support/stores.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
 /** A time the test moves: the machine's plus an offset, or standing still (`frozen`). */
@@ -41,13 +41,13 @@ async function createdUser(server: TestServer): Promise<string> {
 
 const isPresence = (call: StoreCall) => call.table === presenceTable.name;
 
-describe('the presence lease', () => {
+describeEachStore('the presence lease', (target) => {
   const subjects: StoreUnderTest[] = [];
   afterEach(async () => {
     for (const s of subjects.splice(0)) await s.dispose();
   });
   async function aStore(): Promise<Store> {
-    const subject = await SQLITE_TARGET.create();
+    const subject = await target.create();
     subjects.push(subject);
     await subject.store.ensureTables([presenceTable]);
     return subject.store;
@@ -144,7 +144,7 @@ const SUSPEND = `mutation ($i: SuspendUserInput!) { suspendUser(input: $i) { sus
 const CREATE_USER = `mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`;
 const SUSPENSION_OF = `query ($id: ID!) { node(id: $id) { ... on User { suspension { reason } } } }`;
 
-describe('a server whose presence lapsed', () => {
+describeEachStore('a server whose presence lapsed', (target) => {
   const servers: TestServer[] = [];
   afterEach(async () => {
     for (const s of servers.splice(0)) await s.close();
@@ -154,6 +154,7 @@ describe('a server whose presence lapsed', () => {
     const time = movableTime();
     let faulty!: FaultyStore;
     const server = await startTestServer({
+      target,
       wrap: (store) => (faulty = new FaultyStore(store)),
       now: time.now,
       env: { LIST_APPLIER_INTERVAL_MS: '50' },
@@ -201,7 +202,7 @@ describe('a server whose presence lapsed', () => {
   it('stops a saga it was running at its next write once the lease lapsed, even after taking the node back, and leaves it to recovery', async () => {
     const time = movableTime();
     let holding!: HoldingStore;
-    const server = await startTestServer({ wrap: (store) => (holding = new HoldingStore(store)), now: time.now, env: { LIST_APPLIER: 'false' } });
+    const server = await startTestServer({ target, wrap: (store) => (holding = new HoldingStore(store)), now: time.now, env: { LIST_APPLIER: 'false' } });
     servers.push(server);
     const admin = await server.token('root', { admin: true });
     const userId = await createdUser(server);
