@@ -25,11 +25,12 @@ import {
   createServices,
   createStore,
   observeStore,
+  storeLogging,
   type Services,
 } from './composition-root.js';
 import type { Config } from './config.js';
 import type { GraphqlCounts, Metrics } from './observability/metrics.js';
-import { authKey, sessionFromAuthorization, viewerFromAuthorization } from './graphql/auth.js';
+import { createTokenVerifier, type RemoteKeyTiming } from './graphql/auth.js';
 import type { Loaders } from './graphql/loaders.js';
 import type { PollReport } from './live/live-hub.js';
 import type { RequestContext } from './graphql/context.js';
@@ -42,7 +43,7 @@ import type { CursorCodec } from './paging/cursor.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
 import { withRequestLog } from './transport/request-log.js';
 import { demoGlobalIds } from './seed/demo.js';
-import { Presence } from './background/presence.js';
+import { LeaseGuardedStore, Presence } from './background/presence.js';
 import { createHttpHandler, type HttpHandlerOptions } from './transport/http-server.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
 import { createLiveServer, type LiveServer } from './transport/ws-server.js';
@@ -196,7 +197,19 @@ export async function serveGraphql<C extends BaseContext & GraphqlCounts>(config
  */
 export async function createApp(
   config: Config,
-  deps: { logger: Logger; store?: Store; clock?: Clock; onLivePoll?: (report: PollReport) => void; tracing?: Tracing },
+  deps: {
+    logger: Logger;
+    store?: Store;
+    clock?: Clock;
+    onLivePoll?: (report: PollReport) => void;
+    tracing?: Tracing;
+    /** How the identity provider's keys are cached (tests shorten jose's defaults). */
+    remoteKeys?: RemoteKeyTiming;
+    /** The time in ms the presence lease is measured by (`Date.now`; tests move it). */
+    now?: () => number;
+    /** Told when another process holds this server's clock node (the server exits; see Presence). */
+    onPresenceLost?: () => void;
+  },
 ): Promise<App> {
   const { logger } = deps;
   for (const name of config.devSecrets) {
@@ -204,7 +217,7 @@ export async function createApp(
   }
   const clock = deps.clock ?? new MonotonicClock();
   const metrics = createMetrics(config);
-  const configured = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
+  const configured = deps.store ?? createStore(config, { clock, ...storeLogging(config, logger) });
   // Every caller (requests, sagas, background jobs) sees the store through its observers:
   // the metrics' counters and, with tracing on, a span per round trip.
   const observers: StoreObserver<any>[] = metrics ? [metrics.storeObserver] : [];
@@ -215,13 +228,18 @@ export async function createApp(
   }
   const store = observeStore(configured, observers);
   await store.ensureTables(ALL_TABLES);
-  const key = authKey(config.authSecret);
+  const tokens = createTokenVerifier(
+    config.auth,
+    { maxAgeSeconds: config.maxTokenAgeSeconds, clockSkewMs: config.cluster.clockSkewMs },
+    { logger, remoteKeys: deps.remoteKeys },
+  );
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
-  const presence = await Presence.claim(store, config.instanceId, { logger });
+  const presence = await Presence.claim(store, config.instanceId, { logger, now: deps.now, onLost: deps.onPresenceLost });
   if (clock instanceof MonotonicClock) clock.useNode(presence.identity.node);
   presence.start();
   const services = createServices(config, {
-    store,
+    // Every write of this process stops while its presence lease has lapsed (the presence's own go around it).
+    store: new LeaseGuardedStore(store, () => presence.holds()),
     logger,
     clock,
     presence,
@@ -275,7 +293,7 @@ export async function createApp(
     checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
     formatError,
     hideSuggestions: !config.introspection,
-    authenticate: (authorization) => sessionFromAuthorization(authorization, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs),
+    authenticate: (authorization) => tokens.session(authorization),
     contextFor: (viewer, onSlowConsumer) => createRequestContext(services, viewer, { onSlowConsumer }),
     eventContextFor(viewer, batch) {
       // Every subscriber of a feed renders one poll's changes through the same loaders.
@@ -295,9 +313,12 @@ export async function createApp(
     // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
     plugins: [{ serverWillStart: async () => ({ drainServer: () => liveServer.close() }) }],
     demoIds: () => demoGlobalIds(store),
-    // Ready: the store answers, with every declared table and column, and no write time
-    // read lately was so far ahead of this clock that a clock must be off (clock-skew.ts).
+    // Ready: this server holds its clock node, the store answers with every declared
+    // table and column, and no write time read lately was so far ahead of this clock that
+    // a clock must be off (clock-skew.ts).
     readiness: async () => {
+      const lapsed = presence.status();
+      if (lapsed !== null) return lapsed;
       const missing = await store.checkSchema(ALL_TABLES);
       if (missing.length > 0) return `the store's schema differs from the declarations: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
       return services.clockSkew.notReadyBecause();
@@ -305,7 +326,7 @@ export async function createApp(
     contextFor: async (req, deadline) => {
       const header = req.headers.authorization;
       // Anonymous requests (no header) skip the token check's await.
-      const viewer = header === undefined ? null : await viewerFromAuthorization(header, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs);
+      const viewer = header === undefined ? null : await tokens.viewer(header);
       // The request's store stops at its deadline (REQUEST_TIMEOUT_MS).
       return createRequestContext(services, viewer, { deadline: { at: deadline, timeoutMs: config.requestTimeoutMs } });
     },

@@ -4,6 +4,7 @@
  * `npm run seed`, the benchmarks and the test fixtures all build features here, the
  * same way. Plain constructor arguments; configuration flows down from here.
  */
+import { createHmac } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -43,7 +44,8 @@ import type { DemoSeeding } from './seed/demo.js';
 import { seedProgressTable } from './seed/seed-tables.js';
 import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
-import type { Store } from './store/port.js';
+import type { Store, StoreWarning } from './store/port.js';
+import { storeWarningLog } from './observability/store-warnings.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { CountingStore } from './store/store-decorator.js';
 import { ObservedStore, type StoreObserver } from './store/store-observer.js';
@@ -87,13 +89,23 @@ export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' |
  */
 export function createStore(
   config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'> & Partial<Pick<Config, 'embeddedStore'>>,
-  options: { clock?: Clock; log?: (message: string) => void } = {},
+  options: { clock?: Clock; log?: (message: string) => void; warn?: (warning: StoreWarning) => void } = {},
 ): Store {
-  const { clock, log = console.error } = options;
-  if (config.store === 'cassandra') return cassandraStoreFrom(config.cassandra, { log, clock });
+  const { clock, log = console.error, warn } = options;
+  if (config.store === 'cassandra') return cassandraStoreFrom(config.cassandra, { log, warn, clock });
   if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
-  // The embedded store compacts on its own timer, as Cassandra does, and warns through `log`.
-  return new SqliteStore({ database: new Database(config.sqlitePath), clock, log, ...config.embeddedStore });
+  // The embedded store compacts on its own timer, as Cassandra does, and warns through `warn`.
+  return new SqliteStore({ database: new Database(config.sqlitePath), clock, log, warn, ...config.embeddedStore });
+}
+
+/**
+ * Where a server's store writes (`createStore`'s options): its notes at info, its
+ * warnings through `storeWarningLog`, their key values hashed with a key derived from
+ * CURSOR_SECRET (shared by the servers of a cluster, so one key hashes alike on each).
+ */
+export function storeLogging(config: Pick<Config, 'cursorSecret'>, logger: Logger): { log: (message: string) => void; warn: (warning: StoreWarning) => void } {
+  const hashKey = createHmac('sha256', config.cursorSecret).update('store warning key hashes').digest('hex');
+  return { log: (message) => logger.info(message), warn: storeWarningLog(logger, { hashKey }) };
 }
 
 /** The app's metrics when `METRICS=true` (a registry of its own), else null. */
@@ -212,11 +224,12 @@ export function createServices(
       cluster,
       logger: deps.logger,
       onPass: metrics ? (ok) => metrics.backgroundPass('count_verifier', ok) : undefined,
+      runsWhen: whileHeld(deps.presence),
     }),
     nameSweeper: new WindowedJob(
       deps.store,
       nameSweepJob({ store: deps.store, clock, readUser: (id) => readUserForChange(deps.store, id) }),
-      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined },
+      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined, runsWhen: whileHeld(deps.presence) },
     ),
     live: new LiveHub({
       store: deps.store,
@@ -264,7 +277,7 @@ export function createLiveLoaders(services: Services): Loaders {
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
 export function createListApplier(
-  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics'>>,
+  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics' | 'presence'>>,
 ): ListApplier {
   const metrics = deps.metrics ?? null;
   return new ListApplier(deps.store, {
@@ -274,7 +287,13 @@ export function createListApplier(
     changes: deps.changes,
     onPass: metrics ? (ok) => metrics.backgroundPass('list_applier', ok) : undefined,
     onApplied: metrics ? (delay) => metrics.listTransactionApplied(delay) : undefined,
+    runsWhen: whileHeld(deps.presence),
   });
+}
+
+/** Background work runs only while this process's presence holds its clock node (always, without presence). */
+function whileHeld(presence: Presence | undefined): (() => boolean) | undefined {
+  return presence ? () => presence.holds() : undefined;
 }
 
 /** What seeding the demo set needs (`seedDemoData`): the features acting as an admin, and the list applier. */

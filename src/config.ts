@@ -79,7 +79,8 @@ export interface Config {
   readonly cursorSecret: string;
   /** Earlier cursor secrets whose cursors still verify (`CURSOR_PREVIOUS_SECRETS`): rotation without breaking clients' cursors. */
   readonly cursorPreviousSecrets: readonly string[];
-  readonly authSecret: string;
+  /** How bearer tokens are verified: a shared secret, or an identity provider's keys. */
+  readonly auth: AuthSettings;
   /** Which secrets fell back to their development values. */
   readonly devSecrets: readonly ('CURSOR_SECRET' | 'AUTH_SECRET')[];
   readonly logLevel: string;
@@ -150,6 +151,39 @@ export interface CassandraConfig extends CassandraSettings {
   readonly tls: CassandraTlsSettings | null;
   /** `CASSANDRA_SECURE_CONNECT_BUNDLE`, a DataStax Astra bundle's path; null: none. */
   readonly secureConnectBundle: string | null;
+}
+
+/**
+ * How tokens are verified (docs/operations.md, "Tokens from your identity provider"):
+ * HS256 with `AUTH_SECRET` (and `AUTH_PREVIOUS_SECRETS`), or RS256/ES256/EdDSA against
+ * the keys the provider publishes at `AUTH_JWKS_URL`; never both.
+ */
+export type AuthSettings = SharedSecretAuth | IdentityProviderAuth;
+
+/** What both ways of verifying a token check. */
+interface TokenClaimSettings {
+  /** The `iss` a token must carry (`AUTH_ISSUER`); null: not checked. */
+  readonly issuer: string | null;
+  /** The audiences a token's `aud` must name one of (`AUTH_AUDIENCE`, comma-separated); empty: not checked. */
+  readonly audiences: readonly string[];
+  /** Where a token's roles are (`AUTH_ROLES_CLAIM`): a claim name, or a dotted path into one (`realm_access.roles`). */
+  readonly rolesClaim: string;
+}
+
+/** Tokens signed with a shared secret (development and simple setups). */
+export interface SharedSecretAuth extends TokenClaimSettings {
+  readonly kind: 'shared-secret';
+  /** Signs new tokens, and verifies (`AUTH_SECRET`). */
+  readonly secret: string;
+  /** Earlier secrets whose tokens still verify (`AUTH_PREVIOUS_SECRETS`). */
+  readonly previousSecrets: readonly string[];
+}
+
+/** Tokens an identity provider signs, verified against its published keys. */
+export interface IdentityProviderAuth extends TokenClaimSettings {
+  readonly kind: 'identity-provider';
+  /** The provider's JSON Web Key Set (`AUTH_JWKS_URL`). */
+  readonly jwksUrl: string;
 }
 
 /** Whether `/metrics` is served, and the bearer token it requires. */
@@ -357,6 +391,79 @@ function metricsSettings(env: NodeJS.ProcessEnv, production: boolean): MetricsSe
   return Object.freeze({ enabled, token });
 }
 
+/** `AUTH_ROLES_CLAIM`: a claim name (a namespaced URL included) or a dotted path into one. */
+function rolesClaim(env: NodeJS.ProcessEnv): string {
+  const raw = env.AUTH_ROLES_CLAIM;
+  if (raw === undefined || raw === '') return 'roles';
+  if (/\s/.test(raw) || (!raw.includes('://') && raw.split('.').some((part) => part === ''))) {
+    throw new ConfigError(
+      `AUTH_ROLES_CLAIM must be a claim name (roles, groups, https://example.com/roles) or a dotted path into one (realm_access.roles), got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
+/**
+ * Earlier secrets still accepted (`CURSOR_PREVIOUS_SECRETS`, `AUTH_PREVIOUS_SECRETS`:
+ * comma-separated), each under the rules of a secret, none the current one: a secret
+ * rotates without invalidating what the old one signed.
+ */
+function previousSecrets(env: NodeJS.ProcessEnv, production: boolean, name: string, current: string): readonly string[] {
+  const values = (env[name] ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+  values.forEach((value, i) => {
+    const entry = `${name} (entry ${i + 1})`;
+    if (Buffer.byteLength(value) < 16) throw new ConfigError(`${entry} must be at least 16 bytes long, got ${Buffer.byteLength(value)}`);
+    if (value === current) throw new ConfigError(`${entry} is the current secret: list only the secrets it replaced`);
+    if (production) checkProductionSecret(entry, value);
+  });
+  return Object.freeze(values);
+}
+
+/**
+ * The `AUTH_*` settings. `AUTH_JWKS_URL` selects the identity provider's keys, and then
+ * neither `AUTH_SECRET` nor `AUTH_PREVIOUS_SECRETS` may be set (a shared secret beside
+ * the provider would be a second way in); in production it needs `AUTH_ISSUER` and
+ * `AUTH_AUDIENCE` (a key set may sign tokens for other applications and tenants) and
+ * https. Otherwise tokens are HS256 with `AUTH_SECRET`, and those signed with one of
+ * `AUTH_PREVIOUS_SECRETS` still verify.
+ */
+function authSettings(env: NodeJS.ProcessEnv, production: boolean, secret: (name: 'AUTH_SECRET', dev: string) => string): AuthSettings {
+  const claims: TokenClaimSettings = {
+    issuer: env.AUTH_ISSUER === undefined || env.AUTH_ISSUER === '' ? null : env.AUTH_ISSUER,
+    audiences: Object.freeze((env.AUTH_AUDIENCE ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
+    rolesClaim: rolesClaim(env),
+  };
+  const jwksUrl = env.AUTH_JWKS_URL;
+  if (jwksUrl === undefined || jwksUrl === '') {
+    const current = secret('AUTH_SECRET', DEV_AUTH_SECRET);
+    return Object.freeze({ kind: 'shared-secret', secret: current, previousSecrets: previousSecrets(env, production, 'AUTH_PREVIOUS_SECRETS', current), ...claims });
+  }
+  for (const name of ['AUTH_SECRET', 'AUTH_PREVIOUS_SECRETS'] as const) {
+    if (env[name] !== undefined && env[name] !== '') {
+      throw new ConfigError(`${name} must not be set with AUTH_JWKS_URL: tokens are verified against the identity provider's keys only; unset one of them`);
+    }
+  }
+  let url: URL;
+  try {
+    url = new URL(jwksUrl);
+  } catch {
+    throw new ConfigError(`AUTH_JWKS_URL must be the URL of the identity provider's JSON Web Key Set, such as https://example.auth0.com/.well-known/jwks.json, got "${jwksUrl}"`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && !production)) {
+    throw new ConfigError(`AUTH_JWKS_URL must be an https URL${production ? ' when NODE_ENV=production' : ' (or http, outside production)'}, got "${jwksUrl}"`);
+  }
+  if (production) {
+    const missing = [claims.issuer === null ? 'AUTH_ISSUER' : null, claims.audiences.length === 0 ? 'AUTH_AUDIENCE' : null].filter(Boolean);
+    if (missing.length > 0) {
+      throw new ConfigError(
+        `AUTH_JWKS_URL needs ${missing.join(' and ')} when NODE_ENV=production: the provider's keys may sign tokens for other applications; ` +
+          'set them to the issuer and audience of the tokens meant for this API',
+      );
+    }
+  }
+  return Object.freeze({ kind: 'identity-provider', jwksUrl: url.href, ...claims });
+}
+
 /** The `CASSANDRA_*` driver settings, each within what the driver accepts. */
 function cassandraDriver(env: NodeJS.ProcessEnv): CassandraDriverSettings {
   const d = DEFAULT_CASSANDRA_DRIVER_SETTINGS;
@@ -547,7 +654,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const production = isProduction(env);
   const devSecrets: Array<'CURSOR_SECRET' | 'AUTH_SECRET'> = [];
-  const secret = (name: 'CURSOR_SECRET' | 'AUTH_SECRET', dev: string) => {
+  const secret = <N extends 'CURSOR_SECRET' | 'AUTH_SECRET'>(name: N, dev: string) => {
     const value = env[name];
     if (production && (value === undefined || value === '' || value === dev)) {
       throw new ConfigError(
@@ -561,19 +668,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (Buffer.byteLength(value) < 16) throw new ConfigError(`${name} must be at least 16 bytes long, got ${Buffer.byteLength(value)}`);
     if (production) checkProductionSecret(name, value);
     return value;
-  };
-  /**
-   * Earlier secrets still accepted (comma-separated), each under the rules of a secret:
-   * a secret rotates without invalidating what the old one signed.
-   */
-  const previousSecrets = (name: string, current: string): readonly string[] => {
-    const values = (env[name] ?? '').split(',').map((v) => v.trim()).filter(Boolean);
-    values.forEach((value, i) => {
-      if (Buffer.byteLength(value) < 16) throw new ConfigError(`${name} entry ${i + 1} must be at least 16 bytes long, got ${Buffer.byteLength(value)}`);
-      if (value === current) throw new ConfigError(`${name} entry ${i + 1} is the current secret: list only the secrets it replaced`);
-      if (production) checkProductionSecret(`${name} entry ${i + 1}`, value);
-    });
-    return Object.freeze(values);
   };
   const cursorSecret = secret('CURSOR_SECRET', DEV_CURSOR_SECRET);
   const config: Config = {
@@ -590,8 +684,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     cassandra: cassandraConfig(env, production),
     cursorSecret,
-    cursorPreviousSecrets: previousSecrets('CURSOR_PREVIOUS_SECRETS', cursorSecret),
-    authSecret: secret('AUTH_SECRET', DEV_AUTH_SECRET),
+    cursorPreviousSecrets: previousSecrets(env, production, 'CURSOR_PREVIOUS_SECRETS', cursorSecret),
+    auth: authSettings(env, production, secret),
     devSecrets: Object.freeze(devSecrets),
     logLevel: env.LOG_LEVEL ?? 'info',
     seedDemo: bool(env, 'SEED_DEMO', !production),

@@ -15,7 +15,7 @@ import type { CassandraSettings } from '../../src/store/cassandra/cassandra-sett
 import { CassandraStore, type CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
 import { cassandraConfig, parseReplication, type ReplicationSetting } from '../../src/config.js';
 import type { Clock } from '../../src/store/clock.js';
-import type { Store } from '../../src/store/port.js';
+import type { Store, StoreWarning } from '../../src/store/port.js';
 import type { Row } from '../../src/store/table.js';
 import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.js';
 
@@ -33,8 +33,10 @@ export interface StoreUnderTest {
 export interface StoreOptions {
   /** The client's clock (default write timestamps); the coordinator keeps its own. */
   readonly clock?: Clock;
-  /** Where the store's log lines go (a read over too many tombstones warns here). */
+  /** Where the store's log lines go (a compaction's notes, a connection attempt). */
   readonly log?: (message: string) => void;
+  /** Where the store's warnings go (a read over too many tombstones). */
+  readonly warn?: (warning: StoreWarning) => void;
   /** Cassandra only: wrap the driver client (fault injection). */
   readonly wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
   /**
@@ -154,6 +156,7 @@ async function cassandraStoreUnderTest(contactPoints: readonly string[], options
     consistency: options.consistency === undefined ? undefined : consistencyOf(options.consistency),
     clock: options.clock,
     log: options.log,
+    warn: options.warn,
   });
   // Looking inside, and dropping the keyspace, uses a client of its own: the store's may
   // already be closed (an app closes its store when it stops).

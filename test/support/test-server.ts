@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { jobProgressTable } from '../../src/background/windowed-job.js';
 import { connectionCountsTable } from '../../src/counts/count-tables.js';
 import { presenceTable } from '../../src/background/presence.js';
-import { authKey, signToken } from '../../src/graphql/auth.js';
+import { authKey, signToken, type RemoteKeyTiming } from '../../src/graphql/auth.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import type { Row } from '../../src/store/table.js';
@@ -53,7 +53,8 @@ export interface TestServer {
 
 /**
  * Start a server on `target`'s store (SQLite by default); `wrap` may decorate it (fault
- * injection); `logger` replaces the silent one; `tracing` turns spans on.
+ * injection); `logger` replaces the silent one; `tracing` turns spans on; `env` adds to
+ * (or, with "", unsets) the test secrets.
  */
 export async function startTestServer(
   options: {
@@ -63,6 +64,10 @@ export async function startTestServer(
     clock?: Clock;
     logger?: Logger;
     tracing?: Tracing;
+    /** How the identity provider's keys are cached (AUTH_JWKS_URL): shorter than jose's defaults in tests. */
+    remoteKeys?: RemoteKeyTiming;
+    /** The time the presence lease is measured by (tests move it past the lease). */
+    now?: () => number;
   } = {},
 ): Promise<TestServer> {
   const subject = await (options.target ?? SQLITE_TARGET).create();
@@ -74,7 +79,7 @@ export async function startTestServer(
     ...options.env,
   });
   const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const app = await createApp(config, { logger, store, clock: options.clock, tracing: options.tracing });
+  const app = await createApp(config, { logger, store, clock: options.clock, tracing: options.tracing, remoteKeys: options.remoteKeys, now: options.now });
   const port = await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}/graphql`;
   return {

@@ -11,6 +11,7 @@ import { isIP } from 'node:net';
 import { checkServerIdentity, type ConnectionOptions } from 'node:tls';
 import cassandra from 'cassandra-driver';
 import type { Clock } from '../clock.js';
+import type { StoreWarning } from '../port.js';
 import { bundleFailureOf, connectFailureOf } from './cassandra-errors.js';
 import { CassandraStore, type CassandraClientLike } from './cassandra-store.js';
 import type { CassandraDriverSettings, CassandraSettings, CassandraTlsSettings } from './cassandra-settings.js';
@@ -114,6 +115,8 @@ export function cassandraStoreFrom(
   settings: CassandraSettings,
   options: {
     log: (message: string) => void;
+    /** The server's warnings (see `StoreWarning`); `log`, without key values, when absent. */
+    warn?: (warning: StoreWarning) => void;
     clock?: Clock;
     /** Wrap the driver client (a benchmark recording what is sent, a test injecting faults). */
     wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
@@ -132,6 +135,7 @@ export function cassandraStoreFrom(
       ? (err) => bundleFailureOf(err, settings.secureConnectBundle!) ?? connectFailureOf(err)
       : connectFailureOf,
     log: options.log,
+    warn: options.warn,
     clock: options.clock,
   });
 }

@@ -16,6 +16,7 @@ import type {
   ScanPage,
   SliceQuery,
   Store,
+  StoreWarning,
   WriteOptions,
 } from '../port.js';
 import { StoreRequestError, StoreStartupError, StoreUnavailableError } from '../port.js';
@@ -103,6 +104,8 @@ export interface CassandraStoreOptions {
   readonly connectFailure?: (err: unknown) => ConnectFailure;
   /** One line per connection attempt and per schema change. */
   readonly log?: (message: string) => void;
+  /** The server's warnings on a statement (tombstones, batch sizes); `log`, without key values, when absent. */
+  readonly warn?: (warning: StoreWarning) => void;
 }
 
 /** The command the one-line refusal names when the schema is missing. */
@@ -112,7 +115,8 @@ const SCHEMA_HINT = 'create it with `npm run schema` (`node dist/scripts/schema.
 const SERIAL_READ_ATTEMPTS = 3;
 
 /** A statement and its bound values. */
-interface Statement {
+/** One CQL statement and its bound values. */
+export interface Statement {
   readonly query: string;
   readonly params: unknown[];
 }
@@ -161,6 +165,7 @@ export class CassandraStore implements Store {
   private readonly connectTimeoutMs: number;
   private readonly connectFailure: (err: unknown) => ConnectFailure;
   private readonly log: (message: string) => void;
+  private readonly warn: (warning: StoreWarning) => void;
   private readonly plans = new WeakMap<TableSpec, TablePlan>();
   /** The driver options of the two common cases, built once (the driver only reads them). */
   private readonly idempotentOptions: cassandra.QueryOptions;
@@ -183,6 +188,7 @@ export class CassandraStore implements Store {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 0;
     this.connectFailure = options.connectFailure ?? connectFailureOf;
     this.log = options.log ?? (() => undefined);
+    this.warn = options.warn ?? ((warning) => this.log(warning.message));
     this.idempotentOptions = this.queryOptions({ idempotent: true });
     this.nonIdempotentOptions = this.queryOptions({ idempotent: false });
   }
@@ -500,22 +506,24 @@ export class CassandraStore implements Store {
     } catch (err) {
       throw storeErrorFrom(err);
     }
-    this.logWarnings(tally, result);
+    this.reportWarnings(tally, result, [statement]);
     return result;
   }
 
   /**
    * The server's warnings on a result (a read that passed over more than
-   * tombstone_warn_threshold tombstones, say), one log line each: the embedded store
-   * logs the same line for the same read. Tombstone warnings are also noted on the
-   * call's tally, for the metrics.
+   * tombstone_warn_threshold tombstones, say), each reported with the statement's table
+   * and values apart and its text without them (`storeWarningOf`): the embedded store
+   * reports the same warning for the same read. Tombstone warnings are also noted on
+   * the call's tally, for the metrics.
    */
-  private logWarnings(tally: StatementTally | undefined, result: CassandraResultLike): void {
+  private reportWarnings(tally: StatementTally | undefined, result: CassandraResultLike, statements: readonly Statement[]): void {
     const warnings = (result.info as { warnings?: readonly string[] } | undefined)?.warnings;
     if (!warnings) return;
     for (const w of warnings) {
-      this.log(`Cassandra warning: ${w}`);
-      if (/tombstone/i.test(w)) noteTombstoneWarning(tally);
+      const warning = storeWarningOf(w, statements);
+      this.warn(warning);
+      if (warning.kind === 'tombstones') noteTombstoneWarning(tally);
     }
   }
 
@@ -528,7 +536,7 @@ export class CassandraStore implements Store {
     } catch (err) {
       throw storeErrorFrom(err);
     }
-    this.logWarnings(tally, result);
+    this.reportWarnings(tally, result, statements);
   }
 
   /**
@@ -814,3 +822,31 @@ function positiveInteger(name: string, value: number): number {
 function sameCell(table: TableSpec, column: string, a: CqlValue, b: CqlValue): boolean {
   return sameValue(table.columns[column]!, a, b);
 }
+
+/** A replica's tombstone line, and the coordinator's summary of its replicas' (`read_thresholds_enabled`). */
+const TOMBSTONE_WARNING = /Read (\d+) live rows and (\d+) tombstone cells|(\d+) nodes scanned up to (\d+) tombstones and issued tombstone warnings/;
+
+/**
+ * A warning of Cassandra's as the store reports it: the table of the (first) statement
+ * it came for, its values apart, and its text without them. Cassandra's tombstone line
+ * prints the query with its partition key ("… WHERE user_id = 3f2c… LIMIT 100; token
+ * …"): it is rebuilt from the counts alone. Any other warning loses what follows a
+ * WHERE, and its quoted literals.
+ */
+export function storeWarningOf(text: string, statements: readonly Statement[]): StoreWarning {
+  const first = statements[0];
+  const table = first ? (/\b(?:FROM|INTO|UPDATE)\s+(?:"?\w+"?\.)?"?(\w+)"?/i.exec(first.query)?.[1] ?? null) : null;
+  const keyValues = statements.flatMap((s) => s.params);
+  const m = TOMBSTONE_WARNING.exec(text);
+  if (m) {
+    const tombstones = Number(m[2] ?? m[4]);
+    const message = m[1] !== undefined
+      ? `Read ${m[1]} live rows and ${tombstones} tombstone cells for a query of ${table ?? 'a table'} (see tombstone_warn_threshold)`
+      : `${m[3]} nodes scanned up to ${tombstones} tombstones and issued tombstone warnings for a query of ${table ?? 'a table'}`;
+    return { table, kind: 'tombstones', tombstones, message, keyValues };
+  }
+  const cut = text.search(/\sWHERE\s/i);
+  const message = (cut < 0 ? text : `${text.slice(0, cut)} WHERE …`).replace(/'(?:[^']|'')*'/g, "'…'");
+  return { table, kind: 'other', message, keyValues };
+}
+

@@ -14,6 +14,7 @@ import type {
   ScanPage,
   SliceQuery,
   Store,
+  StoreWarning,
   WriteOptions,
 } from '../port.js';
 import { StoreReadFailureError, StoreRequestError, StoreStartupError } from '../port.js';
@@ -88,8 +89,10 @@ export interface SqliteStoreOptions {
   readonly now?: () => number;
   /** How long a write waits for another process's write to finish (default 10 s). */
   readonly busyTimeoutMs?: number;
-  /** Where warnings go (a read passing over too many tombstones, a compaction). */
+  /** Where notes go (a compaction's). */
   readonly log?: (message: string) => void;
+  /** Where warnings go (a read passing over too many tombstones); `log`, without key values, when absent. */
+  readonly warn?: (warning: StoreWarning) => void;
   /** A slice passing over more tombstones than this logs a warning (default 1,000, as Cassandra). */
   readonly tombstoneWarnThreshold?: number;
   /** A slice passing over more tombstones than this fails (default 100,000, as Cassandra). */
@@ -129,6 +132,7 @@ export class SqliteStore implements Store {
   private readonly coordinatorClock: Clock;
   private readonly now: () => number;
   private readonly log: (message: string) => void;
+  private readonly warn: (warning: StoreWarning) => void;
   private readonly warnThreshold: number;
   private readonly failureThreshold: number;
   private readonly compaction: PeriodicTask | null;
@@ -142,6 +146,7 @@ export class SqliteStore implements Store {
     this.coordinatorClock = options.coordinatorClock ?? new MonotonicClock();
     this.now = options.now ?? Date.now;
     this.log = options.log ?? (() => undefined);
+    this.warn = options.warn ?? ((warning) => this.log(warning.message));
     this.warnThreshold = threshold('tombstoneWarnThreshold', options.tombstoneWarnThreshold ?? DEFAULT_TOMBSTONE_WARN_THRESHOLD);
     this.failureThreshold = threshold('tombstoneFailureThreshold', options.tombstoneFailureThreshold ?? DEFAULT_TOMBSTONE_FAILURE_THRESHOLD);
     // Write timestamps reach 2^63-1 (seed 001), beyond a double: by default read integers
@@ -548,13 +553,21 @@ export class SqliteStore implements Store {
     if (this.warnThreshold > 0 && !s.tombstonesBeyond(hi !== null).get({ ...bounds, skip: this.warnThreshold - 1 })) return;
     const passed = (s.tombstoneCount(hi !== null).get({ ...bounds, cap: this.failureThreshold + 1 }) as [number])[0];
     if (passed <= this.warnThreshold) return;
-    const cql = `SELECT * FROM ${s.layout.table.name} WHERE ${partitionText(s.layout.table, query.partition)} LIMIT ${query.limit}`;
+    // Cassandra's text, but with bind markers for the key: its values stay out of logs.
+    const { table } = s.layout;
+    const prepared = `SELECT * FROM ${table.name} WHERE ${table.partitionKey.map((k) => `${k} = ?`).join(' AND ')} LIMIT ${query.limit}`;
     if (passed > this.failureThreshold) {
       throw new StoreReadFailureError(
-        `Scanned over ${passed} tombstones during query '${cql}' (tombstone_failure_threshold is ${this.failureThreshold}); query aborted`,
+        `Scanned over ${passed} tombstones during query '${prepared}' (tombstone_failure_threshold is ${this.failureThreshold}); query aborted`,
       );
     }
-    this.log(`Read ${rows.length} live rows and ${passed} tombstone cells for query ${cql} (see tombstone_warn_threshold)`);
+    this.warn({
+      table: table.name,
+      kind: 'tombstones',
+      tombstones: passed,
+      message: `Read ${rows.length} live rows and ${passed} tombstone cells for query ${prepared} (see tombstone_warn_threshold)`,
+      keyValues: table.partitionKey.map((k) => query.partition[k]),
+    });
     // Synchronous from the call's start: the active tally is still the call's.
     noteTombstoneWarning(activeTally());
   }
@@ -703,11 +716,6 @@ function tombstoneOf(r: TombstoneRow): Tombstone {
 function threshold(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got ${value}`);
   return value;
-}
-
-/** `user_id = 3f2c…`: the partition a warning names, as Cassandra's does. */
-function partitionText(table: TableSpec, partition: Row): string {
-  return table.partitionKey.map((k) => `${k} = ${String(partition[k])}`).join(' AND ');
 }
 
 function decode(layout: SqliteLayout, r: PhysicalRow, nowSec: number): Row {
