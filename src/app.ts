@@ -30,7 +30,7 @@ import {
 } from './composition-root.js';
 import type { Config } from './config.js';
 import type { GraphqlCounts, Metrics } from './observability/metrics.js';
-import { authKey, sessionFromAuthorization, viewerFromAuthorization, type Viewer } from './graphql/auth.js';
+import { authKey, rememberingAuthorization, sessionFromAuthorization, type Viewer } from './graphql/auth.js';
 import type { Loaders } from './graphql/loaders.js';
 import type { PollReport } from './live/live-hub.js';
 import type { RequestContext } from './graphql/context.js';
@@ -274,12 +274,13 @@ export async function createApp(
   const gate = new InFlightGate(config.inFlight);
   // A request's viewer is read once: for its principal, then for its context.
   const viewers = new WeakMap<IncomingMessage, Promise<Viewer | null>>();
+  const verify = rememberingAuthorization(key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs);
   const viewerOf = (req: IncomingMessage): Promise<Viewer | null> => {
     let viewer = viewers.get(req);
     if (!viewer) {
       const header = req.headers.authorization;
       // Anonymous requests (no header) skip the token check's await.
-      viewer = header === undefined ? Promise.resolve(null) : viewerFromAuthorization(header, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs);
+      viewer = header === undefined ? Promise.resolve(null) : verify(header);
       viewers.set(req, viewer);
     }
     return viewer;

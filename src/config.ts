@@ -438,7 +438,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     inFlight: Object.freeze({
-      maxInFlight: int(env, 'MAX_IN_FLIGHT', 64, 0, 1_000_000),
+      // The embedded store's requests run on the event loop: more at once only adds latency.
+      maxInFlight: int(env, 'MAX_IN_FLIGHT', store === 'cassandra' ? 64 : 8, 0, 1_000_000),
       maxQueued: int(env, 'MAX_QUEUED', 1_024, 0, 1_000_000),
       queueTimeoutMs: int(env, 'QUEUE_TIMEOUT_MS', 1_000, 1, 600_000),
     }),

@@ -89,3 +89,31 @@ export async function signToken(
     .setExpirationTime(options.expiresIn ?? '30d')
     .sign(key);
 }
+
+/**
+ * `viewerFromAuthorization` that remembers the tokens it verified (up to `size`, the
+ * oldest forgotten first) until each expires: a client's later requests skip the
+ * signature check, whose WebCrypto call waits a turn of the event loop on the thread
+ * pool, which a flood fills. A token valid once stays valid until its `exp` (the
+ * `MAX_TOKEN_AGE` horizon only moves later), so what is remembered is never wrong.
+ */
+export function rememberingAuthorization(
+  key: Uint8Array,
+  maxAgeSeconds: number,
+  clockSkewMs = 0,
+  size = 10_000,
+): (header: string | undefined) => Promise<Viewer | null> {
+  const verified = new Map<string, Session>();
+  return async (header) => {
+    if (header === undefined || header === '') return null;
+    const known = verified.get(header);
+    if (known && known.expiresAt > Date.now()) return known.viewer;
+    const session = await sessionFromAuthorization(header, key, maxAgeSeconds, clockSkewMs);
+    if (session) {
+      verified.delete(header);
+      if (verified.size >= size) verified.delete(verified.keys().next().value!);
+      verified.set(header, session);
+    }
+    return session?.viewer ?? null;
+  };
+}

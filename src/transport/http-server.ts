@@ -18,6 +18,14 @@ import { playgroundAsset, playgroundHtml, type DemoIds } from '../graphql/playgr
 import { secondsUntil, type RateLimiter } from '../graphql/rate-limit.js';
 import { busyRetryAfterSeconds, ServerBusyError, type InFlightGate, type Release } from './in-flight-gate.js';
 
+/**
+ * How long the answer to a principal refused again in the same window is held before it
+ * is sent (never past the reset). A flooder that ignores `Retry-After` and sends again at
+ * once on each of its connections gets one answer per connection per this time, not
+ * thousands a second that every other client's request would wait behind.
+ */
+export const REFUSED_AGAIN_DELAY_MS = 1_000;
+
 /** What a request's context is built from, besides the request. */
 export interface RequestScope {
   /** Epoch milliseconds: the execution deadline (`REQUEST_TIMEOUT_MS`). */
@@ -262,6 +270,19 @@ async function notReadyBecause(readiness: () => Promise<string | null>, logger: 
   }
 }
 
+/** Resolve after `ms`, or at once when `signal` aborts (the client has gone). */
+function holdFor(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 /** How old a readiness result /readyz may answer with. */
 export const READINESS_CACHE_MS = 1_000;
 
@@ -335,8 +356,10 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         // Refused earlier in this window: answered before anything is read or parsed.
         const refused = overload.limiter.refusal(principal);
         if (refused) {
-          const body = { errors: [{ message: refused.message, extensions: { code: 'RATE_LIMITED', retryAfter: refused.extensions.retryAfter } }] };
-          return sendJson(res, 429, body, [...head, ...rateLimitHead(overload.limiter, principal), 'retry-after', String(refused.extensions.retryAfter)]);
+          const retryAfter = refused.extensions.retryAfter as number;
+          await holdFor(Math.min(REFUSED_AGAIN_DELAY_MS, retryAfter * 1000), controller.signal);
+          const body = { errors: [{ message: refused.message, extensions: { code: 'RATE_LIMITED', retryAfter } }] };
+          return sendJson(res, 429, body, [...head, ...rateLimitHead(overload.limiter, principal), 'retry-after', String(retryAfter)]);
         }
       }
 

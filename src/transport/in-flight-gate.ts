@@ -8,6 +8,13 @@
  * and when the queue is full the principal with the most requests in flight and queued
  * is shed first: its newest queued request is refused in favour of a newcomer from a
  * lighter principal, or the newcomer is refused when it is that principal's.
+ *
+ * A slot is handed over in the event loop's next check phase (`setImmediate`), not at
+ * once: requests whose work is all synchronous (the embedded store's) would otherwise
+ * run to their end inside the callback that read them, never more than one "in
+ * flight", and a flood read in one turn of the loop would run whole before anything
+ * else is read. So each turn runs at most `MAX_IN_FLIGHT` requests, and a light
+ * principal's request, first in the queue, waits a turn or two, not the whole flood.
  */
 
 /** The configured caps; `maxInFlight` 0 turns the gate off. */
@@ -32,6 +39,11 @@ export function busyRetryAfterSeconds(settings: InFlightSettings): number {
 
 /** Frees the slot it was given for; calling it again does nothing. */
 export type Release = () => void;
+
+/** A slot taken now, handed over in the loop's next check phase (see the file comment). */
+function handOver(release: Release): Promise<Release> {
+  return new Promise((resolve) => setImmediate(resolve, release));
+}
 
 interface Waiter {
   readonly principal: string;
@@ -75,7 +87,8 @@ export class InFlightGate {
    */
   acquire(principal: string, signal?: AbortSignal): Promise<Release> {
     const { maxInFlight, maxQueued } = this.settings;
-    if (maxInFlight === 0 || this.running < maxInFlight) return Promise.resolve(this.take(principal));
+    if (maxInFlight === 0) return Promise.resolve(this.take(principal));
+    if (this.running < maxInFlight) return handOver(this.take(principal));
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.queuedCount >= maxQueued) {
       const victim = this.heaviestQueued(principal);
@@ -144,7 +157,7 @@ export class InFlightGate {
         if (load < least) [chosen, least] = [principal, load];
       }
       const waiter = this.drop(this.queues.get(chosen!)![0]!);
-      waiter.resolve(this.take(waiter.principal));
+      void handOver(this.take(waiter.principal)).then(waiter.resolve);
     }
   }
 

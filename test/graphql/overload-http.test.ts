@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
+import { liveClient, waitFor } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
 const CREATE_USER = `mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`;
@@ -129,6 +130,32 @@ describe('budgets per principal over HTTP', () => {
       expect(same.body.errors?.[0]?.extensions.code).toBe('RATE_LIMITED');
     } finally {
       await direct.close();
+    }
+  });
+
+  it('charges a subscription its query cost when it starts, nothing for the changes it delivers, and refuses it over the budget', async () => {
+    const subscription = `subscription ($a: ID!) { postsChanged(authorId: $a) { cursor addedEdge { node { id content } } } }`;
+    const me = await post(server.url, `{ viewer { id } }`, { token });
+    const authorId = me.body.data!.viewer.id as string;
+    await sleep(2_100);
+    const client = liveClient(server.url, { token });
+    try {
+      const changes = client.subscribe(subscription, { a: authorId });
+      await waitFor(() => server.app.services.live.subscriptions === 1, 5_000, 'the subscription');
+      // 6 for the subscription's start, 5 for this look: 29 of 40 left.
+      const charged = await post(server.url, RATE_LIMIT, { token });
+      expect(charged.body.data!.rateLimit.remaining).toBe(29);
+      expect((await server.gql(CREATE_POST, { c: 'seen live' }, token)).errors).toBeUndefined();
+      expect((await changes.next(1, 5_000))[0]).toMatchObject({ postsChanged: { addedEdge: { node: { content: 'seen live' } } } });
+      // The post cost 3; the delivered change nothing.
+      expect((await post(server.url, RATE_LIMIT, { token })).body.data!.rateLimit.remaining).toBe(21);
+      for (let i = 0; i < 5; i++) await post(server.url, RATE_LIMIT, { token });
+      const refused = client.subscribe(subscription, { a: authorId });
+      await refused.ended(5_000);
+      expect(refused.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'RATE_LIMITED' }) })]);
+      changes.stop();
+    } finally {
+      await client.dispose();
     }
   });
 

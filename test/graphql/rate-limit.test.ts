@@ -45,3 +45,21 @@ describe('the rate limiter', () => {
     expect(limiter.refusal('user:a')).toBeNull();
   });
 });
+
+describe('remembered tokens', () => {
+  it('answers a verified token until it expires, and refuses a forged or expired one every time', async () => {
+    const { authKey, rememberingAuthorization, signToken } = await import('../../src/graphql/auth.js');
+    const key = authKey('remembered-token-secret-0123456789');
+    const verify = rememberingAuthorization(key, 30 * 86_400, 0, 2);
+    const token = await signToken(key, 'ada');
+    expect(await verify(`Bearer ${token}`)).toEqual({ username: 'ada', isAdmin: false });
+    expect(await verify(`Bearer ${token}`)).toEqual({ username: 'ada', isAdmin: false });
+    const forged = `${token.slice(0, -4)}AAAA`;
+    await expect(verify(`Bearer ${forged}`)).rejects.toMatchObject({ extensions: { code: 'UNAUTHENTICATED' } });
+    await expect(verify(`Bearer ${forged}`)).rejects.toMatchObject({ extensions: { code: 'UNAUTHENTICATED' } });
+    const expired = await signToken(key, 'bob', { expiresIn: '1s' });
+    expect(await verify(`Bearer ${expired}`)).toEqual({ username: 'bob', isAdmin: false });
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    await expect(verify(`Bearer ${expired}`)).rejects.toMatchObject({ extensions: { code: 'UNAUTHENTICATED' } });
+  });
+});
