@@ -4,9 +4,11 @@
  * by git, so a run leaves the tree clean; bench/results/recorded.json is the run
  * BENCHMARKS.md reports). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
  * shape the overhead run and the metrics-cost run; BENCH_SECTIONS (comma-separated:
- * paging,overhead,metrics,roundtrips,counter,search) narrows a run. The search section makes its 100,000 users once, into a
+ * paging,overhead,metrics,roundtrips,counter,search,overload) narrows a run; BENCH_FLOOD_SECONDS
+ * sets how long each overload flood lasts. The search section makes its 100,000 users once, into a
  * file in the system's temporary folder (BENCH_NAMES_FILE), reused by later runs.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { finishRun } from './results.js';
@@ -17,6 +19,10 @@ import { pinning, runOverhead } from './overhead.js';
 import { runNameSearch } from './name-search.js';
 import { runRoundTrips } from './round-trips.js';
 import { runUniqueCounter } from './unique-counter.js';
+import { runOverload } from './overload.js';
+import { startChildServer } from '../test/support/child-server.js';
+import { TEST_AUTH_SECRET } from '../test/support/test-server.js';
+import { authKey, signToken } from '../src/graphql/auth.js';
 import { parseCli } from '../src/scripts/cli.js';
 import { positive } from './settings.js';
 
@@ -28,8 +34,9 @@ time some minutes more to make the name search's 100,000 users) and writes
 bench/results/latest.json. Environment: BENCH_ROUNDS (fresh-server rounds per server,
 default 5), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP
 (seconds of warm-up before each, default 2), BENCH_CONNECTIONS (default 32),
-BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search),
-BENCH_NAMES_FILE (where the name search's users are kept between runs).`,
+BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,overload),
+BENCH_NAMES_FILE (where the name search's users are kept between runs),
+BENCH_FLOOD_SECONDS (how long each overload flood lasts, default 20).`,
   {},
 );
 
@@ -37,7 +44,8 @@ const ROUNDS = Math.round(positive('BENCH_ROUNDS', 5));
 const DURATION = positive('BENCH_DURATION', 5);
 const WARMUP = positive('BENCH_WARMUP', 2);
 const CONNECTIONS = Math.round(positive('BENCH_CONNECTIONS', 32));
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search,overload').split(','));
+const FLOOD_SECONDS = positive('BENCH_FLOOD_SECONDS', 20);
 const dir = mkdtempSync(join(tmpdir(), 'bench-'));
 const results: Record<string, unknown> = {};
 const rows: Array<{ figure: string; value: string; target: string; met: string }> = [];
@@ -81,6 +89,29 @@ async function main(): Promise<void> {
   if (SECTIONS.has('search')) {
     progress('name search: usersByName against usersByLastName over 100,000 users; totalCount per request');
     results.nameSearch = await runNameSearch(progress, row);
+  }
+  if (SECTIONS.has('overload')) {
+    progress('overload: one token floods on 400 connections while another user works, limits on and off');
+    const key = authKey(TEST_AUTH_SECRET);
+    const tokens = {
+      flood: { username: 'flooder', token: await signToken(key, 'flooder') },
+      other: { username: 'other', token: await signToken(key, 'other') },
+    };
+    const start = async (env: Record<string, string>) => {
+      const server = await startChildServer(':memory:', { LOG_LEVEL: 'warn', ...env });
+      // It inherits this process's core 1: the server goes to core 0, every thread of it, as the other sections' do.
+      if (pinning().pinned) spawnSync('taskset', ['-a', '-p', '-c', '0', String(server.process.pid)]);
+      return {
+        url: server.url,
+        pid: server.process.pid!,
+        output: server.output,
+        stop: async () => {
+          server.process.kill('SIGTERM');
+          await server.exited;
+        },
+      };
+    };
+    results.overload = await runOverload(start, tokens, { seconds: FLOOD_SECONDS, connections: 400 }, progress, row);
   }
   finishRun('latest.json', results, started, rows);
   rmSync(dir, { recursive: true, force: true });
