@@ -349,6 +349,9 @@ export async function createApp(
     liveSockets: () => liveServer.sockets,
     liveSubscriptions: () => services.live.subscriptions,
     liveFeeds: () => services.live.activeFeeds,
+    requestsInFlight: () => gate.executing,
+    requestsQueued: () => gate.queued,
+    rateLimitPrincipals: () => limiter.tracked,
   });
   // The live hub polls the change log of the feeds subscribed to here.
   services.live.start();
