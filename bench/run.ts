@@ -4,9 +4,11 @@
  * by git, so a run leaves the tree clean; the runs BENCHMARKS.md reports are kept as
  * bench/results/recorded-*.json). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
  * shape the overhead run and the metrics-cost run; BENCH_SECTIONS (comma-separated:
- * paging,overhead,metrics,roundtrips,counter,search,cursors) narrows a run. The search section makes its 100,000 users once, into a
+ * paging,overhead,metrics,roundtrips,counter,search,overload,cursors) narrows a run; BENCH_FLOOD_SECONDS
+ * sets how long each overload flood lasts. The search section makes its 100,000 users once, into a
  * file in the system's temporary folder (BENCH_NAMES_FILE), reused by later runs.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { finishRun } from './results.js';
@@ -18,6 +20,10 @@ import { pinning, runOverhead } from './overhead.js';
 import { runNameSearch } from './name-search.js';
 import { runRoundTrips } from './round-trips.js';
 import { runUniqueCounter } from './unique-counter.js';
+import { runOverload } from './overload.js';
+import { startChildServer } from '../test/support/child-server.js';
+import { TEST_AUTH_SECRET } from '../test/support/test-server.js';
+import { authKey, signToken } from '../src/graphql/auth.js';
 import { parseCli } from '../src/scripts/cli.js';
 import { positive } from './settings.js';
 
@@ -29,8 +35,9 @@ time some minutes more to make the name search's 100,000 users) and writes
 bench/results/latest.json. Environment: BENCH_ROUNDS (fresh-server rounds per server,
 default 5), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP
 (seconds of warm-up before each, default 2), BENCH_CONNECTIONS (default 32),
-BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,cursors),
-BENCH_NAMES_FILE (where the name search's users are kept between runs).`,
+BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,overload,cursors),
+BENCH_NAMES_FILE (where the name search's users are kept between runs),
+BENCH_FLOOD_SECONDS (how long each overload flood lasts, default 20).`,
   {},
 );
 
@@ -38,7 +45,8 @@ const ROUNDS = Math.round(positive('BENCH_ROUNDS', 5));
 const DURATION = positive('BENCH_DURATION', 5);
 const WARMUP = positive('BENCH_WARMUP', 2);
 const CONNECTIONS = Math.round(positive('BENCH_CONNECTIONS', 32));
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search,cursors').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search,overload,cursors').split(','));
+const FLOOD_SECONDS = positive('BENCH_FLOOD_SECONDS', 20);
 const dir = mkdtempSync(join(tmpdir(), 'bench-'));
 const results: Record<string, unknown> = {};
 const rows: Array<{ figure: string; value: string; target: string; met: string }> = [];
@@ -82,6 +90,29 @@ async function main(): Promise<void> {
   if (SECTIONS.has('search')) {
     progress('name search: usersByName against usersByLastName over 100,000 users; totalCount per request');
     results.nameSearch = await runNameSearch(progress, row);
+  }
+  if (SECTIONS.has('overload')) {
+    progress('overload: one token floods on 400 connections while another user works, limits on and off');
+    const key = authKey(TEST_AUTH_SECRET);
+    const tokens = {
+      flood: { username: 'flooder', token: await signToken(key, 'flooder') },
+      other: { username: 'other', token: await signToken(key, 'other') },
+    };
+    const start = async (env: Record<string, string>) => {
+      const server = await startChildServer(':memory:', { LOG_LEVEL: 'warn', ...env });
+      // It inherits this process's core 1: the server goes to core 0, every thread of it, as the other sections' do.
+      if (pinning().pinned) spawnSync('taskset', ['-a', '-p', '-c', '0', String(server.process.pid)]);
+      return {
+        url: server.url,
+        pid: server.process.pid!,
+        output: server.output,
+        stop: async () => {
+          server.process.kill('SIGTERM');
+          await server.exited;
+        },
+      };
+    };
+    results.overload = await runOverload(start, tokens, { seconds: FLOOD_SECONDS, connections: 400 }, progress, row);
   }
   if (SECTIONS.has('cursors')) results.cursorSigning = await runCursorSigning(progress, row);
   finishRun('latest.json', results, started, rows);

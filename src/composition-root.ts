@@ -52,6 +52,8 @@ import { ObservedStore, type StoreObserver } from './store/store-observer.js';
 import { Metrics } from './observability/metrics.js';
 import { ClockSkewWatch } from './observability/clock-skew.js';
 import type { RequestDeadline } from './store/deadline.js';
+import { CallPermits, requestCallCapacity } from './store/call-permits.js';
+import type { RequestBudget } from './graphql/rate-limit.js';
 import type { TableSpec } from './store/table.js';
 import { WindowedJob, windowedJobTables } from './background/windowed-job.js';
 
@@ -169,6 +171,11 @@ export interface Services {
   readonly liveSettings: LiveSettings;
   /** The app's metrics, when on: background jobs report to them. */
   readonly metrics: Metrics | null;
+  /**
+   * What request store calls may have in flight at once (absent: no cap), so background
+   * work always finds capacity (`requestCallPermits`); background jobs never take one.
+   */
+  readonly requestCalls?: CallPermits;
 }
 
 /** The process-wide services, over a store that is already open (and its tables created). */
@@ -183,6 +190,7 @@ export function createServices(
     /** Told what each live poll cost (benchmarks; metrics are told anyway). */
     onLivePoll?: (report: PollReport) => void;
     metrics?: Metrics | null;
+    requestCalls?: CallPermits;
   },
 ): Services {
   const metrics = deps.metrics ?? null;
@@ -245,7 +253,17 @@ export function createServices(
     }),
     liveSettings,
     metrics,
+    requestCalls: deps.requestCalls,
   };
+}
+
+/**
+ * The cap on request store calls of the configured store: on Cassandra half of what the
+ * driver carries on one host's connections (`requestCallCapacity`); none on the embedded
+ * store, whose calls run one at a time on the event loop anyway.
+ */
+export function requestCallPermits(config: Pick<Config, 'store' | 'cassandra'>): CallPermits | undefined {
+  return config.store === 'cassandra' ? new CallPermits(requestCallCapacity(config.cassandra.driver.connectionsPerHost)) : undefined;
 }
 
 /** A saga runner over a store view (a request's counting store, or the base store for recovery). */
@@ -314,21 +332,32 @@ export function demoSeeding(services: Services): DemoSeeding {
  * `loaders` shares loaders between units of work: every subscriber of a live feed
  * renders one poll's changes through the same ones (`createLiveLoaders`);
  * `onSlowConsumer` is told when a subscription of this context falls too far behind.
+ * `signal` is the request's: once its client has gone, its store, loaders and pages
+ * start no further call; `rateLimit` is its budget (the cost check charges it).
  */
 export function createRequestContext(
   services: Services,
   viewer: Viewer | null,
-  options: { cache?: boolean; deadline?: RequestDeadline; loaders?: Loaders; onSlowConsumer?: () => void } = {},
+  options: {
+    cache?: boolean;
+    deadline?: RequestDeadline;
+    signal?: AbortSignal;
+    rateLimit?: RequestBudget | null;
+    loaders?: Loaders;
+    onSlowConsumer?: () => void;
+  } = {},
 ): RequestContext {
   const { codec, settings } = services;
   // The request's store stops at its deadline (REQUEST_TIMEOUT_MS), when it has one.
-  const store = new CountingStore(services.store, options.deadline);
+  const { signal } = options;
+  const store = new CountingStore(services.store, options.deadline, signal, services.requestCalls);
   const loaders = options.loaders ?? createLoaders(store, { ...options, counts: countReading(services) });
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
   const sagas = createSagaRunner(services, store);
   const directory = new Directory({
     store,
     codec,
+    signal,
     actor,
     users: loaders.userById,
     sagas,
@@ -337,10 +366,11 @@ export function createRequestContext(
     nameSwept: () => services.nameSweeper.progress(),
   });
   const users = new Users({ store, actor, loaders, directory, clock: services.clock });
-  const timeline = new Timeline({ store, codec, loaders, changes: services.changes, counts: services.counts });
+  const timeline = new Timeline({ store, codec, signal, loaders, changes: services.changes, counts: services.counts });
   const suspensions = new Suspensions({
     store,
     codec,
+    signal,
     actor,
     loaders,
     sagas,
@@ -350,6 +380,7 @@ export function createRequestContext(
   const meetings = new Meetings({
     store,
     codec,
+    signal,
     actor,
     loaders,
     clock: services.clock,
@@ -360,7 +391,7 @@ export function createRequestContext(
     changes: services.changes,
     counts: services.counts,
   });
-  const lists = new Lists({ store, codec, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts });
+  const lists = new Lists({ store, codec, signal, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts });
   return {
     viewer: actor,
     loaders,
@@ -374,5 +405,6 @@ export function createRequestContext(
     startedAt: performance.now(),
     storeRoundTrips: () => store.roundTrips,
     storeStatements: () => store.statements,
+    rateLimit: options.rateLimit ?? null,
   };
 }

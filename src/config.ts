@@ -112,6 +112,15 @@ export interface Config {
     readonly cost: number;
   };
   /** Run the ordered-list applier in this process. */
+  /**
+   * Budgets per principal (`RATE_LIMIT_POINTS` per `RATE_LIMIT_WINDOW_S`; 0 points: off),
+   * kept per process. See docs/operations.md, "Overload".
+   */
+  readonly rateLimit: { readonly points: number; readonly windowSeconds: number };
+  /** Whether the last `X-Forwarded-For` address names an anonymous client (`TRUST_PROXY`). */
+  readonly trustProxy: boolean;
+  /** Requests executing at once, and the queue past them (`MAX_IN_FLIGHT` 0: no cap). */
+  readonly inFlight: { readonly maxInFlight: number; readonly maxQueued: number; readonly queueTimeoutMs: number };
   readonly listApplier: boolean;
   readonly listApplierIntervalMs: number;
   readonly saga: {
@@ -275,6 +284,14 @@ function clusterSettings(env: NodeJS.ProcessEnv): ClusterSettings {
 }
 
 /** A configuration error: names the variable, the rule, and what was received. */
+/**
+ * Points a principal may spend per window by default (`RATE_LIMIT_POINTS`): a hundred
+ * of the costliest requests the cost limit allows (LIMIT_COST, 10,000) per minute, or
+ * about 2,000 100-edge timeline pages with their authors; far above what a person
+ * using an app, the demo or a test sends.
+ */
+export const DEFAULT_RATE_LIMIT_POINTS = 1_000_000;
+
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
@@ -707,6 +724,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tokens: int(env, 'LIMIT_TOKENS', 3_000, 10, 1_000_000),
       directives: int(env, 'LIMIT_DIRECTIVES', 20, 0, 1_000),
       cost: int(env, 'LIMIT_COST', 10_000, 1, 100_000_000),
+    }),
+    rateLimit: Object.freeze({
+      points: int(env, 'RATE_LIMIT_POINTS', DEFAULT_RATE_LIMIT_POINTS, 0, 1_000_000_000_000),
+      windowSeconds: int(env, 'RATE_LIMIT_WINDOW_S', 60, 1, 86_400),
+    }),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    inFlight: Object.freeze({
+      // The embedded store's requests run on the event loop: more at once only adds latency.
+      maxInFlight: int(env, 'MAX_IN_FLIGHT', store === 'cassandra' ? 64 : 8, 0, 1_000_000),
+      maxQueued: int(env, 'MAX_QUEUED', 1_024, 0, 1_000_000),
+      queueTimeoutMs: int(env, 'QUEUE_TIMEOUT_MS', 1_000, 1, 600_000),
     }),
     listApplierIntervalMs: int(env, 'LIST_APPLIER_INTERVAL_MS', 1_000, 10, 3_600_000),
     saga: Object.freeze({

@@ -239,3 +239,28 @@ export async function signToken(
   if (options.audience) jwt.setAudience(options.audience);
   return jwt.sign(key);
 }
+
+/**
+ * `verifier`, remembering the sessions it verified (up to `size`, the oldest forgotten
+ * first) until each expires: a client's later requests skip the signature check, whose
+ * WebCrypto call waits a turn of the event loop on the thread pool, which a flood fills.
+ * A token valid once stays valid until its `exp` (the `MAX_TOKEN_AGE` horizon only moves
+ * later, and the secrets and keys a process trusts are fixed at its start), so what is
+ * remembered is never wrong. A refused token is not remembered: it is checked again.
+ */
+export function rememberingVerifier(verifier: TokenVerifier, size = 10_000): TokenVerifier {
+  const verified = new Map<string, Session>();
+  const session = async (header: string | undefined): Promise<Session | null> => {
+    if (header === undefined || header === '') return null;
+    const known = verified.get(header);
+    if (known && known.expiresAt > Date.now()) return known;
+    const fresh = await verifier.session(header);
+    if (fresh) {
+      verified.delete(header);
+      if (verified.size >= size) verified.delete(verified.keys().next().value!);
+      verified.set(header, fresh);
+    }
+    return fresh;
+  };
+  return { session, viewer: async (header) => (await session(header))?.viewer ?? null };
+}

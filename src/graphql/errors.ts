@@ -9,7 +9,7 @@ import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
 import { DomainError, SagaAbortedError, type DomainErrorCode } from '../errors.js';
 import { PagingArgumentError } from '../paging/types.js';
-import { DeadlineExceededError } from '../store/deadline.js';
+import { DeadlineExceededError, RequestAbortedError } from '../store/deadline.js';
 import { StoreUnavailableError } from '../store/port.js';
 import { PresenceLapsedError } from '../background/presence.js';
 
@@ -38,6 +38,9 @@ const REQUEST_CODES = new Set([
   'CONFLICT',
   'CURSOR_EXPIRED',
   'TOO_MANY_SUBSCRIPTIONS',
+  // Over the principal's budget (rate-limit.ts) and the server busy (in-flight-gate.ts).
+  'RATE_LIMITED',
+  'UNAVAILABLE',
 ]);
 
 /** Build Apollo Server's `formatError`: keep known refusals, mask the rest. */
@@ -60,6 +63,10 @@ export function createFormatError(logger: Logger) {
     }
     if (original instanceof PresenceLapsedError) {
       return { ...base, message: LAPSED_MESSAGE, extensions: { code: 'UNAVAILABLE' } };
+    }
+    if (original instanceof RequestAbortedError || (original instanceof SagaAbortedError && original.cause instanceof RequestAbortedError)) {
+      // Nobody reads it (the client has gone), but every error has its code.
+      return { ...base, message: original.message, extensions: { code: 'UNAVAILABLE' } };
     }
     if (original instanceof StoreUnavailableError) {
       // Retryable: the store did not answer (a lightweight transaction's outcome included).

@@ -4,6 +4,7 @@
  * row proves a page on one side, the extra row proves a page on the other, so
  * `hasNextPage` and `hasPreviousPage` are exact in both directions in one round trip.
  */
+import { stopIfAborted } from '../store/deadline.js';
 import type { CursorCodec } from './cursor.js';
 import type { CursorKey, Direction, Edge, OrderedSource, Page, PageArgs } from './types.js';
 import { PagingArgumentError } from './types.js';
@@ -19,6 +20,11 @@ export interface PagingOptions {
   readonly codec: CursorCodec;
   readonly defaultPageSize?: number;
   readonly maxPageSize?: number;
+  /**
+   * The request's signal: once its client has gone, no further read starts
+   * (`RequestAbortedError`), so a walk over many buckets stops where it stands.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** Arguments after validation: a direction, a size, and decoded cursors. */
@@ -98,7 +104,7 @@ export function edgeFromNode<N>(source: OrderedSource<N>, node: N, codec: Cursor
  */
 export async function pageFromSource<N>(source: OrderedSource<N>, args: PageArgs, options: PagingOptions): Promise<Page<N>> {
   const resolved = resolvePageArgs(source, args, options);
-  const window = await readWindow(source, resolved);
+  const window = await readWindow(source, resolved, options.signal);
   const edges = window.rows.map((node) => edgeFromNode(source, node, options.codec));
   return {
     edges,
@@ -121,7 +127,7 @@ interface Window<N> {
  * The rows of one page, in connection order. Written once for the forward case; the
  * backward case is the same walk with the roles of the two ends exchanged.
  */
-async function readWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs): Promise<Window<N>> {
+async function readWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs, signal: AbortSignal | undefined): Promise<Window<N>> {
   const forward = args.direction === 'forward';
   const opposite: Direction = forward ? 'backward' : 'forward';
   // `from` is where the read starts, `stop` where the window ends (exclusive).
@@ -132,6 +138,7 @@ async function readWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs): 
   const n = args.size;
 
   // seed 003: fetch page size + 2 from a cursor (the cursor row and one extra), + 1 without.
+  stopIfAborted(signal);
   let rows = await source.read(from, args.direction, n + (from ? 2 : 1));
   let behind = false;
   if (from) {
@@ -141,6 +148,7 @@ async function readWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs): 
       rows = rows.slice(1);
     } else {
       // The cursor's row was deleted meanwhile: the page is still right; one probe settles the flag.
+      stopIfAborted(signal);
       behind = (await source.read(from, opposite, 1)).length > 0;
     }
   }

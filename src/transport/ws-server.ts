@@ -95,6 +95,11 @@ export interface LiveServerOptions<C> {
   readonly eventContextFor: (viewer: Viewer | null, batch: object) => C;
   /** Told each socket closed because its reader did not keep up (metrics). */
   readonly onClosedTooSlow?: () => void;
+  /**
+   * Charge a subscription's start (its query cost) to its caller's budget; throws
+   * `RATE_LIMITED` over it. The changes it delivers cost nothing.
+   */
+  readonly chargeStart?: (request: IncomingMessage, viewer: Viewer | null, cost: number) => void;
 }
 
 /** The running WebSocket side. */
@@ -281,12 +286,16 @@ export function createLiveServer<C extends object>(httpServer: Server, options: 
       if (operation.operation !== 'subscription') {
         return [codedError('BAD_REQUEST', `only subscriptions are served over WebSocket; send a ${operation.operation} over HTTP to /graphql`)];
       }
-      try {
-        options.checkCost({ schema, document, operation, variables: payload.variables, operationName: payload.operationName });
-      } catch (err) {
-        return [err instanceof GraphQLError ? err : codedError('GRAPHQL_VALIDATION_FAILED', (err as Error).message)];
-      }
       const viewer = ctx.extra.session?.viewer ?? null;
+      try {
+        const cost = options.checkCost({ schema, document, operation, variables: payload.variables, operationName: payload.operationName });
+        options.chargeStart?.(ctx.extra.request, viewer, cost ?? 0);
+      } catch (err) {
+        if (!(err instanceof GraphQLError)) return [codedError('GRAPHQL_VALIDATION_FAILED', (err as Error).message)];
+        // The HTTP status an error carries means nothing on a socket.
+        const { http: _status, ...extensions } = err.extensions;
+        return [new GraphQLError(err.message, { extensions })];
+      }
       const contextValue = options.contextFor(viewer, () => closeTooSlow(ctx.extra.socket));
       viewers.set(contextValue, viewer);
       return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue };

@@ -48,6 +48,8 @@ export async function readPosts(store: Store, keys: ReadonlyArray<{ authorId: st
 export interface TimelineDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
+  /** The request's signal: a page stops reading once its client has gone (`PagingOptions.signal`). */
+  readonly signal?: AbortSignal;
   readonly loaders: { readonly postByKey: KeyLoader<{ authorId: string; postId: string }, Post | null> };
   /** Appends the timeline's changes to the live change log. */
   readonly changes: ChangeWriter;
@@ -187,7 +189,7 @@ export class Timeline {
 
   /** One page of an author's posts, newest first, with its count's key. */
   async posts(authorId: string, args: PageArgs): Promise<PostPage> {
-    const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec });
+    const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec, signal: this.deps.signal });
     return { ...page, countKey: postsCountKey(authorId) };
   }
 }
