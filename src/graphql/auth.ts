@@ -99,11 +99,16 @@ export function providerKeys(jwksUrl: string, timing: RemoteKeyTiming, logger?: 
     timeoutDuration: timing.timeoutMs,
   });
   let failedAt = -Infinity;
+  // The keys fetched last, imported once (not once per token while the provider is down);
+  // jose hands out a copy of them each time, so they are told apart by their text.
+  let local: { text: string; set: JWTVerifyGetKey } | null = null;
   const lastKnown: JWTVerifyGetKey = async (header, token) => {
     const keys = remote.jwks();
     if (!keys) throw new ProviderUnavailable();
+    const text = JSON.stringify(keys);
+    if (local?.text !== text) local = { text, set: createLocalJWKSet(keys) };
     try {
-      return await createLocalJWKSet(keys)(header, token);
+      return await local.set(header, token);
     } catch (err) {
       throw (err as { code?: string }).code === 'ERR_JWKS_NO_MATCHING_KEY' ? new ProviderUnavailable() : err;
     }
