@@ -5,8 +5,8 @@
  * Every edge has a rank: a 60-bit number ascending in connection order (a `RankOrder`;
  * edges of one rank are told apart by the source itself). The index holds, for each of
  * a few levels, how many edges there are per rank prefix: level 0 counts per top 12
- * bits, each further level splits a bucket in 2^10, down to buckets of 256 ranks (the
- * leaves). The counts are kept by the counts' verifier from settled changes
+ * bits, each further level splits a bucket in 2^8, down to buckets of 256 ranks (the
+ * leaves): 6 levels. The counts are kept by the counts' verifier from settled changes
  * (counts/count-ranks.ts); this file only reads them.
  *
  * - select (the edge at position p): read level 0's buckets, walk them summing counts
@@ -17,7 +17,9 @@
  *   bucket at every level, so every level's sibling buckets and the leaf's edges up to
  *   the cursor are read at once, in one wave.
  * A page at any offset therefore costs 1 + LEVELS + 1 waves of reads (one less without a
- * cursor), whatever the offset. Without an index, `readingPositions` reads the edges
+ * cursor), whatever the offset: 8 at most. Wider levels would cost fewer waves but read
+ * more bucket rows each (2^10 children a level read 2-3x slower pages where posts are
+ * dense). Without an index, `readingPositions` reads the edges
  * being skipped, a chunk at a time.
  */
 import { ticksOfTimeuuid, timeuuidBoundOfTicks } from '../store/timeuuid.js';
@@ -30,7 +32,7 @@ export const RANK_BITS = 60;
 const RANK_MAX = (1n << BigInt(RANK_BITS)) - 1n;
 
 /** The shift of each level's prefix (`rank >> shift`), from the top level to the leaves. */
-export const RANK_LEVEL_SHIFTS: readonly number[] = [48, 38, 28, 18, 8];
+export const RANK_LEVEL_SHIFTS: readonly number[] = [48, 40, 32, 24, 16, 8];
 
 /** The bucket of `rank` at every level, top level first. */
 export function rankPrefixes(rank: bigint): bigint[] {
