@@ -4,8 +4,9 @@
  * by git, so a run leaves the tree clean; the runs BENCHMARKS.md reports are kept as
  * bench/results/recorded-*.json). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
  * shape the overhead run and the metrics-cost run; BENCH_SECTIONS (comma-separated:
- * paging,overhead,metrics,roundtrips,counter,search,overload,cursors) narrows a run; BENCH_FLOOD_SECONDS
- * sets how long each overload flood lasts. The search section makes its 100,000 users once, into a
+ * paging,overhead,metrics,roundtrips,counter,search,overload,cursors, and jump, which runs
+ * only when named) narrows a run; BENCH_FLOOD_SECONDS sets how long each overload flood
+ * lasts. The search section makes its 100,000 users once, into a
  * file in the system's temporary folder (BENCH_NAMES_FILE), reused by later runs.
  */
 import { spawnSync } from 'node:child_process';
@@ -15,6 +16,7 @@ import { finishRun } from './results.js';
 import { join } from 'node:path';
 import { runCursorSigning } from './cursors.js';
 import { runDeepPaging } from './deep-paging.js';
+import { runJump, runJumpOnCassandra } from './jump.js';
 import { runMetricsCost } from './metrics-cost.js';
 import { pinning, runOverhead } from './overhead.js';
 import { runNameSearch } from './name-search.js';
@@ -35,9 +37,12 @@ time some minutes more to make the name search's 100,000 users) and writes
 bench/results/latest.json. Environment: BENCH_ROUNDS (fresh-server rounds per server,
 default 5), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP
 (seconds of warm-up before each, default 2), BENCH_CONNECTIONS (default 32),
-BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,overload,cursors),
-BENCH_NAMES_FILE (where the name search's users are kept between runs),
-BENCH_FLOOD_SECONDS (how long each overload flood lasts, default 20).`,
+BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,overload,cursors;
+and jump, offset pages over a 1,000,000-post timeline, only when named; on Cassandra
+too, with BENCH_JUMP_CASSANDRA_POSTS posts (default 100000), when CASSANDRA_CONTACT_POINTS
+is set), BENCH_JUMP_POSTS (the jump section's timeline, default 1000000), BENCH_NAMES_FILE
+(where the name search's users are kept between runs), BENCH_FLOOD_SECONDS (how long
+each overload flood lasts, default 20).`,
   {},
 );
 
@@ -86,6 +91,11 @@ async function main(): Promise<void> {
   if (SECTIONS.has('counter')) {
     progress('unique counter: first-write-wins against the lightweight transaction');
     results.uniqueCounter = await runUniqueCounter(progress, row);
+  }
+  if (SECTIONS.has('jump')) {
+    progress('jump: offset pages over a 1,000,000-post timeline, and the write cost');
+    results.jump = await runJump(join(dir, 'jump.db'), progress, row);
+    results.jumpCassandra = await runJumpOnCassandra(progress, row);
   }
   if (SECTIONS.has('search')) {
     progress('name search: usersByName against usersByLastName over 100,000 users; totalCount per request');

@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, unreadySkewMsOf, type ClusterSettings, type Config, type LiveSettings } from './config.js';
 import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
 import { countTables } from './counts/count-tables.js';
+import type { RankOfItem } from './counts/count-ranks.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
@@ -25,7 +26,7 @@ import { suspensionSagas } from './features/suspensions/suspension-sagas.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
 import { Suspensions } from './features/suspensions/suspensions.js';
 import { timelineTables } from './features/timeline/timeline-tables.js';
-import { Timeline } from './features/timeline/timeline.js';
+import { Timeline, postRank } from './features/timeline/timeline.js';
 import { userTables } from './features/users/users-tables.js';
 import { Users, readUserForChange } from './features/users/users.js';
 import type { Viewer } from './graphql/auth.js';
@@ -89,6 +90,13 @@ export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' |
  * retries an unreachable cluster (one `log` line per attempt), then checks the schema
  * or, with CASSANDRA_AUTO_SCHEMA, creates it.
  */
+/**
+ * The counts that keep a counted index (`offset` without reading the edges skipped):
+ * an author's posts, ranked by time. The other counted connections find an offset by
+ * reading (paging/ranked-index.ts, `readingPositions`).
+ */
+export const rankedCounts: RankOfItem = (countKey) => (countKey.startsWith('posts:') ? postRank : null);
+
 export function createStore(
   config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'> & Partial<Pick<Config, 'embeddedStore'>>,
   options: { clock?: Clock; log?: (message: string) => void; warn?: (warning: StoreWarning) => void } = {},
@@ -227,7 +235,7 @@ export function createServices(
     changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
-    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store), {
+    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, rankedCounts), {
       clock,
       cluster,
       logger: deps.logger,

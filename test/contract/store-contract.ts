@@ -23,7 +23,7 @@ import {
   type Row,
   type TableSpec,
 } from '../../src/store/table.js';
-import { microsOfTimeuuid, minTimeuuidOfMicros, timeuuidOfMicros } from '../../src/store/timeuuid.js';
+import { microsOfTimeuuid, minTimeuuidOfMicros, ticksOfTimeuuid, timeuuidBoundOfTicks, timeuuidOfMicros } from '../../src/store/timeuuid.js';
 import { tuplesBetween } from '../support/clustering-model.js';
 import type { StoreOptions, StoreUnderTest } from '../support/stores.js';
 
@@ -877,6 +877,24 @@ export function defineStoreContract(
         const rows = await store.slice(byTimeuuid, { partition: { p }, lower: { values: [minTimeuuidOfMicros(t)], inclusive: true }, limit: 10 });
         expect(rows.map((r) => r.k).sort()).toEqual([...at].sort());
         expect(rows.map((r) => microsOfTimeuuid(r.k as string))).toEqual(at.map(() => t));
+      });
+
+      it('ends a slice bounded by the highest timeuuid of a tick at every timeuuid of that tick, and starts one at the lowest (offset reads from them)', async () => {
+        const p = randomUUID();
+        const t = 1_700_000_000_654_321n;
+        const ticks = ticksOfTimeuuid(timeuuidOfMicros(t));
+        // The random part's extremes in Cassandra's signed-byte order (the variant bits kept by timeuuidOfMicros): 0x7f makes the highest itself.
+        const parts = [Buffer.alloc(8, 0x80), Buffer.alloc(8, 0x7f), Buffer.alloc(8, 0xff), Buffer.from('00112233445566ff', 'hex')];
+        const at = parts.map((bytes) => timeuuidOfMicros(t, () => Buffer.from(bytes)));
+        const [later, earlier] = [timeuuidOfMicros(t + 1n, () => Buffer.alloc(8, 0x80)), timeuuidOfMicros(t - 1n, () => Buffer.alloc(8, 0x7f))];
+        for (const [i, k] of [...at, later, earlier].entries()) await store.upsert(byTimeuuid, { p, k, v: i });
+        const highest = timeuuidBoundOfTicks(ticks, 'highest');
+        const down = await store.slice(byTimeuuid, { partition: { p }, upper: { values: [highest], inclusive: true }, reverse: true, limit: 10 });
+        expect(down.slice(0, at.length).map((r) => r.k).sort()).toEqual([...at].sort());
+        expect(down.map((r) => r.k).slice(at.length)).toEqual([earlier]);
+        const up = await store.slice(byTimeuuid, { partition: { p }, lower: { values: [timeuuidBoundOfTicks(ticks, 'lowest')], inclusive: true }, limit: 10 });
+        expect(up.slice(0, at.length).map((r) => r.k)).toEqual(down.slice(0, at.length).map((r) => r.k).reverse());
+        expect(up.map((r) => r.k).slice(at.length)).toEqual([later]);
       });
 
       it('orders negative integers numerically (and DESC reverses it)', async () => {
