@@ -235,10 +235,11 @@ export async function createApp(
   }
   const store = observeStore(configured, observers);
   await store.ensureTables(ALL_TABLES);
-  // Verified tokens are remembered until they expire (rememberingVerifier says why).
-  const tokens = rememberingVerifier(
-    createTokenVerifier(config.auth, { maxAgeSeconds: config.maxTokenAgeSeconds, clockSkewMs: config.cluster.clockSkewMs }, { logger, remoteKeys: deps.remoteKeys }),
-  );
+  const tokenVerifier = createTokenVerifier(config.auth, { maxAgeSeconds: config.maxTokenAgeSeconds, clockSkewMs: config.cluster.clockSkewMs }, { logger, remoteKeys: deps.remoteKeys });
+  // Tokens of the shared secrets are remembered until they expire (rememberingVerifier
+  // says why). An identity provider's are checked every time: a key it retires must
+  // stop verifying once its key set is fetched again.
+  const tokens = config.auth.kind === 'shared-secret' ? rememberingVerifier(tokenVerifier) : tokenVerifier;
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
   const presence = await Presence.claim(store, config.instanceId, { logger, now: deps.now, onLost: deps.onPresenceLost });
   if (clock instanceof MonotonicClock) clock.useNode(presence.identity.node);

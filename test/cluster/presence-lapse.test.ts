@@ -20,6 +20,7 @@ import {
 import { aUser } from '../../src/features/users/user-mother.js';
 import type { Store } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
+import { READINESS_CACHE_MS } from '../../src/transport/http-server.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { waitFor } from '../support/live-client.js';
 import { describeEachStore, type StoreUnderTest } from '../support/stores.js';
@@ -171,6 +172,8 @@ describeEachStore('a server whose presence lapsed', (target) => {
 
     faulty.failWhen(isPresence);
     time.advance(PRESENCE_LEASE_MS);
+    // /readyz answers from a result at most READINESS_CACHE_MS old: the lapse shows once the last one ages out.
+    await new Promise((resolve) => setTimeout(resolve, READINESS_CACHE_MS));
     const res = await fetch(readyz);
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ status: 'unavailable', reason: expect.stringMatching(/^this server has not renewed its presence \(clock node \d+\)/) });
