@@ -4,6 +4,7 @@
  * `npm run seed`, the benchmarks and the test fixtures all build features here, the
  * same way. Plain constructor arguments; configuration flows down from here.
  */
+import { createHmac } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -11,6 +12,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, unreadySkewMsOf, type ClusterSettings, type Config, type LiveSettings } from './config.js';
 import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
 import { countTables } from './counts/count-tables.js';
+import type { RankOfItem } from './counts/count-ranks.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
@@ -24,7 +26,7 @@ import { suspensionSagas } from './features/suspensions/suspension-sagas.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
 import { Suspensions } from './features/suspensions/suspensions.js';
 import { timelineTables } from './features/timeline/timeline-tables.js';
-import { Timeline } from './features/timeline/timeline.js';
+import { Timeline, postRank } from './features/timeline/timeline.js';
 import { userTables } from './features/users/users-tables.js';
 import { Users, readUserForChange } from './features/users/users.js';
 import type { Viewer } from './graphql/auth.js';
@@ -43,13 +45,16 @@ import type { DemoSeeding } from './seed/demo.js';
 import { seedProgressTable } from './seed/seed-tables.js';
 import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
-import type { Store } from './store/port.js';
+import type { Store, StoreWarning } from './store/port.js';
+import { storeWarningLog } from './observability/store-warnings.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { CountingStore } from './store/store-decorator.js';
 import { ObservedStore, type StoreObserver } from './store/store-observer.js';
 import { Metrics } from './observability/metrics.js';
 import { ClockSkewWatch } from './observability/clock-skew.js';
 import type { RequestDeadline } from './store/deadline.js';
+import { CallPermits, requestCallCapacity } from './store/call-permits.js';
+import type { RequestBudget } from './graphql/rate-limit.js';
 import type { TableSpec } from './store/table.js';
 import { WindowedJob, windowedJobTables } from './background/windowed-job.js';
 
@@ -76,7 +81,8 @@ export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas, ...directoryS
  * The settings features are built with: the part of the configuration they read
  * (`cluster` defaults to DEFAULT_CLUSTER_SETTINGS, `live` to DEFAULT_LIVE_SETTINGS).
  */
-export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> & Partial<Pick<Config, 'cluster' | 'live'>>;
+export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> &
+  Partial<Pick<Config, 'cluster' | 'live' | 'cursorPreviousSecrets'>>;
 
 /**
  * Build the configured store adapter, its default write timestamps taken from `clock`
@@ -84,15 +90,32 @@ export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' |
  * retries an unreachable cluster (one `log` line per attempt), then checks the schema
  * or, with CASSANDRA_AUTO_SCHEMA, creates it.
  */
+/**
+ * The counts that keep a counted index (`offset` without reading the edges skipped):
+ * an author's posts, ranked by time. The other counted connections find an offset by
+ * reading (paging/ranked-index.ts, `readingPositions`).
+ */
+export const rankedCounts: RankOfItem = (countKey) => (countKey.startsWith('posts:') ? postRank : null);
+
 export function createStore(
   config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'> & Partial<Pick<Config, 'embeddedStore'>>,
-  options: { clock?: Clock; log?: (message: string) => void } = {},
+  options: { clock?: Clock; log?: (message: string) => void; warn?: (warning: StoreWarning) => void } = {},
 ): Store {
-  const { clock, log = console.error } = options;
-  if (config.store === 'cassandra') return cassandraStoreFrom(config.cassandra, { log, clock });
+  const { clock, log = console.error, warn } = options;
+  if (config.store === 'cassandra') return cassandraStoreFrom(config.cassandra, { log, warn, clock });
   if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
-  // The embedded store compacts on its own timer, as Cassandra does, and warns through `log`.
-  return new SqliteStore({ database: new Database(config.sqlitePath), clock, log, ...config.embeddedStore });
+  // The embedded store compacts on its own timer, as Cassandra does, and warns through `warn`.
+  return new SqliteStore({ database: new Database(config.sqlitePath), clock, log, warn, ...config.embeddedStore });
+}
+
+/**
+ * Where a server's store writes (`createStore`'s options): its notes at info, its
+ * warnings through `storeWarningLog`, their key values hashed with a key derived from
+ * CURSOR_SECRET (shared by the servers of a cluster, so one key hashes alike on each).
+ */
+export function storeLogging(config: Pick<Config, 'cursorSecret'>, logger: Logger): { log: (message: string) => void; warn: (warning: StoreWarning) => void } {
+  const hashKey = createHmac('sha256', config.cursorSecret).update('store warning key hashes').digest('hex');
+  return { log: (message) => logger.info(message), warn: storeWarningLog(logger, { hashKey }) };
 }
 
 /** The app's metrics when `METRICS=true` (a registry of its own), else null. */
@@ -156,6 +179,11 @@ export interface Services {
   readonly liveSettings: LiveSettings;
   /** The app's metrics, when on: background jobs report to them. */
   readonly metrics: Metrics | null;
+  /**
+   * What request store calls may have in flight at once (absent: no cap), so background
+   * work always finds capacity (`requestCallPermits`); background jobs never take one.
+   */
+  readonly requestCalls?: CallPermits;
 }
 
 /** The process-wide services, over a store that is already open (and its tables created). */
@@ -170,6 +198,7 @@ export function createServices(
     /** Told what each live poll cost (benchmarks; metrics are told anyway). */
     onLivePoll?: (report: PollReport) => void;
     metrics?: Metrics | null;
+    requestCalls?: CallPermits;
   },
 ): Services {
   const metrics = deps.metrics ?? null;
@@ -183,7 +212,7 @@ export function createServices(
         ? (report: PollReport) => metrics.livePoll(report)
         : deps.onLivePoll;
   const clock = deps.clock ?? new MonotonicClock();
-  const codec = createCursorCodec(settings.cursorSecret);
+  const codec = createCursorCodec(settings.cursorSecret, { previousSecrets: settings.cursorPreviousSecrets });
   const cluster = settings.cluster ?? DEFAULT_CLUSTER_SETTINGS;
   const liveSettings = settings.live ?? DEFAULT_LIVE_SETTINGS;
   const clockSkew = new ClockSkewWatch({ boundMs: cluster.clockSkewMs, unreadyMs: unreadySkewMsOf(cluster), logger: deps.logger, report: metrics });
@@ -206,16 +235,17 @@ export function createServices(
     changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
-    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store), {
+    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, rankedCounts), {
       clock,
       cluster,
       logger: deps.logger,
       onPass: metrics ? (ok) => metrics.backgroundPass('count_verifier', ok) : undefined,
+      runsWhen: whileHeld(deps.presence),
     }),
     nameSweeper: new WindowedJob(
       deps.store,
       nameSweepJob({ store: deps.store, clock, readUser: (id) => readUserForChange(deps.store, id) }),
-      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined },
+      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined, runsWhen: whileHeld(deps.presence) },
     ),
     live: new LiveHub({
       store: deps.store,
@@ -231,7 +261,17 @@ export function createServices(
     }),
     liveSettings,
     metrics,
+    requestCalls: deps.requestCalls,
   };
+}
+
+/**
+ * The cap on request store calls of the configured store: on Cassandra half of what the
+ * driver carries on one host's connections (`requestCallCapacity`); none on the embedded
+ * store, whose calls run one at a time on the event loop anyway.
+ */
+export function requestCallPermits(config: Pick<Config, 'store' | 'cassandra'>): CallPermits | undefined {
+  return config.store === 'cassandra' ? new CallPermits(requestCallCapacity(config.cassandra.driver.connectionsPerHost)) : undefined;
 }
 
 /** A saga runner over a store view (a request's counting store, or the base store for recovery). */
@@ -263,7 +303,7 @@ export function createLiveLoaders(services: Services): Loaders {
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
 export function createListApplier(
-  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics'>>,
+  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics' | 'presence'>>,
 ): ListApplier {
   const metrics = deps.metrics ?? null;
   return new ListApplier(deps.store, {
@@ -273,7 +313,13 @@ export function createListApplier(
     changes: deps.changes,
     onPass: metrics ? (ok) => metrics.backgroundPass('list_applier', ok) : undefined,
     onApplied: metrics ? (delay) => metrics.listTransactionApplied(delay) : undefined,
+    runsWhen: whileHeld(deps.presence),
   });
+}
+
+/** Background work runs only while this process's presence holds its clock node (always, without presence). */
+function whileHeld(presence: Presence | undefined): (() => boolean) | undefined {
+  return presence ? () => presence.holds() : undefined;
 }
 
 /** What seeding the demo set needs (`seedDemoData`): the features acting as an admin, and the list applier. */
@@ -294,21 +340,32 @@ export function demoSeeding(services: Services): DemoSeeding {
  * `loaders` shares loaders between units of work: every subscriber of a live feed
  * renders one poll's changes through the same ones (`createLiveLoaders`);
  * `onSlowConsumer` is told when a subscription of this context falls too far behind.
+ * `signal` is the request's: once its client has gone, its store, loaders and pages
+ * start no further call; `rateLimit` is its budget (the cost check charges it).
  */
 export function createRequestContext(
   services: Services,
   viewer: Viewer | null,
-  options: { cache?: boolean; deadline?: RequestDeadline; loaders?: Loaders; onSlowConsumer?: () => void } = {},
+  options: {
+    cache?: boolean;
+    deadline?: RequestDeadline;
+    signal?: AbortSignal;
+    rateLimit?: RequestBudget | null;
+    loaders?: Loaders;
+    onSlowConsumer?: () => void;
+  } = {},
 ): RequestContext {
   const { codec, settings } = services;
   // The request's store stops at its deadline (REQUEST_TIMEOUT_MS), when it has one.
-  const store = new CountingStore(services.store, options.deadline);
+  const { signal } = options;
+  const store = new CountingStore(services.store, options.deadline, signal, services.requestCalls);
   const loaders = options.loaders ?? createLoaders(store, { ...options, counts: countReading(services) });
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
   const sagas = createSagaRunner(services, store);
   const directory = new Directory({
     store,
     codec,
+    signal,
     actor,
     users: loaders.userById,
     sagas,
@@ -317,10 +374,11 @@ export function createRequestContext(
     nameSwept: () => services.nameSweeper.progress(),
   });
   const users = new Users({ store, actor, loaders, directory, clock: services.clock });
-  const timeline = new Timeline({ store, codec, loaders, changes: services.changes, counts: services.counts });
+  const timeline = new Timeline({ store, codec, signal, loaders, changes: services.changes, counts: services.counts });
   const suspensions = new Suspensions({
     store,
     codec,
+    signal,
     actor,
     loaders,
     sagas,
@@ -330,6 +388,7 @@ export function createRequestContext(
   const meetings = new Meetings({
     store,
     codec,
+    signal,
     actor,
     loaders,
     clock: services.clock,
@@ -340,7 +399,7 @@ export function createRequestContext(
     changes: services.changes,
     counts: services.counts,
   });
-  const lists = new Lists({ store, codec, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts });
+  const lists = new Lists({ store, codec, signal, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts });
   return {
     viewer: actor,
     loaders,
@@ -354,5 +413,6 @@ export function createRequestContext(
     startedAt: performance.now(),
     storeRoundTrips: () => store.roundTrips,
     storeStatements: () => store.statements,
+    rateLimit: options.rateLimit ?? null,
   };
 }

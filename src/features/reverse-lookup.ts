@@ -23,6 +23,8 @@ export interface ReverseLookup<N> {
   readonly connectionName: string;
   readonly store: Store;
   readonly codec: CursorCodec;
+  /** The request's signal (`PagingOptions.signal`). */
+  readonly signal?: AbortSignal;
   readonly table: TableSpec;
   readonly partition: Row;
   readonly toNode: (row: Row) => N;
@@ -36,5 +38,5 @@ export interface ReverseLookup<N> {
 export function reverseLookupPage<N>(lookup: ReverseLookup<N>, args: PageArgs): Promise<Page<N>> {
   const { id, store, table, partition, toNode, rowOf, codec, connectionName } = lookup;
   const source = filteredSource(sliceSource<N>({ id, store, table, partition, toNode, rowOf }), lookup.visible);
-  return pageFromSource(source, args, { connectionName, codec });
+  return pageFromSource(source, args, { connectionName, codec, signal: lookup.signal });
 }

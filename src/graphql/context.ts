@@ -12,9 +12,10 @@ import type { Timeline } from '../features/timeline/timeline.js';
 import type { Users } from '../features/users/users.js';
 import type { LiveSubscriptions } from '../live/subscriptions.js';
 import type { Loaders } from './loaders.js';
+import type { Budgeted, RequestBudget } from './rate-limit.js';
 
 /** The context of one request. */
-export interface RequestContext {
+export interface RequestContext extends Budgeted {
   /** The signed-in caller, or null for an anonymous request. */
   readonly viewer: Actor | null;
   readonly users: Users;
@@ -32,6 +33,8 @@ export interface RequestContext {
   readonly storeRoundTrips: () => number;
   /** Statements the store sent for them so far (`extensions.storeStatements`). */
   readonly storeStatements: () => number;
+  /** This request's budget (`Query.rateLimit`), or null when budgets are off or for a live event. */
+  readonly rateLimit: RequestBudget | null;
 }
 
 /** The viewer, or UNAUTHENTICATED. */

@@ -11,6 +11,7 @@ import { GraphQLError, getNamedType, type DocumentNode, type GraphQLSchema, type
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import { DEFAULT_PAGE_SIZE } from '../paging/engine.js';
 import { checkOperation } from './operation-guard.js';
+import type { Budgeted } from './rate-limit.js';
 
 /** The configured limits. */
 export interface RequestLimits {
@@ -68,23 +69,24 @@ interface OperationCosts {
 
 /**
  * Computes each operation's cost once its variables are known, and refuses it above
- * the limit. The cost depends only on the operation and the shape of the variables it
+ * the limit; returns the cost (0 for introspection alone, null when there is no
+ * operation or its variables do not coerce). The cost depends only on the operation and the shape of the variables it
  * declares, so it is remembered with the operation's node (Apollo hands every request
  * of a cached query text the same document) under that shape: variables it does not
  * declare cannot change it and never reach the key.
  */
-function costCheck(limit: number): (context: GraphQLRequestContextDidResolveOperation<BaseContext>) => void {
+function costCheck(limit: number): (context: GraphQLRequestContextDidResolveOperation<BaseContext>) => number | null {
   const known = new WeakMap<OperationDefinitionNode, OperationCosts>();
   return ({ request, document, schema, operation }) => {
     // No operation: checkOperation (run first) refuses the request.
-    if (!operation) return;
+    if (!operation) return null;
     let costs = known.get(operation);
     if (!costs) {
       const fields = operation.selectionSet.selections;
       costs = { introspection: fields.every((f) => f.kind === 'Field' && f.name.value.startsWith('__')), byShape: new Map() };
       known.set(operation, costs);
     }
-    if (costs.introspection) return;
+    if (costs.introspection) return 0;
     const variables = request.variables ?? {};
     const declared = operation.variableDefinitions ?? [];
     // Absent ('-': the declared default applies) and null differ.
@@ -110,24 +112,28 @@ function costCheck(limit: number): (context: GraphQLRequestContextDidResolveOper
     } catch {
       // Variables that do not coerce: execution refuses the request with
       // BAD_USER_INPUT before resolving anything, so there is no cost to guard.
-      return;
+      return null;
     }
     if (cost > limit) {
       throw new GraphQLError(`Query cost limit of ${limit} exceeded, found ${cost}.`, {
         extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
       });
     }
+    return cost;
   };
 }
 
 /**
- * The operation check first, then the cost check: one `didResolveOperation` hook. Both
- * are synchronous (a refusal is thrown), so the hook awaits nothing of its own.
+ * The operation check first, then the cost check, then the cost charged to the
+ * request's budget (when the context has one: `RATE_LIMITED` over it), all before
+ * anything executes: one `didResolveOperation` hook. Each is synchronous (a refusal is
+ * thrown), so the hook awaits nothing of its own.
  */
 function resolveOperation(cost: ReturnType<typeof costCheck>): NonNullable<GraphQLRequestListener<BaseContext>['didResolveOperation']> {
   return async (context) => {
     checkOperation(context);
-    cost(context);
+    const points = cost(context);
+    (context.contextValue as Partial<Budgeted>).rateLimit?.charge(points ?? 0);
   };
 }
 
@@ -163,9 +169,10 @@ export interface LimitProtections {
   readonly didEncounterErrors: NonNullable<GraphQLRequestListener<BaseContext>['didEncounterErrors']>;
   /**
    * The cost check alone, for an operation that does not pass through Apollo (a
-   * subscription over WebSocket): throws the same refusal as HTTP gets.
+   * subscription over WebSocket): throws the same refusal as HTTP gets, or returns the
+   * cost (null when the variables do not coerce) for the caller to charge.
    */
-  readonly checkCost: (resolved: { schema: GraphQLSchema; document: DocumentNode; operation: OperationDefinitionNode; variables?: Record<string, unknown> | null; operationName?: string | null }) => void;
+  readonly checkCost: (resolved: { schema: GraphQLSchema; document: DocumentNode; operation: OperationDefinitionNode; variables?: Record<string, unknown> | null; operationName?: string | null }) => number | null;
 }
 
 /** Validation rules and request hooks enforcing the limits. */

@@ -13,6 +13,7 @@ import { readMeetings, type Meeting } from '../features/meetings/meetings.js';
 import { readSuspensions, type Suspension } from '../features/suspensions/suspensions.js';
 import { readPosts, type Post } from '../features/timeline/timeline.js';
 import { readUserIds, readUsers, type User } from '../features/users/users.js';
+import { stopIfAborted } from '../store/deadline.js';
 import type { Store } from '../store/port.js';
 
 /** The loaders of one request. */
@@ -38,21 +39,34 @@ const STANDALONE_COUNTS = (): CountReadOptions => ({ nowMs: Date.now(), cluster:
  * Fresh loaders over one store view. `cache: false` keeps the batching but remembers
  * nothing: for long jobs (seeding) that would otherwise hold every row they touch.
  * `counts` tells count reads the time and the verifier's progress (the process's).
+ * `signal` is the request's: once its client has gone, no batch reads
+ * (`RequestAbortedError`).
  */
-export function createLoaders(store: Store, options: { cache?: boolean; counts?: () => CountReadOptions } = {}): Loaders {
+export function createLoaders(store: Store, options: { cache?: boolean; counts?: () => CountReadOptions; signal?: AbortSignal } = {}): Loaders {
   const cache = options.cache ?? true;
   const counts = options.counts ?? STANDALONE_COUNTS;
+  const { signal } = options;
+  // Each batch asks first whether its request still has a client.
+  const batch =
+    <K, V>(read: (keys: readonly K[]) => Promise<V[]>) =>
+    async (keys: readonly K[]) => {
+      stopIfAborted(signal);
+      return read(keys);
+    };
   return {
-    userById: new DataLoader((ids) => readUsers(store, ids), { cache }),
-    userIdByUsername: new DataLoader((names) => readUserIds(store, names), { cache }),
-    postByKey: new DataLoader((keys) => readPosts(store, keys), { cache, cacheKeyFn: (k) => `${k.authorId}:${k.postId}` }),
-    suspensionByUserId: new DataLoader((ids) => readSuspensions(store, ids), { cache }),
-    meetingById: new DataLoader((ids) => readMeetings(store, ids), { cache }),
-    connectionCount: new DataLoader((keys) => readConnectionCounts(store, keys, counts()), { cache }),
-    listById: new DataLoader((ids) => readLists(store, ids), { cache }),
+    userById: new DataLoader(batch((ids: readonly string[]) => readUsers(store, ids)), { cache }),
+    userIdByUsername: new DataLoader(batch((names: readonly string[]) => readUserIds(store, names)), { cache }),
+    postByKey: new DataLoader(batch((keys: readonly { authorId: string; postId: string }[]) => readPosts(store, keys)), {
+      cache,
+      cacheKeyFn: (k) => `${k.authorId}:${k.postId}`,
+    }),
+    suspensionByUserId: new DataLoader(batch((ids: readonly string[]) => readSuspensions(store, ids)), { cache }),
+    meetingById: new DataLoader(batch((ids: readonly string[]) => readMeetings(store, ids)), { cache }),
+    connectionCount: new DataLoader(batch((keys: readonly string[]) => readConnectionCounts(store, keys, counts())), { cache }),
+    listById: new DataLoader(batch((ids: readonly string[]) => readLists(store, ids)), { cache }),
     // One ledger read per list, however many of its items are asked for.
     listItemByRef: new DataLoader(
-      async (refs) => {
+      batch(async (refs: readonly { listId: string; itemId: string }[]) => {
         const byList = new Map<string, string[]>();
         for (const r of refs) byList.set(r.listId, [...(byList.get(r.listId) ?? []), r.itemId]);
         const found = new Map<string, ListItem | null>();
@@ -61,7 +75,7 @@ export function createLoaders(store: Store, options: { cache?: boolean; counts?:
           itemIds.forEach((id, i) => found.set(`${listId}:${id}`, items[i] ?? null));
         }
         return refs.map((r) => found.get(`${r.listId}:${r.itemId}`) ?? null);
-      },
+      }),
       { cache, cacheKeyFn: (r) => `${r.listId}:${r.itemId}` },
     ),
   };

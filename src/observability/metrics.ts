@@ -81,6 +81,11 @@ export interface MetricsSources {
   readonly liveSockets?: () => number;
   readonly liveSubscriptions?: () => number;
   readonly liveFeeds?: () => number;
+  /** GraphQL requests executing now, and waiting for a slot (`MAX_IN_FLIGHT`, `MAX_QUEUED`). */
+  readonly requestsInFlight?: () => number;
+  readonly requestsQueued?: () => number;
+  /** Principals with a budget window open in this process. */
+  readonly rateLimitPrincipals?: () => number;
 }
 
 /** Hash a token so two of any lengths compare in constant time. */
@@ -208,6 +213,9 @@ export class Metrics {
       },
     });
 
+    new Gauge({ name: 'relay_requests_in_flight', help: 'GraphQL requests executing on this server now (at most MAX_IN_FLIGHT).', registers, collect() { this.set(self.sources.requestsInFlight?.() ?? 0); } });
+    new Gauge({ name: 'relay_requests_queued', help: 'GraphQL requests waiting for a slot on this server now (at most MAX_QUEUED).', registers, collect() { this.set(self.sources.requestsQueued?.() ?? 0); } });
+    new Gauge({ name: 'relay_rate_limit_principals', help: 'Principals (users, anonymous addresses) with a budget window open on this server.', registers, collect() { this.set(self.sources.rateLimitPrincipals?.() ?? 0); } });
     new Gauge({ name: 'relay_live_sockets', help: 'WebSocket connections open on this server.', registers, collect() { this.set(self.sources.liveSockets?.() ?? 0); } });
     new Gauge({ name: 'relay_live_subscriptions', help: 'Subscriptions active on this server.', registers, collect() { this.set(self.sources.liveSubscriptions?.() ?? 0); } });
     new Gauge({ name: 'relay_live_feeds', help: 'Feeds with a subscriber on this server (each polled once per LIVE_POLL_MS).', registers, collect() { this.set(self.sources.liveFeeds?.() ?? 0); } });

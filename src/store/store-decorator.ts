@@ -13,7 +13,8 @@ import type {
   Store,
   WriteOptions,
 } from './port.js';
-import { DeadlineExceededError, type RequestDeadline } from './deadline.js';
+import { DeadlineExceededError, RequestAbortedError, type RequestDeadline } from './deadline.js';
+import type { CallPermits } from './call-permits.js';
 import { activeTally, withTally, type StatementTally } from './statements.js';
 import type { Row, TableSpec } from './table.js';
 
@@ -112,7 +113,9 @@ export abstract class StoreDecorator implements Store {
 /**
  * Counts round trips (one per port call: what a request waits for) and statements (what
  * the adapter actually sent); one per request gives the per-request figures. Given the
- * request's deadline, it also refuses every call that would start after it.
+ * request's deadline, it also refuses every call that would start after it; given the
+ * request's signal, every call that would start after its client went away. Given the
+ * process's request permits, each call first takes one (background work keeps the rest).
  */
 export class CountingStore extends StoreDecorator {
   private count = 0;
@@ -121,6 +124,8 @@ export class CountingStore extends StoreDecorator {
   constructor(
     inner: Store,
     private readonly deadline?: RequestDeadline,
+    private readonly signal?: AbortSignal,
+    private readonly permits?: CallPermits,
   ) {
     super(inner);
   }
@@ -140,24 +145,31 @@ export class CountingStore extends StoreDecorator {
   }
 
   protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
-    return this.refused() ?? (this.count++, run());
+    return this.refused() ?? (this.count++, this.permits ? this.permits.run(run) : run());
   }
 
   // The reads every page makes skip the generic path's per-call objects (a StoreCall
   // and two closures): this wrapper looks at nothing but the deadline.
   override get(table: TableSpec, key: Row): Promise<Row | null> {
-    return this.refused() ?? (this.count++, withTally(this.tally, () => this.inner.get(table, key)));
+    return this.refused() ?? this.issue(() => this.inner.get(table, key));
   }
   override getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
-    return this.refused() ?? (this.count++, withTally(this.tally, () => this.inner.getMany(table, keys)));
+    return this.refused() ?? this.issue(() => this.inner.getMany(table, keys));
   }
   override slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
-    return this.refused() ?? (this.count++, withTally(this.tally, () => this.inner.slice(table, query)));
+    return this.refused() ?? this.issue(() => this.inner.slice(table, query));
   }
 
-  /** A rejection once the request's deadline has passed: no call starts after it. */
+  /** One counted call, in its statement tally, under a permit when there are permits. */
+  private issue<T>(call: () => Promise<T>): Promise<T> {
+    this.count++;
+    return this.permits ? this.permits.run(() => withTally(this.tally, call)) : withTally(this.tally, call);
+  }
+
+  /** A rejection once the request's deadline has passed or its client has gone: no call starts after either. */
   private refused(): Promise<never> | undefined {
     if (this.deadline && Date.now() >= this.deadline.at) return Promise.reject(new DeadlineExceededError(this.deadline.timeoutMs));
+    if (this.signal?.aborted) return Promise.reject(new RequestAbortedError());
     return undefined;
   }
 }

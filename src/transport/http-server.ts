@@ -2,6 +2,10 @@
  * HTTP: a thin `node:http` integration of Apollo Server through
  * `executeHTTPGraphQLRequest` (no framework in the request path), plus the probes
  * (`/livez`, its older name `/healthz`, and `/readyz`) and, when on, `/metrics`.
+ * In front of execution, the overload guard: a principal already over its budget is
+ * refused before its request is read (429), and at most `MAX_IN_FLIGHT` requests
+ * execute at once (past the queue, 503). Each request carries an `AbortSignal` that
+ * aborts when its client goes away, so its work stops with it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApolloServer, BaseContext } from '@apollo/server';
@@ -11,12 +15,42 @@ import type { CorsOrigins } from '../config.js';
 import { answerPreflight, corsHeaders } from './cors.js';
 import type { PersistedQuery, QueryHashes } from '../graphql/query-hashes.js';
 import { playgroundAsset, playgroundHtml, type DemoIds } from '../graphql/playground.js';
+import { secondsUntil, type RateLimiter } from '../graphql/rate-limit.js';
+import { busyRetryAfterSeconds, ServerBusyError, type InFlightGate, type Release } from './in-flight-gate.js';
+
+/**
+ * How long the answer to a principal refused again in the same window is held before it
+ * is sent (never past the reset). A flooder that ignores `Retry-After` and sends again at
+ * once on each of its connections gets one answer per connection per this time, not
+ * thousands a second that every other client's request would wait behind.
+ */
+export const REFUSED_AGAIN_DELAY_MS = 1_000;
+
+/** What a request's context is built from, besides the request. */
+export interface RequestScope {
+  /** Epoch milliseconds: the execution deadline (`REQUEST_TIMEOUT_MS`). */
+  readonly deadline: number;
+  /** Aborts when the client goes away before its response is sent: its work stops. */
+  readonly signal: AbortSignal;
+  /** Whose budget the request spends (`user:…` or `address:…`), or null without an overload guard. */
+  readonly principal: string | null;
+}
+
+/** Budgets per principal and load shedding, in front of execution. */
+export interface OverloadGuard {
+  /** The principal of a request (a request whose token is bad is its address's). */
+  readonly principalOf: (req: IncomingMessage) => Promise<string>;
+  readonly limiter: RateLimiter;
+  readonly gate: InFlightGate;
+}
 
 /** What the HTTP handler needs. */
 export interface HttpHandlerOptions<C extends BaseContext> {
   readonly apollo: ApolloServer<C>;
   /** Build the GraphQL context of one request (may throw a GraphQLError). */
-  readonly contextFor: (req: IncomingMessage, deadline: number) => Promise<C>;
+  readonly contextFor: (req: IncomingMessage, scope: RequestScope) => Promise<C>;
+  /** Budgets and load shedding (absent: neither, as the benchmarks' Apollo floor serves). */
+  readonly overload?: OverloadGuard;
   /** How long a request may take in all (`REQUEST_TIMEOUT_MS`): the execution deadline. */
   readonly requestTimeoutMs: number;
   /**
@@ -148,6 +182,13 @@ function sendJson(res: ServerResponse, status: number, body: unknown, head: read
   res.end(text);
 }
 
+/** The RateLimit-* headers (IETF draft) of a principal's budget now, or none when budgets are off. */
+function rateLimitHead(limiter: RateLimiter, principal: string, now = Date.now()): string[] {
+  if (!limiter.enabled) return [];
+  const status = limiter.status(principal);
+  return ['ratelimit-limit', String(status.limit), 'ratelimit-remaining', String(status.remaining), 'ratelimit-reset', String(secondsUntil(status.resetAt, now))];
+}
+
 function requestError(res: ServerResponse, status: number, message: string, head?: readonly string[]): void {
   sendJson(res, status, { errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] }, head);
 }
@@ -229,12 +270,44 @@ async function notReadyBecause(readiness: () => Promise<string | null>, logger: 
   }
 }
 
+/** Resolve after `ms`, or at once when `signal` aborts (the client has gone). */
+function holdFor(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** How old a readiness result /readyz may answer with. */
+export const READINESS_CACHE_MS = 1_000;
+
+/**
+ * `check` run at most once per `maxAgeMs`: callers within that time of a check's start
+ * share its result (one still running included), so a probe storm costs the store one
+ * check a second.
+ */
+export function cachedFor<T>(maxAgeMs: number, check: () => Promise<T>, now: () => number = Date.now): () => Promise<T> {
+  let last: { at: number; result: Promise<T> } | null = null;
+  return () => {
+    const at = now();
+    if (last === null || at - last.at >= maxAgeMs) last = { at, result: check() };
+    return last.result;
+  };
+}
+
 /** The URL of `POST /graphql`, shared by every such request (only read). */
 const GRAPHQL_URL = new URL('/graphql', 'http://localhost');
 
 /** The request handler of the whole server. */
 export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOptions<C>) {
-  const { apollo, logger, queryHashes } = options;
+  const { apollo, logger, queryHashes, overload } = options;
+  const readiness = cachedFor(READINESS_CACHE_MS, () => notReadyBecause(options.readiness, logger));
+  const busyRetryAfter = overload ? String(busyRetryAfterSeconds(overload.gate.settings)) : '';
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const deadline = Date.now() + options.requestTimeoutMs;
     // Nearly every request is `POST /graphql`: its URL is a constant, not parsed again.
@@ -242,12 +315,13 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
     // The CORS headers of a /graphql response, written with the rest of its head.
     let head: string[] = [];
     let pinned: PersistedQuery | null = null;
+    let release: Release | null = null;
     try {
       // Liveness: answering at all proves the event loop turns; nothing else is checked,
       // so a store outage never gets a working process restarted.
       if (url.pathname === '/livez' || url.pathname === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (url.pathname === '/readyz') {
-        const reason = await notReadyBecause(options.readiness, logger);
+        const reason = await readiness();
         if (reason === null) return sendJson(res, 200, { status: 'ready' });
         return sendJson(res, 503, { status: 'unavailable', reason });
       }
@@ -271,6 +345,22 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
       }
       if (req.method !== 'GET' && req.method !== 'POST') {
         return requestError(res, 405, `method ${req.method} is not allowed on /graphql; use GET or POST`, [...head, 'allow', 'GET, POST']);
+      }
+
+      // The client going away (the response closing before it was sent) stops the work.
+      const controller = new AbortController();
+      res.once('close', () => controller.abort());
+      let principal: string | null = null;
+      if (overload) {
+        principal = await overload.principalOf(req);
+        // Refused earlier in this window: answered before anything is read or parsed.
+        const refused = overload.limiter.refusal(principal);
+        if (refused) {
+          const retryAfter = refused.extensions.retryAfter as number;
+          await holdFor(Math.min(REFUSED_AGAIN_DELAY_MS, retryAfter * 1000), controller.signal);
+          const body = { errors: [{ message: refused.message, extensions: { code: 'RATE_LIMITED', retryAfter } }] };
+          return sendJson(res, 429, body, [...head, ...rateLimitHead(overload.limiter, principal), 'retry-after', String(retryAfter)]);
+        }
       }
 
       const headers = new HeaderMap();
@@ -312,10 +402,26 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         if (pinned !== null) makePersisted(body, pinned);
       }
 
+      if (overload) {
+        try {
+          release = await overload.gate.acquire(principal!, controller.signal);
+        } catch (err) {
+          if (!(err instanceof ServerBusyError)) return; // the client went away while it waited
+          const busy = { errors: [{ message: err.message, extensions: { code: 'UNAVAILABLE' } }] };
+          return sendJson(res, 503, busy, [...head, 'retry-after', busyRetryAfter]);
+        }
+      }
+      const scope: RequestScope = { deadline, signal: controller.signal, principal };
       const response = await apollo.executeHTTPGraphQLRequest({
         httpGraphQLRequest: { method: req.method, headers, search: url.search, body },
-        context: () => options.contextFor(req, deadline),
+        context: () => options.contextFor(req, scope),
       });
+      // Executed: the slot is free before the body is written to the client.
+      release?.();
+      if (overload) {
+        head.push(...rateLimitHead(overload.limiter, principal!));
+        if (response.status === 429) head.push('retry-after', String(secondsUntil(overload.limiter.status(principal!).resetAt, Date.now())));
+      }
       // Nothing here asks for incremental delivery (@defer): one complete body.
       const text = response.body.kind === 'complete' ? response.body.string : await collect(response.body.asyncIterator);
       const bytes = Buffer.byteLength(text);
@@ -340,6 +446,7 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
       if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] }, head);
       else res.end();
     } finally {
+      release?.();
       if (pinned !== null) queryHashes!.unpin(pinned.sha256Hash);
     }
   };

@@ -4,7 +4,7 @@ import { ConfigError, DEV_AUTH_SECRET, loadConfig, parseReplication } from '../.
 describe('configuration', () => {
   it('defaults to the embedded store with development secrets, and says so', () => {
     const c = loadConfig({});
-    expect(c).toMatchObject({ store: 'sqlite', port: 4000, sqlitePath: './data/app.db', authSecret: DEV_AUTH_SECRET });
+    expect(c).toMatchObject({ store: 'sqlite', port: 4000, sqlitePath: './data/app.db', auth: { kind: 'shared-secret', secret: DEV_AUTH_SECRET, previousSecrets: [], issuer: null, audiences: [], rolesClaim: 'roles' } });
     expect(c.devSecrets).toEqual(['CURSOR_SECRET', 'AUTH_SECRET']);
     expect(Object.isFrozen(c)).toBe(true);
   });

@@ -106,6 +106,7 @@ describeEachStore('authorization, as the table in docs/api.md says', (target) =>
     'Query.node': (t) => server.gql(`query ($id: ID!) { node(id: $id) { id } }`, { id: owner.id }, t),
     'Query.nodes': (t) => server.gql(`query ($id: ID!) { nodes(ids: [$id]) { id } }`, { id: owner.id }, t),
     'Query.viewer': (t) => server.gql(`{ viewer { id } }`, {}, t),
+    'Query.rateLimit': (t) => server.gql(`{ rateLimit { remaining } }`, {}, t),
     'Query.userByUsername': (t) => server.gql(`query ($u: String!) { userByUsername(username: $u) { id } }`, { u: owner.username }, t),
     'Query.usersByLocation': (t) => server.gql(`{ usersByLocation(location: "Nowhere", first: 1) { edges { cursor } } }`, {}, t),
     'Query.usersByLastName': (t) => server.gql(`{ usersByLastName(prefix: "x", first: 1) { edges { cursor } } }`, {}, t),

@@ -221,6 +221,23 @@ describe('GET /metrics', () => {
     }
   });
 
+  it('shows the requests in flight and queued, the principals with a budget, and counts refusals under their status', async () => {
+    const fresh = await startTestServer({ env: { METRICS: 'true', RATE_LIMIT_POINTS: '3', MAX_IN_FLIGHT: '1' } });
+    try {
+      expect((await fresh.gql(`{ __typename }`)).status).toBe(200);
+      const at = await scrape(baseOf(fresh));
+      expect(valueOf(at, 'relay_requests_in_flight')).toBe(0);
+      expect(valueOf(at, 'relay_requests_queued')).toBe(0);
+      expect(valueOf(at, 'relay_rate_limit_principals')).toBe(1);
+      // 3 points, 1 per request: the fourth is over.
+      for (let i = 0; i < 2; i++) expect((await fresh.gql(`{ __typename }`)).status).toBe(200);
+      expect((await fresh.gql(`{ __typename }`)).status).toBe(429);
+      expect(valueOf(await scrape(baseOf(fresh)), 'relay_http_requests_total', { route: '/graphql', status: '429' })).toBe(1);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('keeps each app\'s series apart: two servers in one process count only their own requests', async () => {
     const other = await startTestServer({ env: { METRICS: 'true' } });
     try {

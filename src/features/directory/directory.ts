@@ -89,6 +89,8 @@ export interface VersionedProfile {
 export interface DirectoryDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
+  /** The request's signal: a page stops reading once its client has gone (`PagingOptions.signal`). */
+  readonly signal?: AbortSignal;
   /** Who searches: the directory is for members (where people live is personal). */
   readonly actor: Actor | null;
   /** The request's user loader: hits are checked against their user's current versions. */
@@ -247,8 +249,8 @@ export class Directory implements ProfileIndexes {
    */
   async byName(query: string, args: PageArgs): Promise<Page<NameHit>> {
     await requireMember(this.deps.actor);
-    const { store, codec, users, cluster, nameSwept } = this.deps;
-    return pageByName({ store, codec, users, cluster, swept: nameSwept }, query, args);
+    const { store, codec, users, cluster, nameSwept, signal } = this.deps;
+    return pageByName({ store, codec, users, cluster, swept: nameSwept, signal }, query, args);
   }
 
   private page(
@@ -258,7 +260,7 @@ export class Directory implements ProfileIndexes {
     args: PageArgs,
     options: { listBuckets: ListBuckets; range: ClusteringRange },
   ): Promise<Page<IndexHit>> {
-    const { store, codec, users } = this.deps;
+    const { store, codec, users, signal } = this.deps;
     const field = FIELDS.find((f) => f.index === index)!.field;
     const source = bucketedSource<IndexHit>({
       id,
@@ -282,6 +284,6 @@ export class Directory implements ProfileIndexes {
       const found = await Promise.all(hits.map((h) => users.load(h.userId)));
       return hits.map((h, i) => found[i]?.profileVersions[field] === h.ts);
     });
-    return pageFromSource(filtered, args, { connectionName, codec });
+    return pageFromSource(filtered, args, { connectionName, codec, signal });
   }
 }

@@ -257,6 +257,8 @@ export interface NameIndexDeps {
   readonly cluster: ClusterSettings;
   /** The sweeper's progress as this process last confirmed it (ms), or null. */
   readonly swept: () => number | null;
+  /** The request's signal (`PagingOptions.signal`). */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -295,7 +297,7 @@ export async function pageByName(deps: NameIndexDeps, query: string, args: PageA
       return !!user && user.nameVersion === e.version && matchesTerms(terms, namePartsOf(user.firstName, user.lastName));
     });
   });
-  const page = await pageFromSource(filtered, args, { connectionName: 'usersByName', codec: deps.codec });
+  const page = await pageFromSource(filtered, args, { connectionName: 'usersByName', codec: deps.codec, signal: deps.signal });
   // A recent entry's node is the user as read (the loader has them): they may be newer.
   return { ...page, edges: page.edges.map((e) => ({ cursor: e.cursor, node: { userId: e.node.profile.id, ...(trusted(e.node) && { user: userOfEntry(e.node) }) } })) };
 }

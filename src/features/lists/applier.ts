@@ -102,6 +102,8 @@ export class ListApplier {
       onPass?: (ok: boolean) => void;
       /** Told each transaction applied here, with how long ago (by this applier's clock) it was made (metrics). */
       onApplied?: (delaySeconds: number) => void;
+      /** Whether passes may run now (the process's presence holds its node); a wake while not is left to the timer. */
+      runsWhen?: () => boolean;
     } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
@@ -360,7 +362,7 @@ export class ListApplier {
    * drained queues one more pass, which sees every change appended meanwhile.
    */
   wake(listId: string): void {
-    if (this.stopped || this.woken.has(listId)) return;
+    if (this.stopped || this.woken.has(listId) || this.options.runsWhen?.() === false) return;
     this.woken.add(listId);
     if (!this.settling.has(listId)) setImmediate(() => void this.settleWoken(listId));
   }
@@ -384,6 +386,7 @@ export class ListApplier {
     if (this.timer) return;
     this.timer = startPeriodicTask({
       intervalMs,
+      runsWhen: this.options.runsWhen,
       pass: async () => {
         await this.runOnce();
         this.options.onPass?.(true);

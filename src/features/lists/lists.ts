@@ -68,6 +68,8 @@ export interface ListLoaders {
 export interface ListsDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
+  /** The request's signal: a page stops reading once its client has gone (`PagingOptions.signal`). */
+  readonly signal?: AbortSignal;
   readonly actor: Actor | null;
   readonly loaders: ListLoaders;
   /** The process clock: new positions take its time as their seq. */
@@ -265,6 +267,7 @@ export class Lists {
         connectionName: 'lists',
         store: this.deps.store,
         codec: this.deps.codec,
+        signal: this.deps.signal,
         table: listsByOwnerTable,
         partition: { owner_id: ownerId },
         toNode: (row) => ({ ownerId, listId: row.list_id as string, createdAt: row.created_at as Date }),
@@ -289,7 +292,7 @@ export class Lists {
 
   /** One page of a list's items, in order, with its count's key. */
   async items(listId: string, args: PageArgs): Promise<ListItemPage> {
-    const page = await pageFromSource(ledgerSource(this.deps.store, listId), args, { connectionName: 'items', codec: this.deps.codec });
+    const page = await pageFromSource(ledgerSource(this.deps.store, listId), args, { connectionName: 'items', codec: this.deps.codec, signal: this.deps.signal });
     return { ...page, countKey: itemsCountKey(listId) };
   }
 

@@ -68,6 +68,8 @@ export interface MeetingLoaders {
 export interface MeetingsDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
+  /** The request's signal: a page stops reading once its client has gone (`PagingOptions.signal`). */
+  readonly signal?: AbortSignal;
   readonly actor: Actor | null;
   readonly loaders: MeetingLoaders;
   /** Shared by the whole process: its timestamps never repeat. */
@@ -325,6 +327,7 @@ export class Meetings {
         connectionName: 'meetings',
         store,
         codec: this.deps.codec,
+        signal: this.deps.signal,
         table: meetingsByUserTable,
         partition: { user_id: userId },
         toNode: (row) => ({ userId, meetingId: row.meeting_id as string, createdAt: row.created_at as Date }),
@@ -359,7 +362,7 @@ export class Meetings {
 
   /** One page of the users who accepted, in clustering order (by user id), with its count's key. */
   async acceptedBy(meetingId: string, args: PageArgs): Promise<AcceptorPage> {
-    const page = await pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec });
+    const page = await pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec, signal: this.deps.signal });
     return { ...page, countKey: acceptanceCountKey(meetingId) };
   }
 

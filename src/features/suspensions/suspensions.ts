@@ -49,6 +49,8 @@ export interface SuspensionLoaders {
 export interface SuspensionsDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
+  /** The request's signal: a page stops reading once its client has gone (`PagingOptions.signal`). */
+  readonly signal?: AbortSignal;
   readonly actor: Actor | null;
   readonly loaders: SuspensionLoaders;
   readonly sagas: SagaRunner;
@@ -205,7 +207,7 @@ export class Suspensions {
    */
   async page(args: PageArgs): Promise<SuspensionPage> {
     requireAdmin(this.deps.actor);
-    const page = await pageFromSource(this.source(), args, { connectionName: 'suspendedUsers', codec: this.deps.codec });
+    const page = await pageFromSource(this.source(), args, { connectionName: 'suspendedUsers', codec: this.deps.codec, signal: this.deps.signal });
     return { ...page, countKey: SUSPENSIONS_COUNT_KEY };
   }
 

@@ -8,7 +8,9 @@ import type { Change, ChangeWriter } from '../../live/change-log.js';
 import type { FeedPosition } from '../../live/feed-cursor.js';
 import type { FeedSpec } from '../../live/live-hub.js';
 import type { CursorCodec } from '../../paging/cursor.js';
+import { readRankBuckets } from '../../counts/count-ranks.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
+import { rankedIndex, timeuuidDescending } from '../../paging/ranked-index.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { Store } from '../../store/port.js';
@@ -48,6 +50,8 @@ export async function readPosts(store: Store, keys: ReadonlyArray<{ authorId: st
 export interface TimelineDeps {
   readonly store: Store;
   readonly codec: CursorCodec;
+  /** The request's signal: a page stops reading once its client has gone (`PagingOptions.signal`). */
+  readonly signal?: AbortSignal;
   readonly loaders: { readonly postByKey: KeyLoader<{ authorId: string; postId: string }, Post | null> };
   /** Appends the timeline's changes to the live change log. */
   readonly changes: ChangeWriter;
@@ -61,6 +65,14 @@ export type PostPage = Page<Post> & Counted;
 /** The count key of an author's posts (`User.posts.totalCount`). */
 export function postsCountKey(authorId: string): string {
   return `posts:${authorId}`;
+}
+
+/**
+ * The rank of a post in its author's timeline (newest first), by which the `posts`
+ * count keeps its counted index (`offset`; counts/count-ranks.ts).
+ */
+export function postRank(postId: string): bigint {
+  return timeuuidDescending.rankOf([postId]);
 }
 
 /** Every author's posts, for recounts: a scan of the timeline. */
@@ -185,9 +197,14 @@ export class Timeline {
     return { floor: microsOfTimeuuid(postId) + 1n, received: [] };
   }
 
-  /** One page of an author's posts, newest first, with its count's key. */
+  /**
+   * One page of an author's posts, newest first, with its count's key; an `offset` is
+   * found through the count's counted index.
+   */
   async posts(authorId: string, args: PageArgs): Promise<PostPage> {
-    const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec });
-    return { ...page, countKey: postsCountKey(authorId) };
+    const countKey = postsCountKey(authorId);
+    const index = rankedIndex({ order: timeuuidDescending, buckets: (level, parent) => readRankBuckets(this.store, countKey, level, parent) });
+    const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec, index, signal: this.deps.signal });
+    return { ...page, countKey };
   }
 }

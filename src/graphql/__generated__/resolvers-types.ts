@@ -282,6 +282,7 @@ export type MeetingAcceptedByArgs = {
   before?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
+  offset?: InputMaybe<Scalars['Int']['input']>;
 };
 
 /** A newly counted acceptor of a meeting. */
@@ -518,6 +519,7 @@ export type OrderedListItemsArgs = {
   before?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
+  offset?: InputMaybe<Scalars['Int']['input']>;
 };
 
 /** A page of ordered lists. */
@@ -611,6 +613,14 @@ export type Query = {
   /** Fetch up to 100 objects by global ID, in order; null for the ones that do not exist. */
   nodes: Array<Maybe<Node>>;
   /**
+   * The caller's budget (a signed-in user's, or an anonymous client address's), after
+   * GitHub's field: each request costs its query cost, charged before it runs; over the
+   * budget a request is refused with `RATE_LIMITED` (HTTP 429) until `resetAt`. The same
+   * figures travel in the `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
+   * headers. Null when this server keeps no budgets (`RATE_LIMIT_POINTS=0`).
+   */
+  rateLimit?: Maybe<RateLimit>;
+  /**
    * Suspended users, newest suspension first, paged seamlessly across time buckets.
    * Admins only (`FORBIDDEN` otherwise).
    */
@@ -658,6 +668,7 @@ export type QuerySuspendedUsersArgs = {
   before?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
+  offset?: InputMaybe<Scalars['Int']['input']>;
 };
 
 
@@ -694,6 +705,19 @@ export type QueryUsersByNameArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
   query: Scalars['String']['input'];
+};
+
+/** A principal's budget of query cost points for the current window. */
+export type RateLimit = {
+  __typename?: 'RateLimit';
+  /** What this request was charged: its query cost, at least 1. */
+  cost: Scalars['Int']['output'];
+  /** Points per window (`RATE_LIMIT_POINTS`). */
+  limit: Scalars['Int']['output'];
+  /** Points left in the current window, after this request's charge. */
+  remaining: Scalars['Int']['output'];
+  /** When the window ends and the budget is whole again. */
+  resetAt: Scalars['DateTime']['output'];
 };
 
 /** The arguments of `reconcileMeeting`. */
@@ -1018,6 +1042,7 @@ export type UserPostsArgs = {
   before?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
   last?: InputMaybe<Scalars['Int']['input']>;
+  offset?: InputMaybe<Scalars['Int']['input']>;
 };
 
 /**
@@ -1167,6 +1192,7 @@ export type ResolversTypes = {
   PostEdge: ResolverTypeWrapper<Omit<PostEdge, 'node'> & { node: ResolversTypes['Post'] }>;
   PostsChange: ResolverTypeWrapper<Omit<PostsChange, 'addedEdge'> & { addedEdge?: Maybe<ResolversTypes['PostEdge']> }>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  RateLimit: ResolverTypeWrapper<RateLimit>;
   ReconcileMeetingInput: ReconcileMeetingInput;
   ReconcileMeetingPayload: ResolverTypeWrapper<Omit<ReconcileMeetingPayload, 'meeting'> & { meeting: ResolversTypes['Meeting'] }>;
   RemoveListItemInput: RemoveListItemInput;
@@ -1232,6 +1258,7 @@ export type ResolversParentTypes = {
   PostEdge: Omit<PostEdge, 'node'> & { node: ResolversParentTypes['Post'] };
   PostsChange: Omit<PostsChange, 'addedEdge'> & { addedEdge?: Maybe<ResolversParentTypes['PostEdge']> };
   Query: Record<PropertyKey, never>;
+  RateLimit: RateLimit;
   ReconcileMeetingInput: ReconcileMeetingInput;
   ReconcileMeetingPayload: Omit<ReconcileMeetingPayload, 'meeting'> & { meeting: ResolversParentTypes['Meeting'] };
   RemoveListItemInput: RemoveListItemInput;
@@ -1430,12 +1457,20 @@ export type PostsChangeResolvers<ContextType = RequestContext, ParentType extend
 export type QueryResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
   node?: Resolver<Maybe<ResolversTypes['Node']>, ParentType, ContextType, RequireFields<QueryNodeArgs, 'id'>>;
   nodes?: Resolver<Array<Maybe<ResolversTypes['Node']>>, ParentType, ContextType, RequireFields<QueryNodesArgs, 'ids'>>;
+  rateLimit?: Resolver<Maybe<ResolversTypes['RateLimit']>, ParentType, ContextType>;
   suspendedUsers?: Resolver<ResolversTypes['SuspensionConnection'], ParentType, ContextType, Partial<QuerySuspendedUsersArgs>>;
   userByUsername?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType, RequireFields<QueryUserByUsernameArgs, 'username'>>;
   usersByLastName?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, RequireFields<QueryUsersByLastNameArgs, 'prefix'>>;
   usersByLocation?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, RequireFields<QueryUsersByLocationArgs, 'location'>>;
   usersByName?: Resolver<ResolversTypes['UserConnection'], ParentType, ContextType, RequireFields<QueryUsersByNameArgs, 'query'>>;
   viewer?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType>;
+};
+
+export type RateLimitResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['RateLimit'] = ResolversParentTypes['RateLimit']> = {
+  cost?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  limit?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  remaining?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  resetAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
 };
 
 export type ReconcileMeetingPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ReconcileMeetingPayload'] = ResolversParentTypes['ReconcileMeetingPayload']> = {
@@ -1554,6 +1589,7 @@ export type Resolvers<ContextType = RequestContext> = {
   PostEdge?: PostEdgeResolvers<ContextType>;
   PostsChange?: PostsChangeResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  RateLimit?: RateLimitResolvers<ContextType>;
   ReconcileMeetingPayload?: ReconcileMeetingPayloadResolvers<ContextType>;
   RemoveListItemPayload?: RemoveListItemPayloadResolvers<ContextType>;
   RenameListItemPayload?: RenameListItemPayloadResolvers<ContextType>;

@@ -5,6 +5,7 @@ import { acceptorConnectionType, listItemConnectionType, postConnectionType, sus
 import { listItemType, listMutations, orderedListEdgeType, orderedListType } from './list-resolvers.js';
 import { meetingEdgeType, meetingMutations, meetingType, userEdgeType } from './meeting-resolvers.js';
 import { nodeInterface, nodeQueries } from './node-resolvers.js';
+import { rateLimitQueries } from './rate-limit-resolvers.js';
 import { suspensionMutations, suspensionQueries, suspensionType, userSuspensionField } from './suspension-resolvers.js';
 import { subscriptionType } from './subscription-resolvers.js';
 import { postType, timelineMutations } from './timeline-resolvers.js';
@@ -13,7 +14,7 @@ import { userMutations, userQueries, userType } from './user-resolvers.js';
 export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Node: nodeInterface,
-  Query: { ...nodeQueries, ...userQueries, ...suspensionQueries },
+  Query: { ...nodeQueries, ...userQueries, ...suspensionQueries, ...rateLimitQueries },
   Mutation: { ...userMutations, ...timelineMutations, ...suspensionMutations, ...meetingMutations, ...listMutations },
   Subscription: subscriptionType,
   User: { ...userType, ...userSuspensionField },
