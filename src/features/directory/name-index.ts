@@ -23,9 +23,9 @@
  *
  * Updates, without locks (seed 004). A profile change that touches what an entry holds
  * (names, display name, location) writes a new version of all the user's entries, in the
- * change's logged batch: the version is a timestamp taken before anything is read, every
- * cell of the change (the user row's too, `name_ts` naming the version) is written at
- * it, and the entries of the versions the entries table lists (`user_index_entries`,
+ * change's logged batch: the version is a timestamp above the user row's newest write
+ * time (read with the row) and taken before the entries are read, every cell of the
+ * change (the user row's too, `name_ts` naming the version) is written at it, and the entries of the versions the entries table lists (`user_index_entries`,
  * index `name`) are deleted at their own version plus one, a tombstone no late write of
  * theirs can beat, whichever server's clock wrote it. Two changes of one user made
  * concurrently may each miss the other's entries: the older version is left behind.
@@ -37,7 +37,8 @@
  * changes of different fields). A stale version exists only beside a change that did
  * not see it, which read the entries table before that version landed: so its own
  * version is at most the clock-skew bound S plus the write timeout T above the stale
- * one. Hence an entry whose version is more than S + T below what the sweeper has
+ * one (a version raised above a write time it read is still no higher than the fastest
+ * clock of the cluster, since every write time came from one). Hence an entry whose version is more than S + T below what the sweeper has
  * cleaned (its progress) is current and its values are the user's, and a page of such
  * entries is served from the slice alone. A newer entry (a change of the last few
  * seconds) is checked against the user row, through the request's loader (one batch
