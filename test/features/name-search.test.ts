@@ -11,9 +11,11 @@ import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { ALL_TABLES, createRequestContext, createServices } from '../../src/composition-root.js';
 import { userNameIndexTable } from '../../src/features/directory/directory-tables.js';
-import { foldName, matchesTerms, namePartsOf, parseNameQuery } from '../../src/features/directory/name-index.js';
+import { foldName, matchesTerms, nameEntriesOf, namePartsOf, parseNameQuery, sweepUser } from '../../src/features/directory/name-index.js';
+import { usersTable } from '../../src/features/users/users-tables.js';
+import { microsOfTimeuuid } from '../../src/store/timeuuid.js';
 import { aUser } from '../../src/features/users/user-mother.js';
-import type { User } from '../../src/features/users/users.js';
+import { readUserForChange, type User } from '../../src/features/users/users.js';
 import type { Page, PageArgs } from '../../src/paging/types.js';
 import { MonotonicClock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
@@ -179,6 +181,22 @@ describeEachStore('search by name', (target) => {
     await w.sweep();
     expect(await w.base.slice(userNameIndexTable, { partition: { prefix: other.slice(0, 3) }, limit: 10 })).toEqual([]);
     expect(await w.found(current.lastName!)).toEqual([u.id]);
+  }, target.ddlTimeoutMs);
+
+  it('has the row name the entries a sweeper rewrote from a clock behind the row, and finds the user by them', async () => {
+    const w = await world(pool);
+    const u = await w.person('Ada', 'Byron');
+    // Another change of the row alone (as two concurrent changes of different fields
+    // leave it), stamped by a server 2 s ahead: the entries no longer show the row.
+    await w.base.upsert(usersTable, { user_id: u.id, last_name: 'Lovelace' }, { timestamp: BigInt(T0 + 2_000) * 1000n });
+    const behind = new MonotonicClock({ now: () => T0 - 2_000 });
+    expect(await sweepUser({ store: w.base, clock: behind, readUser: (id) => readUserForChange(w.base, id) }, u.id)).toBe('rewritten');
+    const row = (await readUserForChange(w.base, u.id))!.user;
+    expect((await nameEntriesOf(w.base, u.id)).map((e) => [microsOfTimeuuid(e.ts), (JSON.parse(e.value) as { lastName: string }).lastName])).toEqual([
+      [row.nameVersion, 'Lovelace'],
+    ]);
+    expect(await w.found('lovelace')).toEqual([u.id]);
+    expect(await w.found('byron')).toEqual([]);
   }, target.ddlTimeoutMs);
 });
 
