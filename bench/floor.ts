@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import { graphqlHttpServer, serveGraphql, typeDefs } from '../src/app.js';
 import { createMetrics } from '../src/composition-root.js';
 import type { Config } from '../src/config.js';
-import { authKey, viewerFromAuthorization, type Viewer } from '../src/graphql/auth.js';
+import { createTokenVerifier, type Viewer } from '../src/graphql/auth.js';
 import { createFormatError } from '../src/graphql/errors.js';
 import { limitProtections } from '../src/graphql/limits.js';
 import { DateTimeScalar } from '../src/graphql/scalars.js';
@@ -96,7 +96,7 @@ export async function createFloor(config: Config, responses: readonly RecordedRe
   };
   const refusing = Promise.resolve(refusal);
   const plugin: ApolloServerPlugin<FloorContext> = { requestDidStart: () => refusing };
-  const key = authKey(config.authSecret);
+  const tokens = createTokenVerifier(config.auth, { maxAgeSeconds: config.maxTokenAgeSeconds, clockSkewMs: config.cluster.clockSkewMs }, { logger });
   const httpServer = graphqlHttpServer(config);
   const apollo = await serveGraphql<FloorContext>(config, httpServer, {
     logger,
@@ -110,7 +110,7 @@ export async function createFloor(config: Config, responses: readonly RecordedRe
     readiness: async () => null,
     contextFor: async (req) => {
       const header = req.headers.authorization;
-      const viewer = header === undefined ? null : await viewerFromAuthorization(header, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs);
+      const viewer = header === undefined ? null : await tokens.viewer(header);
       return { viewer, startedAt: performance.now(), storeRoundTrips: noRoundTrips, storeStatements: noRoundTrips };
     },
   });

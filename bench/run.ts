@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: the benchmarks, on the embedded store. Prints progress, then a table
  * with every figure next to its target, and writes bench/results/latest.json (ignored
- * by git, so a run leaves the tree clean; bench/results/recorded.json is the run
- * BENCHMARKS.md reports). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
+ * by git, so a run leaves the tree clean; the runs BENCHMARKS.md reports are kept as
+ * bench/results/recorded-*.json). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
  * shape the overhead run and the metrics-cost run; BENCH_SECTIONS (comma-separated:
- * paging,overhead,metrics,roundtrips,counter,search,overload) narrows a run; BENCH_FLOOD_SECONDS
- * sets how long each overload flood lasts. The search section makes its 100,000 users once, into a
+ * paging,overhead,metrics,roundtrips,counter,search,overload,cursors, and jump, which runs
+ * only when named) narrows a run; BENCH_FLOOD_SECONDS sets how long each overload flood
+ * lasts. The search section makes its 100,000 users once, into a
  * file in the system's temporary folder (BENCH_NAMES_FILE), reused by later runs.
  */
 import { spawnSync } from 'node:child_process';
@@ -13,7 +14,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { finishRun } from './results.js';
 import { join } from 'node:path';
+import { runCursorSigning } from './cursors.js';
 import { runDeepPaging } from './deep-paging.js';
+import { runJump, runJumpOnCassandra } from './jump.js';
 import { runMetricsCost } from './metrics-cost.js';
 import { pinning, runOverhead } from './overhead.js';
 import { runNameSearch } from './name-search.js';
@@ -34,9 +37,12 @@ time some minutes more to make the name search's 100,000 users) and writes
 bench/results/latest.json. Environment: BENCH_ROUNDS (fresh-server rounds per server,
 default 5), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP
 (seconds of warm-up before each, default 2), BENCH_CONNECTIONS (default 32),
-BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,overload),
-BENCH_NAMES_FILE (where the name search's users are kept between runs),
-BENCH_FLOOD_SECONDS (how long each overload flood lasts, default 20).`,
+BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,overload,cursors;
+and jump, offset pages over a 1,000,000-post timeline, only when named; on Cassandra
+too, with BENCH_JUMP_CASSANDRA_POSTS posts (default 100000), when CASSANDRA_CONTACT_POINTS
+is set), BENCH_JUMP_POSTS (the jump section's timeline, default 1000000), BENCH_NAMES_FILE
+(where the name search's users are kept between runs), BENCH_FLOOD_SECONDS (how long
+each overload flood lasts, default 20).`,
   {},
 );
 
@@ -44,7 +50,7 @@ const ROUNDS = Math.round(positive('BENCH_ROUNDS', 5));
 const DURATION = positive('BENCH_DURATION', 5);
 const WARMUP = positive('BENCH_WARMUP', 2);
 const CONNECTIONS = Math.round(positive('BENCH_CONNECTIONS', 32));
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search,overload').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search,overload,cursors').split(','));
 const FLOOD_SECONDS = positive('BENCH_FLOOD_SECONDS', 20);
 const dir = mkdtempSync(join(tmpdir(), 'bench-'));
 const results: Record<string, unknown> = {};
@@ -86,6 +92,11 @@ async function main(): Promise<void> {
     progress('unique counter: first-write-wins against the lightweight transaction');
     results.uniqueCounter = await runUniqueCounter(progress, row);
   }
+  if (SECTIONS.has('jump')) {
+    progress('jump: offset pages over a 1,000,000-post timeline, and the write cost');
+    results.jump = await runJump(join(dir, 'jump.db'), progress, row);
+    results.jumpCassandra = await runJumpOnCassandra(progress, row);
+  }
   if (SECTIONS.has('search')) {
     progress('name search: usersByName against usersByLastName over 100,000 users; totalCount per request');
     results.nameSearch = await runNameSearch(progress, row);
@@ -113,6 +124,7 @@ async function main(): Promise<void> {
     };
     results.overload = await runOverload(start, tokens, { seconds: FLOOD_SECONDS, connections: 400 }, progress, row);
   }
+  if (SECTIONS.has('cursors')) results.cursorSigning = await runCursorSigning(progress, row);
   finishRun('latest.json', results, started, rows);
   rmSync(dir, { recursive: true, force: true });
 }

@@ -25,12 +25,13 @@ import {
   createServices,
   createStore,
   observeStore,
+  storeLogging,
   requestCallPermits,
   type Services,
 } from './composition-root.js';
 import type { Config } from './config.js';
 import type { GraphqlCounts, Metrics } from './observability/metrics.js';
-import { authKey, rememberingAuthorization, sessionFromAuthorization, type Viewer } from './graphql/auth.js';
+import { createTokenVerifier, rememberingVerifier, type RemoteKeyTiming, type Viewer } from './graphql/auth.js';
 import type { Loaders } from './graphql/loaders.js';
 import type { PollReport } from './live/live-hub.js';
 import type { RequestContext } from './graphql/context.js';
@@ -43,7 +44,7 @@ import type { CursorCodec } from './paging/cursor.js';
 import { startRecoveryTimer, type RecoveryReport } from './saga/saga-runner.js';
 import { withRequestLog } from './transport/request-log.js';
 import { demoGlobalIds } from './seed/demo.js';
-import { Presence } from './background/presence.js';
+import { LeaseGuardedStore, Presence } from './background/presence.js';
 import { createHttpHandler, type HttpHandlerOptions, type OverloadGuard } from './transport/http-server.js';
 import { InFlightGate } from './transport/in-flight-gate.js';
 import { clientAddress, principalOf } from './transport/principal.js';
@@ -203,7 +204,19 @@ export async function serveGraphql<C extends BaseContext & GraphqlCounts>(config
  */
 export async function createApp(
   config: Config,
-  deps: { logger: Logger; store?: Store; clock?: Clock; onLivePoll?: (report: PollReport) => void; tracing?: Tracing },
+  deps: {
+    logger: Logger;
+    store?: Store;
+    clock?: Clock;
+    onLivePoll?: (report: PollReport) => void;
+    tracing?: Tracing;
+    /** How the identity provider's keys are cached (tests shorten jose's defaults). */
+    remoteKeys?: RemoteKeyTiming;
+    /** The time in ms the presence lease is measured by (`Date.now`; tests move it). */
+    now?: () => number;
+    /** Told when another process holds this server's clock node (the server exits; see Presence). */
+    onPresenceLost?: () => void;
+  },
 ): Promise<App> {
   const { logger } = deps;
   for (const name of config.devSecrets) {
@@ -211,7 +224,7 @@ export async function createApp(
   }
   const clock = deps.clock ?? new MonotonicClock();
   const metrics = createMetrics(config);
-  const configured = deps.store ?? createStore(config, { clock, log: (message) => logger.info(message) });
+  const configured = deps.store ?? createStore(config, { clock, ...storeLogging(config, logger) });
   // Every caller (requests, sagas, background jobs) sees the store through its observers:
   // the metrics' counters and, with tracing on, a span per round trip.
   const observers: StoreObserver<any>[] = metrics ? [metrics.storeObserver] : [];
@@ -222,13 +235,18 @@ export async function createApp(
   }
   const store = observeStore(configured, observers);
   await store.ensureTables(ALL_TABLES);
-  const key = authKey(config.authSecret);
+  const tokenVerifier = createTokenVerifier(config.auth, { maxAgeSeconds: config.maxTokenAgeSeconds, clockSkewMs: config.cluster.clockSkewMs }, { logger, remoteKeys: deps.remoteKeys });
+  // Tokens of the shared secrets are remembered until they expire (rememberingVerifier
+  // says why). An identity provider's are checked every time: a key it retires must
+  // stop verifying once its key set is fetched again.
+  const tokens = config.auth.kind === 'shared-secret' ? rememberingVerifier(tokenVerifier) : tokenVerifier;
   // A clock node of our own: unique low timestamp bits, and liveness for saga recovery.
-  const presence = await Presence.claim(store, config.instanceId, { logger });
+  const presence = await Presence.claim(store, config.instanceId, { logger, now: deps.now, onLost: deps.onPresenceLost });
   if (clock instanceof MonotonicClock) clock.useNode(presence.identity.node);
   presence.start();
   const services = createServices(config, {
-    store,
+    // Every write of this process stops while its presence lease has lapsed (the presence's own go around it).
+    store: new LeaseGuardedStore(store, () => presence.holds()),
     logger,
     clock,
     presence,
@@ -274,13 +292,12 @@ export async function createApp(
   const gate = new InFlightGate(config.inFlight);
   // A request's viewer is read once: for its principal, then for its context.
   const viewers = new WeakMap<IncomingMessage, Promise<Viewer | null>>();
-  const verify = rememberingAuthorization(key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs);
   const viewerOf = (req: IncomingMessage): Promise<Viewer | null> => {
     let viewer = viewers.get(req);
     if (!viewer) {
       const header = req.headers.authorization;
       // Anonymous requests (no header) skip the token check's await.
-      viewer = header === undefined ? Promise.resolve(null) : verify(header);
+      viewer = header === undefined ? Promise.resolve(null) : tokens.viewer(header);
       viewers.set(req, viewer);
     }
     return viewer;
@@ -306,7 +323,7 @@ export async function createApp(
     checkTokens: (query) => tokenLimitViolation(query, config.limits.tokens),
     formatError,
     hideSuggestions: !config.introspection,
-    authenticate: (authorization) => sessionFromAuthorization(authorization, key, config.maxTokenAgeSeconds, config.cluster.clockSkewMs),
+    authenticate: (authorization) => tokens.session(authorization),
     contextFor: (viewer, onSlowConsumer) => createRequestContext(services, viewer, { onSlowConsumer }),
     eventContextFor(viewer, batch) {
       // Every subscriber of a feed renders one poll's changes through the same loaders.
@@ -327,10 +344,15 @@ export async function createApp(
     // Stopping drains the HTTP server, and the WebSocket server with it (Apollo's documented wiring).
     plugins: [{ serverWillStart: async () => ({ drainServer: () => liveServer.close() }) }],
     demoIds: () => demoGlobalIds(store),
-    // Ready: the store answers, with every declared table and column.
+    // Ready: this server holds its clock node, the store answers with every declared
+    // table and column, and no write time read lately was so far ahead of this clock that
+    // a clock must be off (clock-skew.ts).
     readiness: async () => {
+      const lapsed = presence.status();
+      if (lapsed !== null) return lapsed;
       const missing = await store.checkSchema(ALL_TABLES);
-      return missing.length === 0 ? null : `the store's schema is incomplete: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
+      if (missing.length > 0) return `the store's schema differs from the declarations: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`;
+      return services.clockSkew.notReadyBecause();
     },
     overload,
     contextFor: async (req, { deadline, signal, principal }) => {

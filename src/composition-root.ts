@@ -4,13 +4,15 @@
  * `npm run seed`, the benchmarks and the test fixtures all build features here, the
  * same way. Plain constructor arguments; configuration flows down from here.
  */
+import { createHmac } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, type ClusterSettings, type Config, type LiveSettings } from './config.js';
+import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, unreadySkewMsOf, type ClusterSettings, type Config, type LiveSettings } from './config.js';
 import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
 import { countTables } from './counts/count-tables.js';
+import type { RankOfItem } from './counts/count-ranks.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
@@ -24,9 +26,9 @@ import { suspensionSagas } from './features/suspensions/suspension-sagas.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
 import { Suspensions } from './features/suspensions/suspensions.js';
 import { timelineTables } from './features/timeline/timeline-tables.js';
-import { Timeline } from './features/timeline/timeline.js';
+import { Timeline, postRank } from './features/timeline/timeline.js';
 import { userTables } from './features/users/users-tables.js';
-import { Users, readUsers } from './features/users/users.js';
+import { Users, readUserForChange } from './features/users/users.js';
 import type { Viewer } from './graphql/auth.js';
 import type { RequestContext } from './graphql/context.js';
 import { createLoaders, type Loaders } from './graphql/loaders.js';
@@ -43,11 +45,13 @@ import type { DemoSeeding } from './seed/demo.js';
 import { seedProgressTable } from './seed/seed-tables.js';
 import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
-import type { Store } from './store/port.js';
+import type { Store, StoreWarning } from './store/port.js';
+import { storeWarningLog } from './observability/store-warnings.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { CountingStore } from './store/store-decorator.js';
 import { ObservedStore, type StoreObserver } from './store/store-observer.js';
 import { Metrics } from './observability/metrics.js';
+import { ClockSkewWatch } from './observability/clock-skew.js';
 import type { RequestDeadline } from './store/deadline.js';
 import { CallPermits, requestCallCapacity } from './store/call-permits.js';
 import type { RequestBudget } from './graphql/rate-limit.js';
@@ -77,7 +81,8 @@ export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas, ...directoryS
  * The settings features are built with: the part of the configuration they read
  * (`cluster` defaults to DEFAULT_CLUSTER_SETTINGS, `live` to DEFAULT_LIVE_SETTINGS).
  */
-export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> & Partial<Pick<Config, 'cluster' | 'live'>>;
+export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> &
+  Partial<Pick<Config, 'cluster' | 'live' | 'cursorPreviousSecrets'>>;
 
 /**
  * Build the configured store adapter, its default write timestamps taken from `clock`
@@ -85,15 +90,32 @@ export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' |
  * retries an unreachable cluster (one `log` line per attempt), then checks the schema
  * or, with CASSANDRA_AUTO_SCHEMA, creates it.
  */
+/**
+ * The counts that keep a counted index (`offset` without reading the edges skipped):
+ * an author's posts, ranked by time. The other counted connections find an offset by
+ * reading (paging/ranked-index.ts, `readingPositions`).
+ */
+export const rankedCounts: RankOfItem = (countKey) => (countKey.startsWith('posts:') ? postRank : null);
+
 export function createStore(
   config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'> & Partial<Pick<Config, 'embeddedStore'>>,
-  options: { clock?: Clock; log?: (message: string) => void } = {},
+  options: { clock?: Clock; log?: (message: string) => void; warn?: (warning: StoreWarning) => void } = {},
 ): Store {
-  const { clock, log = console.error } = options;
-  if (config.store === 'cassandra') return cassandraStoreFrom(config.cassandra, { log, clock });
+  const { clock, log = console.error, warn } = options;
+  if (config.store === 'cassandra') return cassandraStoreFrom(config.cassandra, { log, warn, clock });
   if (config.sqlitePath !== ':memory:') mkdirSync(dirname(config.sqlitePath), { recursive: true });
-  // The embedded store compacts on its own timer, as Cassandra does, and warns through `log`.
-  return new SqliteStore({ database: new Database(config.sqlitePath), clock, log, ...config.embeddedStore });
+  // The embedded store compacts on its own timer, as Cassandra does, and warns through `warn`.
+  return new SqliteStore({ database: new Database(config.sqlitePath), clock, log, warn, ...config.embeddedStore });
+}
+
+/**
+ * Where a server's store writes (`createStore`'s options): its notes at info, its
+ * warnings through `storeWarningLog`, their key values hashed with a key derived from
+ * CURSOR_SECRET (shared by the servers of a cluster, so one key hashes alike on each).
+ */
+export function storeLogging(config: Pick<Config, 'cursorSecret'>, logger: Logger): { log: (message: string) => void; warn: (warning: StoreWarning) => void } {
+  const hashKey = createHmac('sha256', config.cursorSecret).update('store warning key hashes').digest('hex');
+  return { log: (message) => logger.info(message), warn: storeWarningLog(logger, { hashKey }) };
 }
 
 /** The app's metrics when `METRICS=true` (a registry of its own), else null. */
@@ -129,6 +151,11 @@ export interface Services {
   readonly onListAppend?: (listId: string) => void;
   /** The clock-skew and write-timeout bounds the background jobs rely on. */
   readonly cluster: ClusterSettings;
+  /**
+   * Told by the process clock of every write time read ahead of it: logs and counts
+   * leads beyond `CLOCK_SKEW_MS`, and fails readiness past `CLOCK_SKEW_UNREADY_MS`.
+   */
+  readonly clockSkew: ClockSkewWatch;
   /** This process's presence in the cluster (saga ownership, liveness). */
   readonly presence?: Presence;
   /** Appends changes to the live change log (every write that changes a connection). */
@@ -185,9 +212,12 @@ export function createServices(
         ? (report: PollReport) => metrics.livePoll(report)
         : deps.onLivePoll;
   const clock = deps.clock ?? new MonotonicClock();
-  const codec = createCursorCodec(settings.cursorSecret);
+  const codec = createCursorCodec(settings.cursorSecret, { previousSecrets: settings.cursorPreviousSecrets });
   const cluster = settings.cluster ?? DEFAULT_CLUSTER_SETTINGS;
   const liveSettings = settings.live ?? DEFAULT_LIVE_SETTINGS;
+  const clockSkew = new ClockSkewWatch({ boundMs: cluster.clockSkewMs, unreadyMs: unreadySkewMsOf(cluster), logger: deps.logger, report: metrics });
+  // The process clock reports each write time it observes ahead of it (timestampAbove).
+  if (clock instanceof MonotonicClock) clock.onAhead = (aheadMs) => clockSkew.observe(aheadMs);
   return {
     store: deps.store,
     settings,
@@ -200,20 +230,22 @@ export function createServices(
     acceptanceLock: new KeyedLock(),
     onListAppend: deps.onListAppend,
     cluster,
+    clockSkew,
     presence: deps.presence,
     changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
-    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store), {
+    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, rankedCounts), {
       clock,
       cluster,
       logger: deps.logger,
       onPass: metrics ? (ok) => metrics.backgroundPass('count_verifier', ok) : undefined,
+      runsWhen: whileHeld(deps.presence),
     }),
     nameSweeper: new WindowedJob(
       deps.store,
-      nameSweepJob({ store: deps.store, clock, readUser: async (id) => (await readUsers(deps.store, [id]))[0] ?? null }),
-      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined },
+      nameSweepJob({ store: deps.store, clock, readUser: (id) => readUserForChange(deps.store, id) }),
+      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined, runsWhen: whileHeld(deps.presence) },
     ),
     live: new LiveHub({
       store: deps.store,
@@ -271,7 +303,7 @@ export function createLiveLoaders(services: Services): Loaders {
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
 export function createListApplier(
-  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics'>>,
+  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics' | 'presence'>>,
 ): ListApplier {
   const metrics = deps.metrics ?? null;
   return new ListApplier(deps.store, {
@@ -281,7 +313,13 @@ export function createListApplier(
     changes: deps.changes,
     onPass: metrics ? (ok) => metrics.backgroundPass('list_applier', ok) : undefined,
     onApplied: metrics ? (delay) => metrics.listTransactionApplied(delay) : undefined,
+    runsWhen: whileHeld(deps.presence),
   });
+}
+
+/** Background work runs only while this process's presence holds its clock node (always, without presence). */
+function whileHeld(presence: Presence | undefined): (() => boolean) | undefined {
+  return presence ? () => presence.holds() : undefined;
 }
 
 /** What seeding the demo set needs (`seedDemoData`): the features acting as an admin, and the list applier. */
@@ -336,7 +374,7 @@ export function createRequestContext(
     nameSwept: () => services.nameSweeper.progress(),
   });
   const users = new Users({ store, actor, loaders, directory, clock: services.clock });
-  const timeline = new Timeline({ store, codec, signal, loaders, changes: services.changes, counts: services.counts, clock: services.clock });
+  const timeline = new Timeline({ store, codec, signal, loaders, changes: services.changes, counts: services.counts });
   const suspensions = new Suspensions({
     store,
     codec,

@@ -3,8 +3,16 @@
  * default and its meaning is listed in the configuration table of docs/operations.md
  * (test/docs/configuration-table.test.ts fails when one is missing).
  */
-import { DEFAULT_CASSANDRA_DRIVER_SETTINGS, type CassandraDriverSettings } from './store/cassandra/cassandra-settings.js';
+import {
+  DEFAULT_CASSANDRA_DRIVER_SETTINGS,
+  type CassandraCredentials,
+  type CassandraDriverSettings,
+  type CassandraSettings,
+  type CassandraTlsSettings,
+} from './store/cassandra/cassandra-settings.js';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { createSecureContext } from 'node:tls';
 
 /**
  * Keyspace replication as CQL's replication map (the Cassandra adapter's own type has
@@ -67,23 +75,12 @@ export interface Config {
   readonly sqlitePath: string;
   /** The embedded store's own settings (Cassandra has its own, in cassandra.yaml). */
   readonly embeddedStore: EmbeddedStoreSettings;
-  readonly cassandra: {
-    readonly contactPoints: readonly string[];
-    readonly localDataCenter: string;
-    readonly keyspace: string;
-    readonly replication: ReplicationSetting;
-    readonly consistency: string;
-    /** Consistency of lightweight transactions' Paxos phase: LOCAL_SERIAL, or SERIAL across data centres. */
-    readonly serialConsistency: 'LOCAL_SERIAL' | 'SERIAL';
-    /** Create missing keyspace/tables at start (development); otherwise only check them. */
-    readonly autoSchema: boolean;
-    /** How long start-up keeps retrying an unreachable cluster. */
-    readonly connectTimeoutS: number;
-    /** How the driver reaches the cluster: pools, timeouts, retries, speculation, balancing. */
-    readonly driver: CassandraDriverSettings;
-  };
+  readonly cassandra: CassandraConfig;
   readonly cursorSecret: string;
-  readonly authSecret: string;
+  /** Earlier cursor secrets whose cursors still verify (`CURSOR_PREVIOUS_SECRETS`): rotation without breaking clients' cursors. */
+  readonly cursorPreviousSecrets: readonly string[];
+  /** How bearer tokens are verified: a shared secret, or an identity provider's keys. */
+  readonly auth: AuthSettings;
   /** Which secrets fell back to their development values. */
   readonly devSecrets: readonly ('CURSOR_SECRET' | 'AUTH_SECRET')[];
   readonly logLevel: string;
@@ -141,6 +138,61 @@ export interface Config {
   readonly live: LiveSettings;
   /** Prometheus metrics at GET /metrics (README, "Metrics and probes"). */
   readonly metrics: MetricsSettings;
+}
+
+/** The Cassandra adapter's settings, as the `CASSANDRA_*` variables set them. */
+export interface CassandraConfig extends CassandraSettings {
+  /** Where the driver first connects (`CASSANDRA_CONTACT_POINTS`); empty with a secure connect bundle. */
+  readonly contactPoints: readonly string[];
+  /** Keyspace replication (`CASSANDRA_REPLICATION`); null in production when unset: no keyspace is created with a guess. */
+  readonly replication: ReplicationSetting | null;
+  /** Consistency of lightweight transactions' Paxos phase: LOCAL_SERIAL, or SERIAL across data centres. */
+  readonly serialConsistency: 'LOCAL_SERIAL' | 'SERIAL';
+  /** Create missing keyspace/tables at start (development); otherwise only check them. */
+  readonly autoSchema: boolean;
+  /** How long start-up keeps retrying an unreachable cluster. */
+  readonly connectTimeoutS: number;
+  /** How the driver reaches the cluster: pools, timeouts, retries, speculation, balancing. */
+  readonly driver: CassandraDriverSettings;
+  /** `CASSANDRA_USERNAME` with `CASSANDRA_PASSWORD` or `CASSANDRA_PASSWORD_FILE`'s content; null: none. */
+  readonly credentials: CassandraCredentials | null;
+  /** `CASSANDRA_TLS` and its files, read; null: plain TCP. */
+  readonly tls: CassandraTlsSettings | null;
+  /** `CASSANDRA_SECURE_CONNECT_BUNDLE`, a DataStax Astra bundle's path; null: none. */
+  readonly secureConnectBundle: string | null;
+}
+
+/**
+ * How tokens are verified (docs/operations.md, "Tokens from your identity provider"):
+ * HS256 with `AUTH_SECRET` (and `AUTH_PREVIOUS_SECRETS`), or RS256/ES256/EdDSA against
+ * the keys the provider publishes at `AUTH_JWKS_URL`; never both.
+ */
+export type AuthSettings = SharedSecretAuth | IdentityProviderAuth;
+
+/** What both ways of verifying a token check. */
+interface TokenClaimSettings {
+  /** The `iss` a token must carry (`AUTH_ISSUER`); null: not checked. */
+  readonly issuer: string | null;
+  /** The audiences a token's `aud` must name one of (`AUTH_AUDIENCE`, comma-separated); empty: not checked. */
+  readonly audiences: readonly string[];
+  /** Where a token's roles are (`AUTH_ROLES_CLAIM`): a claim name, or a dotted path into one (`realm_access.roles`). */
+  readonly rolesClaim: string;
+}
+
+/** Tokens signed with a shared secret (development and simple setups). */
+export interface SharedSecretAuth extends TokenClaimSettings {
+  readonly kind: 'shared-secret';
+  /** Signs new tokens, and verifies (`AUTH_SECRET`). */
+  readonly secret: string;
+  /** Earlier secrets whose tokens still verify (`AUTH_PREVIOUS_SECRETS`). */
+  readonly previousSecrets: readonly string[];
+}
+
+/** Tokens an identity provider signs, verified against its published keys. */
+export interface IdentityProviderAuth extends TokenClaimSettings {
+  readonly kind: 'identity-provider';
+  /** The provider's JSON Web Key Set (`AUTH_JWKS_URL`). */
+  readonly jwksUrl: string;
 }
 
 /** Whether `/metrics` is served, and the bearer token it requires. */
@@ -205,10 +257,31 @@ export interface ClusterSettings {
   readonly clockSkewMs: number;
   /** Longest a store write can take to land after its timestamp was chosen (`STORE_WRITE_TIMEOUT_MS`). */
   readonly writeTimeoutMs: number;
+  /**
+   * A write time read this far (ms) ahead of the server's clock fails /readyz
+   * (`CLOCK_SKEW_UNREADY_MS`; observability/clock-skew.ts). Absent: `unreadySkewMsOf`.
+   */
+  readonly unreadySkewMs?: number;
+}
+
+/** How many times `CLOCK_SKEW_MS` the readiness bound is by default. */
+const UNREADY_SKEW_FACTOR = 5;
+
+/** The readiness bound of `settings` (`CLOCK_SKEW_UNREADY_MS`, by default five times `CLOCK_SKEW_MS`). */
+export function unreadySkewMsOf(settings: ClusterSettings): number {
+  return settings.unreadySkewMs ?? UNREADY_SKEW_FACTOR * settings.clockSkewMs;
 }
 
 /** The defaults: NTP-synchronised servers, Cassandra's default write timeout. */
 export const DEFAULT_CLUSTER_SETTINGS: ClusterSettings = Object.freeze({ clockSkewMs: 1_000, writeTimeoutMs: 2_000 });
+
+/** The `CLOCK_SKEW_MS`, `STORE_WRITE_TIMEOUT_MS` and `CLOCK_SKEW_UNREADY_MS` settings; the last at least the first. */
+function clusterSettings(env: NodeJS.ProcessEnv): ClusterSettings {
+  const clockSkewMs = int(env, 'CLOCK_SKEW_MS', DEFAULT_CLUSTER_SETTINGS.clockSkewMs, 0, 600_000);
+  const writeTimeoutMs = int(env, 'STORE_WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000);
+  const unreadySkewMs = int(env, 'CLOCK_SKEW_UNREADY_MS', UNREADY_SKEW_FACTOR * clockSkewMs, clockSkewMs, 6_000_000);
+  return Object.freeze({ clockSkewMs, writeTimeoutMs, unreadySkewMs });
+}
 
 /** A configuration error: names the variable, the rule, and what was received. */
 /**
@@ -335,6 +408,79 @@ function metricsSettings(env: NodeJS.ProcessEnv, production: boolean): MetricsSe
   return Object.freeze({ enabled, token });
 }
 
+/** `AUTH_ROLES_CLAIM`: a claim name (a namespaced URL included) or a dotted path into one. */
+function rolesClaim(env: NodeJS.ProcessEnv): string {
+  const raw = env.AUTH_ROLES_CLAIM;
+  if (raw === undefined || raw === '') return 'roles';
+  if (/\s/.test(raw) || (!raw.includes('://') && raw.split('.').some((part) => part === ''))) {
+    throw new ConfigError(
+      `AUTH_ROLES_CLAIM must be a claim name (roles, groups, https://example.com/roles) or a dotted path into one (realm_access.roles), got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
+/**
+ * Earlier secrets still accepted (`CURSOR_PREVIOUS_SECRETS`, `AUTH_PREVIOUS_SECRETS`:
+ * comma-separated), each under the rules of a secret, none the current one: a secret
+ * rotates without invalidating what the old one signed.
+ */
+function previousSecrets(env: NodeJS.ProcessEnv, production: boolean, name: string, current: string): readonly string[] {
+  const values = (env[name] ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+  values.forEach((value, i) => {
+    const entry = `${name} (entry ${i + 1})`;
+    if (Buffer.byteLength(value) < 16) throw new ConfigError(`${entry} must be at least 16 bytes long, got ${Buffer.byteLength(value)}`);
+    if (value === current) throw new ConfigError(`${entry} is the current secret: list only the secrets it replaced`);
+    if (production) checkProductionSecret(entry, value);
+  });
+  return Object.freeze(values);
+}
+
+/**
+ * The `AUTH_*` settings. `AUTH_JWKS_URL` selects the identity provider's keys, and then
+ * neither `AUTH_SECRET` nor `AUTH_PREVIOUS_SECRETS` may be set (a shared secret beside
+ * the provider would be a second way in); in production it needs `AUTH_ISSUER` and
+ * `AUTH_AUDIENCE` (a key set may sign tokens for other applications and tenants) and
+ * https. Otherwise tokens are HS256 with `AUTH_SECRET`, and those signed with one of
+ * `AUTH_PREVIOUS_SECRETS` still verify.
+ */
+function authSettings(env: NodeJS.ProcessEnv, production: boolean, secret: (name: 'AUTH_SECRET', dev: string) => string): AuthSettings {
+  const claims: TokenClaimSettings = {
+    issuer: env.AUTH_ISSUER === undefined || env.AUTH_ISSUER === '' ? null : env.AUTH_ISSUER,
+    audiences: Object.freeze((env.AUTH_AUDIENCE ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
+    rolesClaim: rolesClaim(env),
+  };
+  const jwksUrl = env.AUTH_JWKS_URL;
+  if (jwksUrl === undefined || jwksUrl === '') {
+    const current = secret('AUTH_SECRET', DEV_AUTH_SECRET);
+    return Object.freeze({ kind: 'shared-secret', secret: current, previousSecrets: previousSecrets(env, production, 'AUTH_PREVIOUS_SECRETS', current), ...claims });
+  }
+  for (const name of ['AUTH_SECRET', 'AUTH_PREVIOUS_SECRETS'] as const) {
+    if (env[name] !== undefined && env[name] !== '') {
+      throw new ConfigError(`${name} must not be set with AUTH_JWKS_URL: tokens are verified against the identity provider's keys only; unset one of them`);
+    }
+  }
+  let url: URL;
+  try {
+    url = new URL(jwksUrl);
+  } catch {
+    throw new ConfigError(`AUTH_JWKS_URL must be the URL of the identity provider's JSON Web Key Set, such as https://example.auth0.com/.well-known/jwks.json, got "${jwksUrl}"`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && !production)) {
+    throw new ConfigError(`AUTH_JWKS_URL must be an https URL${production ? ' when NODE_ENV=production' : ' (or http, outside production)'}, got "${jwksUrl}"`);
+  }
+  if (production) {
+    const missing = [claims.issuer === null ? 'AUTH_ISSUER' : null, claims.audiences.length === 0 ? 'AUTH_AUDIENCE' : null].filter(Boolean);
+    if (missing.length > 0) {
+      throw new ConfigError(
+        `AUTH_JWKS_URL needs ${missing.join(' and ')} when NODE_ENV=production: the provider's keys may sign tokens for other applications; ` +
+          'set them to the issuer and audience of the tokens meant for this API',
+      );
+    }
+  }
+  return Object.freeze({ kind: 'identity-provider', jwksUrl: url.href, ...claims });
+}
+
 /** The `CASSANDRA_*` driver settings, each within what the driver accepts. */
 function cassandraDriver(env: NodeJS.ProcessEnv): CassandraDriverSettings {
   const d = DEFAULT_CASSANDRA_DRIVER_SETTINGS;
@@ -358,19 +504,174 @@ function cassandraDriver(env: NodeJS.ProcessEnv): CassandraDriverSettings {
 
 const CONSISTENCIES = ['ONE', 'TWO', 'THREE', 'QUORUM', 'ALL', 'LOCAL_QUORUM', 'EACH_QUORUM', 'LOCAL_ONE'];
 
+/** Whether `env` runs the server in production (`NODE_ENV=production`). */
+function isProduction(env: NodeJS.ProcessEnv): boolean {
+  return (env.NODE_ENV ?? 'development') === 'production';
+}
+
+/** A variable's value, or null when it is unset or empty. */
+function optional(env: NodeJS.ProcessEnv, name: string): string | null {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? null : raw;
+}
+
+/**
+ * The content of the file a `*_FILE` variable names (a mounted secret, a PEM). The error
+ * names the variable and the path, never the content.
+ */
+function fileOf(name: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new ConfigError(`${name} must name a readable file, got "${path}" (${code})`);
+  }
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----/;
+const PEM_PRIVATE_KEY = /-----BEGIN [A-Z ]*PRIVATE KEY-----/;
+
+/** A PEM file's content, refused unless it holds what `kind` says. */
+function pemFileOf(env: NodeJS.ProcessEnv, name: string, kind: 'certificate' | 'private key'): string | null {
+  const path = optional(env, name);
+  if (path === null) return null;
+  const pem = fileOf(name, path);
+  if (!(kind === 'certificate' ? PEM_CERTIFICATE : PEM_PRIVATE_KEY).test(pem)) {
+    throw new ConfigError(`${name} must name a PEM file holding a ${kind} ("-----BEGIN ${kind === 'certificate' ? 'CERTIFICATE' : 'PRIVATE KEY'}-----"), got "${path}", which holds none`);
+  }
+  return pem;
+}
+
+/**
+ * `CASSANDRA_USERNAME` with `CASSANDRA_PASSWORD` or `CASSANDRA_PASSWORD_FILE` (a mounted
+ * secret; surrounding whitespace trimmed): both or neither. No message quotes a password.
+ */
+function cassandraCredentials(env: NodeJS.ProcessEnv): CassandraCredentials | null {
+  const username = optional(env, 'CASSANDRA_USERNAME');
+  const inline = optional(env, 'CASSANDRA_PASSWORD');
+  const file = optional(env, 'CASSANDRA_PASSWORD_FILE');
+  if (inline !== null && file !== null) {
+    throw new ConfigError('CASSANDRA_PASSWORD and CASSANDRA_PASSWORD_FILE must not both be set: set one (the file, where secrets are mounted as files)');
+  }
+  let password = inline;
+  if (file !== null) {
+    password = fileOf('CASSANDRA_PASSWORD_FILE', file).trim();
+    if (password === '') throw new ConfigError(`CASSANDRA_PASSWORD_FILE must name a file holding the password, got "${file}", which is empty`);
+  }
+  if (username === null && password === null) return null;
+  if (username === null) throw new ConfigError(`CASSANDRA_USERNAME must be set with ${inline !== null ? 'CASSANDRA_PASSWORD' : 'CASSANDRA_PASSWORD_FILE'}`);
+  if (password === null) throw new ConfigError('CASSANDRA_USERNAME needs a password: set CASSANDRA_PASSWORD or CASSANDRA_PASSWORD_FILE');
+  return Object.freeze({ username, password });
+}
+
+/** The variables that only mean something with CASSANDRA_TLS=true. */
+const TLS_VARIABLES = ['CASSANDRA_TLS_CA_FILE', 'CASSANDRA_TLS_CERT_FILE', 'CASSANDRA_TLS_KEY_FILE', 'CASSANDRA_TLS_SERVER_NAME', 'CASSANDRA_TLS_VERIFY'];
+
+/**
+ * `CASSANDRA_TLS` and its files, read and checked now: a file that cannot be read, holds
+ * no PEM, or a certificate and key that do not belong together refuse to start here
+ * rather than at the first connection. Verification stays on in production.
+ */
+function cassandraTls(env: NodeJS.ProcessEnv, production: boolean): CassandraTlsSettings | null {
+  if (!bool(env, 'CASSANDRA_TLS', false)) {
+    const stray = TLS_VARIABLES.filter((name) => optional(env, name) !== null);
+    if (stray.length > 0) throw new ConfigError(`${stray.join(', ')} only apply with CASSANDRA_TLS=true, which is not set`);
+    return null;
+  }
+  const verify = bool(env, 'CASSANDRA_TLS_VERIFY', true);
+  if (!verify && production) {
+    throw new ConfigError(
+      'CASSANDRA_TLS_VERIFY=false is refused when NODE_ENV=production (anyone on the path could pose as the cluster); set CASSANDRA_TLS_CA_FILE to the CA that signed the nodes\' certificates instead',
+    );
+  }
+  const ca = pemFileOf(env, 'CASSANDRA_TLS_CA_FILE', 'certificate');
+  const cert = pemFileOf(env, 'CASSANDRA_TLS_CERT_FILE', 'certificate');
+  const key = pemFileOf(env, 'CASSANDRA_TLS_KEY_FILE', 'private key');
+  if ((cert === null) !== (key === null)) {
+    throw new ConfigError('CASSANDRA_TLS_CERT_FILE and CASSANDRA_TLS_KEY_FILE must be set together (a client certificate and its private key)');
+  }
+  try {
+    createSecureContext({ ...(ca === null ? {} : { ca }), ...(cert === null ? {} : { cert, key: key! }) });
+  } catch (err) {
+    const files = cert === null ? 'CASSANDRA_TLS_CA_FILE' : 'CASSANDRA_TLS_CA_FILE, CASSANDRA_TLS_CERT_FILE and CASSANDRA_TLS_KEY_FILE';
+    // OpenSSL's reason (a key that does not match, an encrypted key), never the files' content.
+    throw new ConfigError(`${files} must hold a usable CA, certificate and unencrypted key, got: ${(err as Error).message.split('\n')[0]}`);
+  }
+  return Object.freeze({
+    ca,
+    clientCertificate: cert === null ? null : Object.freeze({ cert, key: key! }),
+    serverName: optional(env, 'CASSANDRA_TLS_SERVER_NAME'),
+    verify,
+  });
+}
+
+/** The first bytes of a zip file: a file's header ("PK\x03\x04"), or the end record of an empty one ("PK\x05\x06"). */
+const ZIP_MAGIC = [Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.from([0x50, 0x4b, 0x05, 0x06])];
+
+/**
+ * `CASSANDRA_SECURE_CONNECT_BUNDLE`: a readable zip file. The bundle names the contact
+ * points, the data centre and the certificates, so the variables that would set them
+ * are refused beside it rather than silently ignored.
+ */
+function secureConnectBundle(env: NodeJS.ProcessEnv): string | null {
+  const path = optional(env, 'CASSANDRA_SECURE_CONNECT_BUNDLE');
+  if (path === null) return null;
+  const beside = ['CASSANDRA_CONTACT_POINTS', 'CASSANDRA_LOCAL_DC', 'CASSANDRA_TLS', ...TLS_VARIABLES].filter((name) => optional(env, name) !== null);
+  if (beside.length > 0) {
+    throw new ConfigError(
+      `CASSANDRA_SECURE_CONNECT_BUNDLE names the nodes, the data centre and the TLS certificates itself: unset ${beside.join(', ')}`,
+    );
+  }
+  let head: Buffer;
+  try {
+    head = readFileSync(path).subarray(0, 4);
+  } catch (err) {
+    throw new ConfigError(`CASSANDRA_SECURE_CONNECT_BUNDLE must name a readable file, got "${path}" (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (!ZIP_MAGIC.some((magic) => head.equals(magic))) {
+    throw new ConfigError(`CASSANDRA_SECURE_CONNECT_BUNDLE must name the secure connect bundle (a zip file) downloaded from the Astra console, got "${path}", which is not a zip file`);
+  }
+  return path;
+}
+
+/**
+ * The Cassandra adapter's settings from the `CASSANDRA_*` variables: where the cluster
+ * is, how to authenticate and encrypt, the keyspace and its replication, consistency,
+ * start-up and the driver's tuning. `npm run schema` and the test stores read it too.
+ */
+export function cassandraConfig(env: NodeJS.ProcessEnv, production = isProduction(env)): CassandraConfig {
+  const consistency = (env.CASSANDRA_CONSISTENCY ?? 'LOCAL_QUORUM').toUpperCase();
+  if (!CONSISTENCIES.includes(consistency)) {
+    throw new ConfigError(`CASSANDRA_CONSISTENCY must be one of ${CONSISTENCIES.join(', ')}, got "${consistency}"`);
+  }
+  const bundle = secureConnectBundle(env);
+  const replication = optional(env, 'CASSANDRA_REPLICATION');
+  return Object.freeze({
+    contactPoints: Object.freeze(bundle !== null ? [] : (env.CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean)),
+    localDataCenter: bundle !== null ? '' : (env.CASSANDRA_LOCAL_DC ?? 'datacenter1'),
+    keyspace: env.CASSANDRA_KEYSPACE ?? 'relay',
+    // Production creates no keyspace with a guessed replication (ensureTables names the variable).
+    replication: replication !== null ? parseReplication(replication) : production ? null : parseReplication('SimpleStrategy:1'),
+    consistency,
+    serialConsistency: oneOf(env, 'CASSANDRA_SERIAL_CONSISTENCY', ['LOCAL_SERIAL', 'SERIAL'] as const, 'LOCAL_SERIAL'),
+    autoSchema: bool(env, 'CASSANDRA_AUTO_SCHEMA', false),
+    connectTimeoutS: int(env, 'CASSANDRA_CONNECT_TIMEOUT_S', 60, 0, 3_600),
+    driver: cassandraDriver(env),
+    credentials: cassandraCredentials(env),
+    tls: cassandraTls(env, production),
+    secureConnectBundle: bundle,
+  });
+}
+
 /** Read and validate the configuration. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const store = env.STORE ?? 'sqlite';
   if (store !== 'sqlite' && store !== 'cassandra') {
     throw new ConfigError(`STORE must be "sqlite" or "cassandra", got "${store}"`);
   }
-  const consistency = (env.CASSANDRA_CONSISTENCY ?? 'LOCAL_QUORUM').toUpperCase();
-  if (!CONSISTENCIES.includes(consistency)) {
-    throw new ConfigError(`CASSANDRA_CONSISTENCY must be one of ${CONSISTENCIES.join(', ')}, got "${consistency}"`);
-  }
-  const production = (env.NODE_ENV ?? 'development') === 'production';
+  const production = isProduction(env);
   const devSecrets: Array<'CURSOR_SECRET' | 'AUTH_SECRET'> = [];
-  const secret = (name: 'CURSOR_SECRET' | 'AUTH_SECRET', dev: string) => {
+  const secret = <N extends 'CURSOR_SECRET' | 'AUTH_SECRET'>(name: N, dev: string) => {
     const value = env[name];
     if (production && (value === undefined || value === '' || value === dev)) {
       throw new ConfigError(
@@ -385,6 +686,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (production) checkProductionSecret(name, value);
     return value;
   };
+  const cursorSecret = secret('CURSOR_SECRET', DEV_CURSOR_SECRET);
   const config: Config = {
     metrics: metricsSettings(env, production),
     nodeEnv: env.NODE_ENV ?? 'development',
@@ -397,19 +699,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tombstoneFailureThreshold: int(env, 'STORE_TOMBSTONE_FAILURE_THRESHOLD', 100_000, 0, 1_000_000_000),
       compactionIntervalMs: int(env, 'STORE_COMPACTION_INTERVAL_MS', 600_000, 0, 86_400_000),
     }),
-    cassandra: Object.freeze({
-      contactPoints: Object.freeze((env.CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean)),
-      localDataCenter: env.CASSANDRA_LOCAL_DC ?? 'datacenter1',
-      keyspace: env.CASSANDRA_KEYSPACE ?? 'relay',
-      replication: parseReplication(env.CASSANDRA_REPLICATION ?? 'SimpleStrategy:1'),
-      consistency,
-      serialConsistency: oneOf(env, 'CASSANDRA_SERIAL_CONSISTENCY', ['LOCAL_SERIAL', 'SERIAL'] as const, 'LOCAL_SERIAL'),
-      autoSchema: bool(env, 'CASSANDRA_AUTO_SCHEMA', false),
-      connectTimeoutS: int(env, 'CASSANDRA_CONNECT_TIMEOUT_S', 60, 0, 3_600),
-      driver: cassandraDriver(env),
-    }),
-    cursorSecret: secret('CURSOR_SECRET', DEV_CURSOR_SECRET),
-    authSecret: secret('AUTH_SECRET', DEV_AUTH_SECRET),
+    cassandra: cassandraConfig(env, production),
+    cursorSecret,
+    cursorPreviousSecrets: previousSecrets(env, production, 'CURSOR_PREVIOUS_SECRETS', cursorSecret),
+    auth: authSettings(env, production, secret),
     devSecrets: Object.freeze(devSecrets),
     logLevel: env.LOG_LEVEL ?? 'info',
     seedDemo: bool(env, 'SEED_DEMO', !production),
@@ -462,10 +755,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBufferedBytes: int(env, 'LIVE_MAX_BUFFERED_BYTES', DEFAULT_LIVE_SETTINGS.maxBufferedBytes, 1_024, 1_000_000_000),
       maxQueued: int(env, 'LIVE_MAX_QUEUED', DEFAULT_LIVE_SETTINGS.maxQueued, 1, 1_000_000),
     }),
-    cluster: Object.freeze({
-      clockSkewMs: int(env, 'CLOCK_SKEW_MS', DEFAULT_CLUSTER_SETTINGS.clockSkewMs, 0, 600_000),
-      writeTimeoutMs: int(env, 'STORE_WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000),
-    }),
+    cluster: clusterSettings(env),
   };
   return Object.freeze(config);
 }

@@ -4,7 +4,7 @@
  * may wrap the store (a fault-injecting or slowing decorator) first.
  */
 import { createApp } from './app.js';
-import { createStore, demoSeeding } from './composition-root.js';
+import { createStore, demoSeeding, storeLogging } from './composition-root.js';
 import { ConfigError, loadConfig } from './config.js';
 import { listGlobalId, meetingGlobalId } from './graphql/ids.js';
 import { createLogger } from './observability/logger.js';
@@ -38,8 +38,18 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   const logger = createLogger({ level: config.logLevel, production: config.production, fields: tracing?.logFields });
   // The process clock goes to the store too: its default timestamps carry this server's node bits.
   const clock = new MonotonicClock();
-  const store = options.wrapStore ? options.wrapStore(createStore(config, { clock, log: (message) => logger.info(message) })) : undefined;
-  const app = await createApp(config, { logger, store, clock, tracing });
+  const store = options.wrapStore ? options.wrapStore(createStore(config, { clock, ...storeLogging(config, logger) })) : undefined;
+  const app = await createApp(config, {
+    logger,
+    store,
+    clock,
+    tracing,
+    // Two live servers must never share a clock node: one whose node another took exits (its orchestrator restarts it).
+    onPresenceLost: () => {
+      logger.fatal('exiting: another server holds this server\'s clock node');
+      process.exit(1);
+    },
+  });
   const seeded = config.seedDemo ? await seedDemoData(demoSeeding(app.services)) : null;
   // On every start, not only the first: the ids to try in the playground.
   const demo = seeded ?? (await demoIds(app.store));

@@ -2,7 +2,8 @@
  * A background job on a timer (the list applier, saga recovery). A pass that is still
  * running when the timer fires again is not started twice: the tick is skipped, so a
  * slow store never piles passes up. Errors are the task's to report (`onError`); the
- * timer keeps going.
+ * timer keeps going. A tick while `runsWhen` says no (the process's presence lapsed)
+ * is skipped too.
  */
 
 /** A started periodic task. */
@@ -16,10 +17,12 @@ export function startPeriodicTask(options: {
   readonly intervalMs: number;
   readonly pass: () => Promise<void>;
   readonly onError: (err: unknown) => void;
+  /** Whether a pass may run now (absent: always). */
+  readonly runsWhen?: () => boolean;
 }): PeriodicTask {
   let running = false;
   const tick = async () => {
-    if (running) return;
+    if (running || options.runsWhen?.() === false) return;
     running = true;
     try {
       await options.pass();

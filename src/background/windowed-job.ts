@@ -130,6 +130,8 @@ export class WindowedJob {
       logger?: Pick<Logger, 'error'>;
       /** Told how each timer pass ended (metrics). */
       onPass?: (ok: boolean) => void;
+      /** Whether timer passes may run now (the process's presence holds its node). */
+      runsWhen?: () => boolean;
     },
   ) {
     this.cluster = options.cluster ?? DEFAULT_CLUSTER_SETTINGS;
@@ -170,6 +172,7 @@ export class WindowedJob {
     if (this.timer) return;
     this.timer = startPeriodicTask({
       intervalMs,
+      runsWhen: this.options.runsWhen,
       pass: async () => {
         await this.runOnce();
         this.options.onPass?.(true);

@@ -55,6 +55,7 @@ import type { Clock } from '../store/clock.js';
 import { MAX_TIMESTAMP, type Mutation, type Store } from '../store/port.js';
 import type { Row } from '../store/table.js';
 import { JOB_WINDOW_MS, markMutation, windowOf, type WindowedJobSpec } from '../background/windowed-job.js';
+import { rebuildRanks, settleRanks, type DecidedChange, type RankOfItem } from './count-ranks.js';
 import { HEAD_SLOT, NODE_COLUMNS, connectionCountsTable, countEventsTable, countItemsTable, nodeColumn } from './count-tables.js';
 
 /** Event and window rows outlive their settlement (a few seconds) by two days. */
@@ -296,26 +297,30 @@ function removalCounts({ added, removed }: Ledger): boolean {
 
 /**
  * What the changes of the windows from `from` to `through` (ms, exclusive) add to a
- * count, each event judged against the item's ledger (see the file comment).
+ * count, each event judged against the item's ledger (see the file comment), and the
+ * changes that count.
  */
-async function netChange(store: Store, key: string, from: number, through: number | null): Promise<bigint> {
+async function netChange(store: Store, key: string, from: number, through: number | null): Promise<{ net: bigint; decided: DecidedChange[] }> {
   const events = await allRowsOf(store, countEventsTable, { count_key: key }, {
     lower: { values: [BigInt(from)], inclusive: true },
     ...(through !== null && { upper: { values: [BigInt(through)], inclusive: false } }),
   });
-  if (events.length === 0) return 0n;
+  const decided: DecidedChange[] = [];
+  if (events.length === 0) return { net: 0n, decided };
   const items = [...new Set(events.map((e) => e.item as string))];
   const ledgers = new Map<string, Ledger>();
   const rows = await store.getMany(countItemsTable, items.map((item) => ({ count_key: key, item })));
   items.forEach((item, i) => ledgers.set(item, ledgerOf(rows[i])));
   let net = 0n;
   for (const e of events) {
-    const ledger = ledgers.get(e.item as string)!;
+    const item = e.item as string;
+    const ledger = ledgers.get(item)!;
     const window = Number(e.slot as bigint);
-    if (e.sign === 1 && ledger.added !== null && windowOfMicros(ledger.added) === window && additionCounts(ledger)) net += 1n;
-    if (e.sign === -1 && ledger.removed !== null && windowOfMicros(ledger.removed) === window && removalCounts(ledger)) net -= 1n;
+    if (e.sign === 1 && ledger.added !== null && windowOfMicros(ledger.added) === window && additionCounts(ledger)) decided.push({ item, sign: 1, window });
+    if (e.sign === -1 && ledger.removed !== null && windowOfMicros(ledger.removed) === window && removalCounts(ledger)) decided.push({ item, sign: -1, window });
   }
-  return net;
+  for (const d of decided) net += BigInt(d.sign);
+  return { net, decided };
 }
 
 /** Store a settlement: `count` items through `through` (ms), stamped so a later one wins. */
@@ -332,14 +337,18 @@ function writeSettlement(store: Store, key: string, through: number, count: bigi
  * settlement: add the decided changes of the windows in between. Idempotent (see the
  * file comment). Returns the settled count.
  */
-export async function settleIncrementally(store: Store, key: string, through: number): Promise<number> {
+export async function settleIncrementally(store: Store, key: string, through: number, rankOf: RankOfItem = noRanks): Promise<number> {
   const head = await store.get(connectionCountsTable, headKey(key));
   const base = head?.settled_through as bigint | null | undefined;
   const settled = (head?.settled_count as bigint | null | undefined) ?? 0n;
   if (base != null && Number(base) >= through) return Number(settled);
   const first = head?.first_window as bigint | null | undefined;
   const from = base != null ? Number(base) : first != null ? Number(first) : through;
-  const count = settled + (await netChange(store, key, from, through));
+  const { net, decided } = await netChange(store, key, from, through);
+  // The counted index first: its buckets must hold every change the head says is settled.
+  const ranks = rankOf(key);
+  if (ranks) await settleRanks(store, key, ranks, through, decided);
+  const count = settled + net;
   await writeSettlement(store, key, through, count);
   return Number(count);
 }
@@ -350,13 +359,19 @@ export async function settleIncrementally(store: Store, key: string, through: nu
  * count whose work list expired (every verifier down for a day) or whose settlements
  * are in doubt. Reads the ledger partition; for recounts, not requests.
  */
-export async function settleFully(store: Store, key: string, through: number): Promise<number> {
+export async function settleFully(store: Store, key: string, through: number, rankOf: RankOfItem = noRanks): Promise<number> {
   let count = 0n;
+  const counted: string[] = [];
   for (const row of await allRowsOf(store, countItemsTable, { count_key: key })) {
     const ledger = ledgerOf(row);
-    if (additionCounts(ledger) && windowOfMicros(ledger.added!) < through) count += 1n;
-    if (removalCounts(ledger) && windowOfMicros(ledger.removed!) < through) count -= 1n;
+    const added = additionCounts(ledger) && windowOfMicros(ledger.added!) < through;
+    const removed = removalCounts(ledger) && windowOfMicros(ledger.removed!) < through;
+    if (added) count += 1n;
+    if (removed) count -= 1n;
+    if (added && !removed) counted.push(row.item as string);
   }
+  const ranks = rankOf(key);
+  if (ranks) await rebuildRanks(store, key, ranks, through, counted);
   await writeSettlement(store, key, through, count);
   return Number(count);
 }
@@ -370,9 +385,9 @@ export async function settleFully(store: Store, key: string, through: number): P
  * its window is settled (cells before a settlement are never read). Changes still in
  * flight are settled by the verifier afterwards. Returns the count.
  */
-export async function reconcileCount(store: Store, writer: CountWriter, key: string, through: number): Promise<number> {
-  const settled = await settleFully(store, key, through);
-  const [decided, cells] = await Promise.all([
+export async function reconcileCount(store: Store, writer: CountWriter, key: string, through: number, rankOf: RankOfItem = noRanks): Promise<number> {
+  const settled = await settleFully(store, key, through, rankOf);
+  const [{ net: decided }, cells] = await Promise.all([
     netChange(store, key, through, null),
     allRowsOf(store, connectionCountsTable, { count_key: key }, { lower: { values: [BigInt(through)], inclusive: true } }),
   ]);
@@ -402,12 +417,15 @@ export async function backfillItems(store: Store, writer: CountWriter, key: stri
   return missing.length;
 }
 
+/** No count has a counted index. */
+export const noRanks: RankOfItem = () => null;
+
 /** The verifier's work: settle every count marked in the closed windows (run by a `WindowedJob`). */
-export function countVerifierJob(store: Store): WindowedJobSpec {
+export function countVerifierJob(store: Store, rankOf: RankOfItem = noRanks): WindowedJobSpec {
   return {
     job: COUNT_JOB,
     async handle(keys, through) {
-      for (const key of keys) await settleIncrementally(store, key, through);
+      for (const key of keys) await settleIncrementally(store, key, through, rankOf);
     },
   };
 }

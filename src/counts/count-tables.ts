@@ -68,5 +68,19 @@ export const countItemsTable = defineTable({
   clustering: ['item'],
 });
 
+/**
+ * The counted index of a ranked count (count-ranks.ts; what `offset` reads): one
+ * partition per count (`count_key`), a row per non-empty bucket in clustering order
+ * `(level, prefix)`: `count` items with ranks under `prefix` at `level`, through
+ * `settled_through`, written `USING TIMESTAMP settled_through`. Never deleted (an
+ * emptied bucket holds 0).
+ */
+export const countRanksTable = defineTable({
+  name: 'count_ranks',
+  columns: { count_key: 'text', level: 'int', prefix: 'bigint', settled_through: 'bigint', count: 'bigint' },
+  partitionKey: ['count_key'],
+  clustering: ['level', 'prefix'],
+});
+
 /** Every table of the counts. */
-export const countTables = [connectionCountsTable, countEventsTable, countItemsTable];
+export const countTables = [connectionCountsTable, countEventsTable, countItemsTable, countRanksTable];

@@ -10,7 +10,8 @@
  *    addition, and counts as removed.
  * 2. Every count, those just backfilled and every one the ledger knows, is then made
  *    right (`reconcileCount`): settled in full from its ledger through the closed
- *    windows, its open windows' live cells corrected. A settlement is a pure function
+ *    windows (and its counted index rebuilt, for the counts `rankOf` names), its open
+ *    windows' live cells corrected. A settlement is a pure function
  *    of its bound, so a verifier settling the same count meanwhile writes the same.
  *
  * Running it again finds nothing to add and settles to the same counts.
@@ -21,6 +22,7 @@ import type { Store } from '../store/port.js';
 import type { Row, TableSpec } from '../store/table.js';
 import { closedThrough } from '../background/windowed-job.js';
 import { backfillItems, reconcileCount, type CountWriter } from './connection-counts.js';
+import type { RankOfItem } from './count-ranks.js';
 import { countItemsTable } from './count-tables.js';
 
 /** Items a counted connection holds (a part of them: a connection may come in several). */
@@ -70,7 +72,7 @@ export async function recountConnections(
   store: Store,
   writer: CountWriter,
   sources: ReadonlyArray<AsyncIterable<Membership>>,
-  options: { clock: Clock; cluster: ClusterSettings; onProgress?: (done: number) => void },
+  options: { clock: Clock; cluster: ClusterSettings; rankOf?: RankOfItem; onProgress?: (done: number) => void },
 ): Promise<RecountReport> {
   const keys = new Set<string>();
   let backfilled = 0;
@@ -83,7 +85,7 @@ export async function recountConnections(
   for await (const rows of scanRows(store, countItemsTable)) for (const row of rows) keys.add(row.count_key as string);
   let done = 0;
   for (const key of keys) {
-    await reconcileCount(store, writer, key, closedThrough(options.clock, options.cluster));
+    await reconcileCount(store, writer, key, closedThrough(options.clock, options.cluster), options.rankOf);
     options.onProgress?.(++done);
   }
   return { counts: keys.size, backfilled };

@@ -11,9 +11,12 @@ import { DomainError, SagaAbortedError, type DomainErrorCode } from '../errors.j
 import { PagingArgumentError } from '../paging/types.js';
 import { DeadlineExceededError, RequestAbortedError } from '../store/deadline.js';
 import { StoreUnavailableError } from '../store/port.js';
+import { PresenceLapsedError } from '../background/presence.js';
 
 /** What a client is told when the store could not answer: retryable, nothing half-done. */
 const UNAVAILABLE_MESSAGE = 'The data store is unavailable right now; retry the request';
+/** What a client is told when this server's presence lapsed: retryable (another server will serve it), nothing half-done. */
+const LAPSED_MESSAGE = 'This server is not serving writes right now (it is rejoining its cluster); retry the request';
 
 /** A GraphQL error with one of the API's codes. */
 export function apiError(code: DomainErrorCode, message: string, argumentName?: string): GraphQLError {
@@ -57,6 +60,9 @@ export function createFormatError(logger: Logger) {
     }
     if (original instanceof DeadlineExceededError || (original instanceof SagaAbortedError && original.cause instanceof DeadlineExceededError)) {
       return { ...base, message: original.message, extensions: { code: 'TIMEOUT' } };
+    }
+    if (original instanceof PresenceLapsedError) {
+      return { ...base, message: LAPSED_MESSAGE, extensions: { code: 'UNAVAILABLE' } };
     }
     if (original instanceof RequestAbortedError || (original instanceof SagaAbortedError && original.cause instanceof RequestAbortedError)) {
       // Nobody reads it (the client has gone), but every error has its code.

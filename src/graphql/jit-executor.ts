@@ -10,7 +10,8 @@
  * getter and setter in an object literal, and V8 keeps such accessor pairs in the old
  * generation. Every request's whole state (context, loaders, rows, result) was then
  * reachable from old-generation garbage until the next full collection, so scavenges
- * promoted it: 9% of all allocation, against 0.2% here (BENCHMARKS.md).
+ * promoted it: 9% of all allocation, against 0.2% here (docs/benchmarks-history.md,
+ * "The gateway executor's garbage, found and removed").
  */
 import {
   HeaderMap,

@@ -44,8 +44,8 @@ export interface DemoIds {
 }
 
 /**
- * Example operations the playground opens with: one per connection, the mutations, and
- * a subscription. Lines stay short so every tab reads whole in a 1024 px wide window.
+ * Example operations the playground opens with: one per connection, the mutations, a
+ * subscription, and numbered pages (`offset`). Lines stay short so every tab reads whole in a 1024 px wide window.
  * With the demo data set's ids, the meeting, list and subscription tabs run as they are.
  */
 export function exampleTabs(ids: DemoIds | null): ReadonlyArray<{ query: string }> {
@@ -219,6 +219,28 @@ subscription AliceTimeline($after: String) {
       node { id content createdAt }
     }
     deletedPostId
+  }
+}`,
+    },
+    {
+      query: `# Numbered pages: jump to page N of a counted
+# connection with offset. 5 a page: page 3 is
+# offset 10; totalCount / 5 is the number of
+# pages. last + offset counts from the end.
+# Every edge keeps its cursor: page on from
+# here with "after" as usual. Offsets count
+# what settled a few seconds ago.
+query NumberedPage($offset: Int = 10) {
+  userByUsername(username: "alice") {
+    posts(first: 5, offset: $offset) {
+      totalCount
+      edges { cursor node { content } }
+      pageInfo {
+        hasNextPage
+        hasPreviousPage
+        endCursor
+      }
+    }
   }
 }`,
     },

@@ -72,6 +72,11 @@ export function encodeFeedCursor(codec: CursorCodec, feed: string, position: Fee
   return codec.encodeCursor(connectionOf(feed), [TAG, position.floor.toString(), Buffer.from(bytes).toString('base64url')]);
 }
 
+/** Whether `cursor` is a genuine change cursor of `feed` in a retired format (CursorCodec.isOutdated). */
+export function isOutdatedFeedCursor(codec: CursorCodec, feed: string, cursor: string): boolean {
+  return codec.isOutdated(connectionOf(feed), cursor);
+}
+
 /** The position inside a change cursor of `feed`, or null when it is malformed, forged or another feed's. */
 export function decodeFeedCursor(codec: CursorCodec, feed: string, cursor: string): FeedPosition | null {
   const key = codec.decodeCursor(connectionOf(feed), cursor, { maxLength: MAX_FEED_CURSOR_LENGTH });

@@ -5,7 +5,7 @@
  */
 import { DomainError, badInput } from '../errors.js';
 import type { CursorCodec } from '../paging/cursor.js';
-import { decodeFeedCursor, type FeedPosition } from './feed-cursor.js';
+import { decodeFeedCursor, isOutdatedFeedCursor, type FeedPosition } from './feed-cursor.js';
 import { CursorExpiredError, type Delivery, type FeedSpec, type LiveHub } from './live-hub.js';
 
 /** What subscribing needs. */
@@ -33,6 +33,9 @@ export class LiveSubscriptions {
     let position: FeedPosition | null = null;
     if (after !== null && after !== undefined) {
       position = decodeFeedCursor(this.deps.codec, spec.feed, after) ?? connectionPosition?.(after) ?? null;
+      if (!position && isOutdatedFeedCursor(this.deps.codec, spec.feed, after)) {
+        throw badInput('after', '`after` is a change cursor in a format this release no longer reads: it is out of date; subscribe again without `after`');
+      }
       if (!position) {
         throw badInput(
           'after',

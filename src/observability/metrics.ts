@@ -124,6 +124,9 @@ export class Metrics {
   private readonly backgroundPasses: MetricFamily;
   private readonly applierDelay: MetricFamily;
   private readonly registryPrunes: MetricFamily;
+  private readonly clockBeyondBound: Series;
+  /** The largest lead beyond the clock-skew bound of the last minute: its size (s) and when. */
+  private clockAhead: { seconds: number; at: number } | null = null;
   private readonly livePolls: MetricFamily;
   private readonly liveFeedsPolled: Series;
   private readonly livePollReads: Series;
@@ -195,6 +198,20 @@ export class Metrics {
     this.applierDelay = histogram('relay_list_applier_apply_delay_seconds', "Time from a list transaction to its application by this server's applier.", [], LAG_BUCKETS);
     this.applierDelay.of();
     this.registryPrunes = counter('relay_registry_prunes_total', 'Bucket registry prunes, by registry and outcome (pruned: the empty bucket was dropped; kept: it was not empty).', ['registry', 'outcome']);
+
+    this.clockBeyondBound = counter(
+      'relay_clock_skew_beyond_bound_total',
+      "Write times read further ahead of this server's clock than CLOCK_SKEW_MS (this clock or another server's is off).",
+    ).of();
+    new Gauge({
+      name: 'relay_clock_ahead_max_seconds',
+      help: "The largest lead beyond CLOCK_SKEW_MS of a write time read over this server's clock in the last minute (0: none).",
+      registers,
+      collect() {
+        const seen = self.clockAhead;
+        this.set(seen && Date.now() - seen.at <= 60_000 ? seen.seconds : 0);
+      },
+    });
 
     new Gauge({ name: 'relay_requests_in_flight', help: 'GraphQL requests executing on this server now (at most MAX_IN_FLIGHT).', registers, collect() { this.set(self.sources.requestsInFlight?.() ?? 0); } });
     new Gauge({ name: 'relay_requests_queued', help: 'GraphQL requests waiting for a slot on this server now (at most MAX_QUEUED).', registers, collect() { this.set(self.sources.requestsQueued?.() ?? 0); } });
@@ -324,6 +341,14 @@ export class Metrics {
   /** A bucket registry prune finished. */
   registryPrune(registry: string, outcome: 'pruned' | 'kept'): void {
     this.registryPrunes.of(registry, outcome).value++;
+  }
+
+  /** A write time was read `aheadMs` ahead of this server's clock, beyond CLOCK_SKEW_MS (observability/clock-skew.ts). */
+  clockAheadBeyondBound(aheadMs: number): void {
+    this.clockBeyondBound.value++;
+    const now = Date.now();
+    const seconds = aheadMs / 1000;
+    if (!this.clockAhead || now - this.clockAhead.at > 60_000 || seconds >= this.clockAhead.seconds) this.clockAhead = { seconds, at: now };
   }
 
   /** A live poll finished. */

@@ -6,7 +6,8 @@
  */
 import { stopIfAborted } from '../store/deadline.js';
 import type { CursorCodec } from './cursor.js';
-import type { CursorKey, Direction, Edge, OrderedSource, Page, PageArgs } from './types.js';
+import { readRun, readingPositions } from './ranked-index.js';
+import type { CursorKey, Direction, Edge, OrderedSource, Page, PageArgs, PositionIndex } from './types.js';
 import { PagingArgumentError } from './types.js';
 
 /** Page sizes: the default, and the most a client may ask for. */
@@ -25,6 +26,11 @@ export interface PagingOptions {
    * (`RequestAbortedError`), so a walk over many buckets stops where it stands.
    */
   readonly signal?: AbortSignal;
+  /**
+   * How an `offset` finds its position: the connection's counted index (ranked-index.ts);
+   * without one, the skipped edges are read.
+   */
+  readonly index?: PositionIndex;
 }
 
 /** Arguments after validation: a direction, a size, and decoded cursors. */
@@ -33,6 +39,8 @@ export interface ResolvedPageArgs {
   readonly size: number;
   readonly after: CursorKey | undefined;
   readonly before: CursorKey | undefined;
+  /** Edges skipped before the page, in its direction (0 when not asked). */
+  readonly offset: number;
 }
 
 function checkSize(name: 'first' | 'last', value: number | null | undefined, max: number): number | undefined {
@@ -51,6 +59,12 @@ function decode<N>(
 ): CursorKey | undefined {
   if (cursor === undefined || cursor === null) return undefined;
   const key = codec.decodeCursor(source.id, cursor);
+  if (key === null && codec.isOutdated(source.id, cursor)) {
+    throw new PagingArgumentError(
+      name,
+      `\`${name}\` is a cursor of this connection in a format this release no longer reads: it is out of date; page again from the start (without \`${name}\`) to get current cursors`,
+    );
+  }
   if (key === null || !source.isKey(key)) {
     throw new PagingArgumentError(name, `\`${name}\` is not a valid cursor for this connection, got "${truncate(cursor)}"`);
   }
@@ -80,7 +94,11 @@ export function resolvePageArgs<N>(source: OrderedSource<N>, args: PageArgs, opt
   const size = first ?? last ?? options.defaultPageSize ?? DEFAULT_PAGE_SIZE;
   // `last`, or a lone `before`, pages backward; everything else pages forward.
   const direction: Direction = last !== undefined || (first === undefined && before && !after) ? 'backward' : 'forward';
-  return { direction, size, after, before };
+  const offset = args.offset ?? 0;
+  if (!Number.isSafeInteger(offset) || offset < 0) {
+    throw new PagingArgumentError('offset', `\`offset\` must be 0 or more, got ${offset}`);
+  }
+  return { direction, size, after, before, offset };
 }
 
 /**
@@ -98,7 +116,10 @@ export function edgeFromNode<N>(source: OrderedSource<N>, node: N, codec: Cursor
  */
 export async function pageFromSource<N>(source: OrderedSource<N>, args: PageArgs, options: PagingOptions): Promise<Page<N>> {
   const resolved = resolvePageArgs(source, args, options);
-  const window = await readWindow(source, resolved, options.signal);
+  const window =
+    resolved.offset > 0
+      ? await readOffsetWindow(source, resolved, options.index ?? readingPositions, options.signal)
+      : await readWindow(source, resolved, options.signal);
   const edges = window.rows.map((node) => edgeFromNode(source, node, options.codec));
   return {
     edges,
@@ -124,11 +145,8 @@ interface Window<N> {
 async function readWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs, signal: AbortSignal | undefined): Promise<Window<N>> {
   const forward = args.direction === 'forward';
   const opposite: Direction = forward ? 'backward' : 'forward';
-  // `from` is where the read starts, `stop` where the window ends (exclusive).
+  // `from` is where the read starts; closeWindow cuts at the far cursor.
   const from = forward ? args.after : args.before;
-  const stop = forward ? args.before : args.after;
-  // Signed so that "beyond the stop" reads the same in both directions.
-  const sign = forward ? 1 : -1;
   const n = args.size;
 
   // seed 003: fetch page size + 2 from a cursor (the cursor row and one extra), + 1 without.
@@ -146,6 +164,21 @@ async function readWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs, s
       behind = (await source.read(from, opposite, 1)).length > 0;
     }
   }
+  return closeWindow(source, args, rows, behind);
+}
+
+/**
+ * A window from the rows read in its direction (up to page size + 1 from where it
+ * starts) and whether rows lie behind its start: cut at the far cursor, flags set,
+ * put in connection order.
+ */
+function closeWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs, read: N[], behind: boolean): Window<N> {
+  const forward = args.direction === 'forward';
+  // `stop` is where the window ends (exclusive); signed so that "beyond the stop" reads the same in both directions.
+  const stop = forward ? args.before : args.after;
+  const sign = forward ? 1 : -1;
+  const n = args.size;
+  let rows = read;
   let ahead: boolean;
   const cut = stop ? rows.findIndex((r) => sign * source.compare(source.keyOf(r), stop) >= 0) : -1;
   if (cut >= 0 && cut <= n) {
@@ -160,4 +193,36 @@ async function readWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs, s
   return forward
     ? { rows, hasNext: ahead, hasPrevious: behind }
     : { rows, hasNext: behind, hasPrevious: ahead };
+}
+
+/**
+ * The rows of a page `offset` edges on (see PageArgs.offset): the index gives where the
+ * page starts, a read from there takes it and one more row (`hasNext`); the edges
+ * skipped within the read, or one probe the other way, prove `hasPrevious` (forward;
+ * the flags swap backward). Past the end, the page is empty and `hasPrevious` (forward)
+ * tells whether the connection has any edge at all.
+ */
+async function readOffsetWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs, index: PositionIndex, signal: AbortSignal | undefined): Promise<Window<N>> {
+  const forward = args.direction === 'forward';
+  const opposite: Direction = forward ? 'backward' : 'forward';
+  const from = forward ? args.after : args.before;
+  stopIfAborted(signal);
+  const start = await index.locate(source, from, args.direction, args.offset);
+  stopIfAborted(signal);
+  // Whether any row lies before `key` (exclusive), in the paging direction.
+  const anyBefore = async (key: CursorKey | undefined) =>
+    (await source.read(key, opposite, 2)).some((r) => key === undefined || source.compare(source.keyOf(r), key) !== 0);
+  let rows: N[] = [];
+  let behind: boolean;
+  if (start === null) {
+    behind = await anyBefore(undefined);
+  } else {
+    const [read, before] = await Promise.all([
+      readRun(source, start.key, args.direction, start.skip + args.size + 1),
+      start.skip === 0 && start.key !== undefined ? anyBefore(start.key) : Promise.resolve(false),
+    ]);
+    rows = read.slice(start.skip);
+    behind = start.skip > 0 ? read.length > 0 || (await anyBefore(start.key)) : before;
+  }
+  return closeWindow(source, args, rows, behind);
 }

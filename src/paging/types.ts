@@ -39,6 +39,30 @@ export interface PageArgs {
   readonly after?: string | null;
   readonly last?: number | null;
   readonly before?: string | null;
+  /**
+   * Edges to skip before the page, in the paging direction: from the cursor (`after`
+   * forward, `before` backward), or from the start (forward) or the end (backward).
+   */
+  readonly offset?: number | null;
+}
+
+/** Where a page starts: `skip` edges on from `key` (inclusive; the start or end when undefined), in the paging direction. */
+export interface PagePosition {
+  readonly key: CursorKey | undefined;
+  readonly skip: number;
+}
+
+/**
+ * How a connection finds the edge `offset` edges after a cursor (or from its start or
+ * end) without paging through the edges in between: a counted index (ranked-index.ts),
+ * or, for a connection without one, reading them (`readingPositions`).
+ */
+export interface PositionIndex {
+  /**
+   * Where the edge lies that comes `offset` edges after every edge at or before `from`
+   * (after none when `from` is undefined), in `direction`; null when there is none.
+   */
+  locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<PagePosition | null>;
 }
 
 /** One edge of a page. */

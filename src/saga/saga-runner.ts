@@ -3,11 +3,17 @@
  * compensation, recorded in the durable saga log before every step. A failed step
  * compensates the finished ones (and itself: it may have applied) in reverse order; a
  * crash leaves the log behind, and `recover` rolls each open saga forward or back.
+ *
+ * A saga runs under this process's presence lease: it does not start while the lease
+ * has lapsed (PresenceLapsedError, nothing written), and once its lease lapses its
+ * writes are refused, even after the process takes its node back (another server may
+ * be recovering it meanwhile): it stops where it is and is left to recovery, as after
+ * a crash. Recovery passes skip while the lease has lapsed.
  */
 import type { Logger } from 'pino';
 import { DomainError, SagaAbortedError } from '../errors.js';
 import { startPeriodicTask, type PeriodicTask } from '../background/periodic-task.js';
-import type { Presence } from '../background/presence.js';
+import { LeaseGuardedStore, PresenceLapsedError, type Presence } from '../background/presence.js';
 import type { CountWriter } from '../counts/connection-counts.js';
 import type { ChangeWriter } from '../live/change-log.js';
 import type { Store } from '../store/port.js';
@@ -86,7 +92,7 @@ export interface SagaRunnerOptions {
   /** Sagas running in this process, shared by all runners, so recovery leaves them alone. */
   readonly inFlight: Set<string>;
   /** This process's presence: sagas are recorded with it as owner, and recovery asks it who is alive. */
-  readonly presence?: Pick<Presence, 'identity' | 'isAlive'>;
+  readonly presence?: Pick<Presence, 'identity' | 'isAlive' | 'lease'>;
   readonly logger?: Logger;
   /** The clock-skew and write-timeout bounds the saga log's low-water marks rely on. */
   readonly cluster?: ClusterSettings;
@@ -110,6 +116,8 @@ interface ActiveSaga<P> {
   readonly definition: SagaDefinition<P>;
   readonly payload: P;
   readonly steps: ReadonlyArray<SagaStep<P>>;
+  /** The saga log, over the saga's own view of the store (its writes refused once its lease lapses). */
+  readonly log: SagaLog;
 }
 
 /** A step that threw. */
@@ -136,6 +144,21 @@ export class SagaRunner {
   }
 
   /**
+   * The store and saga log a saga writes through: bound to the presence lease held now,
+   * so that its writes stop for good if the lease lapses. Throws PresenceLapsedError
+   * when it has lapsed already.
+   */
+  private underLease(): { store: Store; log: SagaLog } {
+    const lease = this.options.presence?.lease();
+    if (!lease) return { store: this.options.store, log: this.log };
+    if (!lease.held()) {
+      throw new PresenceLapsedError('this server does not hold its clock node now (its presence lapsed); nothing changed; retry the request');
+    }
+    const store = new LeaseGuardedStore(this.options.store, lease.held);
+    return { store, log: new SagaLog(store, this.options.cluster ?? DEFAULT_CLUSTER_SETTINGS) };
+  }
+
+  /**
    * Run a saga to completion. On a failure it compensates and throws: the step's own
    * DomainError (a refusal such as CONFLICT), or SagaAbortedError. The definition must
    * be registered (recovery could not finish it otherwise), and a given `sagaId` must
@@ -149,7 +172,8 @@ export class SagaRunner {
     if (!SagaLog.canStart(sagaId)) {
       throw new Error(`saga ${sagaId} was made over ${SAGA_START_WINDOW_MS} ms ago: make its id just before running it`);
     }
-    const saga: ActiveSaga<P> = { sagaId, definition, payload, steps: definition.steps(this.options.store, this.options.environment) };
+    const { store, log } = this.underLease();
+    const saga: ActiveSaga<P> = { sagaId, definition, payload, steps: definition.steps(store, this.options.environment), log };
     this.options.inFlight.add(sagaId);
     try {
       const failed = await this.forward(saga, 0);
@@ -174,6 +198,7 @@ export class SagaRunner {
    * open for the next pass.
    */
   async recover(graceMs: number, now: Date = new Date()): Promise<RecoveryReport> {
+    if (this.options.presence && !this.options.presence.lease().held()) return { rolledForward: 0, rolledBack: 0, failed: 0, skipped: 0 };
     let rolledForward = 0;
     let rolledBack = 0;
     let failed = 0;
@@ -209,7 +234,7 @@ export class SagaRunner {
     for (let step = from; step < saga.steps.length; step++) {
       try {
         // Before step i, and so after step i-1: the log says how far we got.
-        await this.log.record(this.entryOf(saga), step, 'forward', this.owner);
+        await saga.log.record(this.entryOf(saga), step, 'forward', this.owner);
         await saga.steps[step]!.run(saga.payload);
       } catch (error) {
         return { step, error };
@@ -243,7 +268,7 @@ export class SagaRunner {
   private async finish<P>(saga: ActiveSaga<P>): Promise<void> {
     const { sagaId, definition } = saga;
     try {
-      await this.log.close(saga);
+      await saga.log.close(saga);
     } catch (err) {
       if (definition.pivot !== undefined) {
         this.options.logger?.warn({ err, sagaId, kind: definition.kind }, 'closing the saga log failed; recovery will close it');
@@ -256,12 +281,14 @@ export class SagaRunner {
 
   private async recoverOne(record: SagaRecord): Promise<'forward' | 'backward'> {
     const definition = this.options.registry.get(record.kind);
+    const { store, log } = this.underLease();
     const saga: ActiveSaga<unknown> = {
       sagaId: record.sagaId,
       legacy: record.legacy,
       definition,
       payload: record.payload,
-      steps: definition.steps(this.options.store, this.options.environment),
+      steps: definition.steps(store, this.options.environment),
+      log,
     };
     this.options.inFlight.add(record.sagaId);
     try {
@@ -269,7 +296,7 @@ export class SagaRunner {
         // The step in progress may or may not have applied: steps are idempotent, run it again.
         const failed = await this.forward(saga, record.step);
         if (failed) throw failed.error;
-        await this.log.close(saga);
+        await saga.log.close(saga);
         this.options.logger?.info({ sagaId: record.sagaId, kind: record.kind }, 'saga rolled forward');
         return 'forward';
       }
@@ -295,10 +322,10 @@ export class SagaRunner {
   /** Undo steps `from` .. 0 in reverse order, logging each, then close the saga. */
   private async compensate<P>(saga: ActiveSaga<P>, from: number): Promise<void> {
     for (let j = Math.min(from, saga.steps.length - 1); j >= 0; j--) {
-      await this.log.record(this.entryOf(saga), j, 'compensating', this.owner);
+      await saga.log.record(this.entryOf(saga), j, 'compensating', this.owner);
       await saga.steps[j]!.compensate?.(saga.payload);
     }
-    await this.log.close(saga);
+    await saga.log.close(saga);
   }
 
   /** How the log names a saga. */

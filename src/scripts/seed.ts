@@ -17,12 +17,12 @@
 import cliProgress from 'cli-progress';
 import pino from 'pino';
 import { hostname } from 'node:os';
-import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore, type Services } from '../composition-root.js';
+import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore, rankedCounts, type Services } from '../composition-root.js';
 import { loadConfig } from '../config.js';
 import { recountConnections, scanRows } from '../counts/recount.js';
 import { sweepUser } from '../features/directory/name-index.js';
 import { usersTable } from '../features/users/users-tables.js';
-import { readUsers } from '../features/users/users.js';
+import { readUserForChange } from '../features/users/users.js';
 import { listMemberships } from '../features/lists/lists.js';
 import { acceptanceMemberships } from '../features/meetings/meetings.js';
 import { suspensionMemberships } from '../features/suspensions/suspensions.js';
@@ -151,6 +151,7 @@ async function recount(): Promise<void> {
     {
       clock: services.clock,
       cluster: services.cluster,
+      rankOf: rankedCounts,
       onProgress: (done) => done % 1_000 === 0 && process.stderr.write(`recounting: ${done} counts settled\n`),
     },
   );
@@ -165,7 +166,7 @@ async function reindex(): Promise<void> {
   const { services, close } = await open('reindex');
   writing = true;
   const { store, clock } = services;
-  const readUser = async (id: string) => (await readUsers(store, [id]))[0] ?? null;
+  const readUser = (id: string) => readUserForChange(store, id);
   const tally = { users: 0, 'entries written': 0 };
   for await (const rows of scanRows(store, usersTable)) {
     for (const row of rows) {

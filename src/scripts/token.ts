@@ -1,7 +1,9 @@
 /**
  * `npm run -s token -- <username> [--admin] [--expires 30d]` (or, in the image,
  * `node dist/scripts/token.js <username>`): print a token signed with AUTH_SECRET (or
- * the development secret when it is unset) on stdout, alone, so it can be captured:
+ * the development secret when it is unset; never an earlier one of
+ * AUTH_PREVIOUS_SECRETS), with AUTH_ISSUER, AUTH_AUDIENCE and AUTH_ROLES_CLAIM as the
+ * server checks them, on stdout, alone, so it can be captured:
  * `TOKEN=$(npm run -s token -- alice)`.
  */
 import { decodeJwt } from 'jose';
@@ -28,10 +30,21 @@ if (!/^\d+\s*(s|m|h|d|w|y)$/.test(values.expires)) usageError(`--expires must be
 
 runScript('token', async () => {
   const config = loadConfig();
+  const { auth } = config;
+  if (auth.kind === 'identity-provider') {
+    usageError('AUTH_JWKS_URL is set: the server accepts only tokens your identity provider signs, so this command cannot make one', USAGE);
+  }
   if (config.devSecrets.includes('AUTH_SECRET')) {
     console.error('note: AUTH_SECRET is unset; signing with the development secret');
   }
-  const token = await signToken(authKey(config.authSecret), username, { admin: values.admin, expiresIn: values.expires });
+  // Signed as the server checks it: with its issuer, its first audience and its roles claim.
+  const token = await signToken(authKey(auth.secret), username, {
+    admin: values.admin,
+    expiresIn: values.expires,
+    issuer: auth.issuer,
+    audience: auth.audiences[0],
+    rolesClaim: auth.rolesClaim,
+  });
   // The server refuses a token that expires further ahead than MAX_TOKEN_AGE: do not print one.
   const ahead = decodeJwt(token).exp! - Math.floor(Date.now() / 1000);
   if (ahead > config.maxTokenAgeSeconds) {

@@ -137,6 +137,24 @@ export class StoreRequestError extends Error {
 }
 
 /**
+ * A warning the database gave about one statement (a read that passed over too many
+ * tombstones, an oversized batch). Its message never holds the statement's values
+ * (Cassandra's own text quotes the partition key: user ids, name prefixes); they come
+ * apart, in `keyValues`, for a log to hash, never to print.
+ */
+export interface StoreWarning {
+  /** The table the statement addressed (null when it is not known). */
+  readonly table: string | null;
+  readonly kind: 'tombstones' | 'other';
+  /** For a tombstone warning, how many tombstones the read passed over. */
+  readonly tombstones?: number;
+  /** The warning's text without the statement's values. */
+  readonly message: string;
+  /** The statement's key values (and bounds): tell repeats of one key apart; never logged as they are. */
+  readonly keyValues: readonly unknown[];
+}
+
+/**
  * The store could not answer now (replicas unavailable, a timeout, no host reachable,
  * or a lightweight transaction whose outcome could not be learned). Nothing is known
  * to have been written; the request may be retried.

@@ -170,3 +170,24 @@ export function isCounterTable(table: TableSpec): boolean {
   const regular = regularColumnsOf(table);
   return regular.length > 0 && regular.every((c) => table.columns[c] === 'counter');
 }
+
+/** A table's key: its partition key columns and its clustering columns, in order, each with its clustering order. */
+export interface TableKey {
+  readonly partitionKey: readonly string[];
+  readonly clustering: readonly ClusteringColumn[];
+}
+
+/**
+ * How the key a store found for a table (`found`) differs from its declaration, one
+ * phrase per difference naming the table (`name`) and both keys: "table relay.timeline
+ * clustered by (post_id ASC), declared (post_id DESC)". Empty when they match. No
+ * store can alter a key in place, so each adapter refuses to start on one.
+ */
+export function keyDifferencesOf(name: string, found: TableKey, table: TableSpec): string[] {
+  const out: string[] = [];
+  const partition = (key: TableKey) => key.partitionKey.join(', ');
+  const clustering = (key: TableKey) => key.clustering.map((c) => `${c.column} ${c.order}`).join(', ');
+  if (partition(found) !== partition(table)) out.push(`table ${name} partitioned by (${partition(found)}), declared (${partition(table)})`);
+  if (clustering(found) !== clustering(table)) out.push(`table ${name} clustered by (${clustering(found)}), declared (${clustering(table)})`);
+  return out;
+}

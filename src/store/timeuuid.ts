@@ -48,12 +48,8 @@ const GREGORIAN_OFFSET_MS_NUMBER = Number(GREGORIAN_OFFSET_MS);
  * servers whose clocks differ.
  */
 export function microsOfTimeuuid(id: string): bigint {
-  const h = id.replace(/-/g, '');
-  const ticks = (BigInt(`0x${h.slice(13, 16)}`) << 48n) | (BigInt(`0x${h.slice(8, 12)}`) << 32n) | BigInt(`0x${h.slice(0, 8)}`);
-  return ticks / 10n - GREGORIAN_OFFSET_MS * 1000n;
+  return ticksOfTimeuuid(id) / 10n - GREGORIAN_OFFSET_MS * 1000n;
 }
-
-const CLOCK_SEQ_AND_NODE_MIN = Buffer.from([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80]);
 
 /** The time fields of a timeuuid for `ticks` (100 ns intervals since 1582-10-15), as hex. */
 function timeFieldsHex(ticks: bigint): string {
@@ -86,6 +82,20 @@ export function timeuuidOfMicros(micros: bigint, random: (n: number) => Buffer =
  * made at or after `t`, whatever its random part.
  */
 export function minTimeuuidOfMicros(micros: bigint): string {
-  const lsb = CLOCK_SEQ_AND_NODE_MIN.toString('hex');
-  return `${timeFieldsHex(ticksOfMicros(micros))}-${lsb.slice(0, 4)}-${lsb.slice(4)}`;
+  return timeuuidBoundOfTicks(ticksOfMicros(micros), 'lowest');
+}
+
+/** The 100 ns ticks (since 1582-10-15) in a timeuuid's time fields: what Cassandra orders timeuuids by first. */
+export function ticksOfTimeuuid(id: string): bigint {
+  return (BigInt(`0x${id.slice(15, 18)}`) << 48n) | (BigInt(`0x${id.slice(9, 13)}`) << 32n) | BigInt(`0x${id.slice(0, 8)}`);
+}
+
+/**
+ * The lowest or highest timeuuid of a tick in Cassandra's order: the time fields, then
+ * a clock sequence and node compared as signed bytes, lowest 0x80 each, highest 0xbf
+ * (the variant's bits kept) then 0x7f. A clustering bound at one of them takes every
+ * timeuuid of that tick and those on one side of it.
+ */
+export function timeuuidBoundOfTicks(ticks: bigint, end: 'lowest' | 'highest'): string {
+  return `${timeFieldsHex(ticks)}-${end === 'lowest' ? '8080-808080808080' : 'bf7f-7f7f7f7f7f7f'}`;
 }

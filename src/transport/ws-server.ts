@@ -15,7 +15,8 @@
  * that does not read holds back its own subscriptions, and nobody else's.
  *
  * Authentication: `connection_init`'s payload carries `Authorization: Bearer <JWT>`
- * (any case of the name); a missing or bad token makes the socket anonymous, and the
+ * (any case of the name); without one the socket is anonymous, a bad or expired one
+ * closes it with 4403 (graphql-ws' Forbidden) and the reason, and the
  * socket is closed with 4403 when its token expires (the client reconnects with a new
  * one and resumes with its last cursor). Browser origins follow CORS_ORIGINS, as for
  * HTTP; a page of this server's own origin (the playground) is always let in, as a
@@ -56,7 +57,20 @@ export const LIVE_CLOSE_CODES = Object.freeze({
   tooSlow: 1013,
   /** The socket's token expired: reconnect with a new one. */
   tokenExpired: 4403,
+  /** The token at `connection_init` was refused (graphql-ws' `CloseCode.Forbidden`). */
+  forbidden: CloseCode.Forbidden,
 });
+
+/** Longest reason a WebSocket close frame carries, in bytes. */
+const MAX_CLOSE_REASON_BYTES = 123;
+
+/** `reason`, cut to what a close frame carries (ending in "…" when cut). */
+export function closeReason(reason: string): string {
+  if (Buffer.byteLength(reason) <= MAX_CLOSE_REASON_BYTES) return reason;
+  let cut = reason;
+  while (Buffer.byteLength(`${cut}…`) > MAX_CLOSE_REASON_BYTES) cut = cut.slice(0, -1);
+  return `${cut}…`;
+}
 
 /** What the WebSocket side needs. */
 export interface LiveServerOptions<C> {
@@ -236,9 +250,17 @@ export function createLiveServer<C extends object>(httpServer: Server, options: 
       const params = ctx.connectionParams ?? {};
       const entry = Object.entries(params).find(([name]) => name.toLowerCase() === 'authorization');
       let session: Session | null = null;
-      if (typeof entry?.[1] === 'string') {
-        // A bad or expired token makes the socket anonymous, as no token does.
-        session = await options.authenticate(entry[1]).catch(() => null);
+      if (entry !== undefined) {
+        try {
+          // A value that is not a string is no "Bearer <JWT>" either.
+          session = await options.authenticate(typeof entry[1] === 'string' ? entry[1] : String(entry[1]));
+        } catch (err) {
+          // A bad or expired token is refused, not made anonymous: the client would
+          // otherwise believe it is signed in. graphql-ws closes with 4403 on `false`;
+          // closing first gives the client the reason.
+          ctx.extra.socket.close(LIVE_CLOSE_CODES.forbidden, closeReason(`Forbidden: ${err instanceof GraphQLError ? err.message : 'the token is invalid'}`));
+          return false;
+        }
       }
       ctx.extra.session = session;
       if (session) {

@@ -14,6 +14,7 @@ import { demoSeeding } from '../../src/composition-root.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { listGlobalId, meetingGlobalId } from '../../src/graphql/ids.js';
 import { seedDemoData, type DemoSummary } from '../../src/seed/demo.js';
+import { MonotonicClock } from '../../src/store/clock.js';
 import { launchChromium } from '../support/browser.js';
 import { waitFor } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
@@ -74,13 +75,20 @@ describe('the playground in Chromium', () => {
   let server: TestServer;
   let browser: Browser;
   let demo: DemoSummary;
+  let aheadMs = 0;
 
   beforeAll(async () => {
     // One process, one clock: a subscription starts exactly when the server holds it.
     // CORS_ORIGINS leaves the playground's origin out: its own page needs no CORS, its
     // WebSocket included.
-    server = await startTestServer({ env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0', CORS_ORIGINS: 'https://app.example.com' } });
+    // The server's clock runs ahead once the demo data is in: its counts settle (offsets count settled posts).
+    server = await startTestServer({
+      env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0', CORS_ORIGINS: 'https://app.example.com' },
+      clock: new MonotonicClock({ now: () => Date.now() + aheadMs }),
+    });
     demo = (await seedDemoData(demoSeeding(server.app.services)))!;
+    aheadMs = 30_000;
+    await server.app.services.countVerifier.runOnce();
     browser = await launchChromium();
   }, 60_000);
 
@@ -99,9 +107,9 @@ describe('the playground in Chromium', () => {
     expect(result.data.userByUsername.posts.pageInfo.hasNextPage).toBe(true);
 
     const tabs = page.locator('.graphiql-tab');
-    expect(await tabs.count()).toBe(8);
+    expect(await tabs.count()).toBe(9);
     const queries: string[] = [];
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 9; i++) {
       await tabs.nth(i).click();
       queries.push(await editorValue(page, QUERY));
       // Nothing runs off the editor: no horizontal scrolling.
@@ -124,6 +132,14 @@ describe('the playground in Chromium', () => {
       { id: listGlobalId(demo.listId), title: 'Groceries', owner: { username: 'alice' } },
     ]);
     expect(mine.data.userByUsername.meetings.edges.map((e: { node: { title: string } }) => e.node.title)).toEqual(['Tea party planning']);
+    // Numbered pages: page 3 of alice's posts, 5 a page.
+    await tabs.nth(8).click();
+    const numbered = await run(page);
+    expect(numbered.data.userByUsername.posts.totalCount).toBe(45);
+    expect(numbered.data.userByUsername.posts.edges.map((e: { node: { content: string } }) => e.node.content)).toEqual(
+      [35, 34, 33, 32, 31].map((n) => `Alice Liddell's post #${n}`),
+    );
+    expect(numbered.data.userByUsername.posts.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: true });
 
     expect(foreign).toEqual([]);
     expect(errors).toEqual([]);

@@ -85,7 +85,7 @@ describe('the servers in docker-compose.yml', () => {
         CURSOR_SECRET: expect.stringMatching(/^\$\{CURSOR_SECRET:\?.+\}$/),
       });
       expect(() => env(server, {})).toThrow(/CURSOR_SECRET: set CURSOR_SECRET to a random secret of 32\+ bytes/);
-      expect(loadConfig(env(server))).toMatchObject({ production: true, authSecret: DOTENV.AUTH_SECRET, cursorSecret: DOTENV.CURSOR_SECRET, devSecrets: [] });
+      expect(loadConfig(env(server))).toMatchObject({ production: true, auth: { kind: 'shared-secret', secret: DOTENV.AUTH_SECRET }, cursorSecret: DOTENV.CURSOR_SECRET, devSecrets: [] });
     }
   });
 

@@ -4,7 +4,7 @@ import { ConfigError, DEV_AUTH_SECRET, loadConfig, parseReplication } from '../.
 describe('configuration', () => {
   it('defaults to the embedded store with development secrets, and says so', () => {
     const c = loadConfig({});
-    expect(c).toMatchObject({ store: 'sqlite', port: 4000, sqlitePath: './data/app.db', authSecret: DEV_AUTH_SECRET });
+    expect(c).toMatchObject({ store: 'sqlite', port: 4000, sqlitePath: './data/app.db', auth: { kind: 'shared-secret', secret: DEV_AUTH_SECRET, previousSecrets: [], issuer: null, audiences: [], rolesClaim: 'roles' } });
     expect(c.devSecrets).toEqual(['CURSOR_SECRET', 'AUTH_SECRET']);
     expect(Object.isFrozen(c)).toBe(true);
   });
@@ -20,12 +20,15 @@ describe('configuration', () => {
 
   it('reads the cluster bounds apart from the HTTP write timeout, and the instance name', () => {
     const c = loadConfig({ PORT: '4100' });
-    expect(c.cluster).toEqual({ clockSkewMs: 1_000, writeTimeoutMs: 2_000 });
+    expect(c.cluster).toEqual({ clockSkewMs: 1_000, writeTimeoutMs: 2_000, unreadySkewMs: 5_000 });
     expect(c.writeTimeoutMs).toBe(10_000);
     expect(c.instanceId).toMatch(/:4100$/);
     // STORE_WRITE_TIMEOUT_MS bounds a store write's landing; WRITE_TIMEOUT_MS a response's drain.
     const set = loadConfig({ CLOCK_SKEW_MS: '300', STORE_WRITE_TIMEOUT_MS: '5000', WRITE_TIMEOUT_MS: '700', INSTANCE_ID: 'api-1' });
-    expect(set.cluster).toEqual({ clockSkewMs: 300, writeTimeoutMs: 5_000 });
+    expect(set.cluster).toEqual({ clockSkewMs: 300, writeTimeoutMs: 5_000, unreadySkewMs: 1_500 });
+    // The readiness bound: five times the skew bound by default, never below it, refused with the rule.
+    expect(loadConfig({ CLOCK_SKEW_MS: '300', CLOCK_SKEW_UNREADY_MS: '300' }).cluster.unreadySkewMs).toBe(300);
+    expect(() => loadConfig({ CLOCK_SKEW_MS: '300', CLOCK_SKEW_UNREADY_MS: '299' })).toThrow('CLOCK_SKEW_UNREADY_MS must be an integer between 300 and 6000000, got "299"');
     expect(set.writeTimeoutMs).toBe(700);
     expect(set.instanceId).toBe('api-1');
   });

@@ -39,7 +39,7 @@ describe('production secrets', () => {
     );
     expect(() => loadConfig(production({ CURSOR_SECRET: short }))).toThrow(/CURSOR_SECRET must be at least 32 bytes/);
     // Outside production, 16 bytes remain enough.
-    expect(loadConfig({ AUTH_SECRET: short }).authSecret).toBe(short);
+    expect(loadConfig({ AUTH_SECRET: short }).auth).toMatchObject({ secret: short });
   });
 
   it('refuses every example secret the docs and docker-compose.yml print', () => {
@@ -108,5 +108,30 @@ describe('production defaults', () => {
     for (const bad of ['forever', '0', '10s', '400d', '-1d', '1.5h']) {
       expect(() => loadConfig({ MAX_TOKEN_AGE: bad }), bad).toThrow(`MAX_TOKEN_AGE must be a duration between 60s and 366d, such as 3600, 12h or 30d, got "${bad}"`);
     }
+  });
+
+  it('reads CURSOR_PREVIOUS_SECRETS as comma-separated secrets under the same rules, none by default', () => {
+    expect(loadConfig({}).cursorPreviousSecrets).toEqual([]);
+    const [a, b] = [real(), real()];
+    expect(loadConfig(production({ CURSOR_PREVIOUS_SECRETS: ` ${a}, ${b} ` })).cursorPreviousSecrets).toEqual([a, b]);
+    expect(() => loadConfig({ CURSOR_PREVIOUS_SECRETS: 'short' })).toThrow('CURSOR_PREVIOUS_SECRETS (entry 1) must be at least 16 bytes long, got 5');
+    expect(() => loadConfig(production({ CURSOR_PREVIOUS_SECRETS: `${a},${'x'.repeat(40)}` }))).toThrow(
+      /CURSOR_PREVIOUS_SECRETS \(entry 2\) must not be one character or a short pattern repeated/,
+    );
+    const current = real();
+    expect(() => loadConfig(production({ CURSOR_SECRET: current, CURSOR_PREVIOUS_SECRETS: current }))).toThrow(
+      'CURSOR_PREVIOUS_SECRETS (entry 1) is the current secret: list only the secrets it replaced',
+    );
+    // The refusal never prints the secret it refused.
+    const refusal = (() => {
+      try {
+        loadConfig(production({ CURSOR_PREVIOUS_SECRETS: 'x'.repeat(40) }));
+        return null;
+      } catch (err) {
+        return err as Error;
+      }
+    })();
+    expect(refusal).toBeInstanceOf(ConfigError);
+    expect(refusal?.message).not.toContain('x'.repeat(40));
   });
 });

@@ -9,8 +9,8 @@ import { v1 as uuidv1 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_TABLES } from '../../src/composition-root.js';
 import type { Clock } from '../../src/store/clock.js';
-import type { ClusteringBound, Mutation, Store } from '../../src/store/port.js';
-import { MAX_TIMESTAMP, StoreRequestError } from '../../src/store/port.js';
+import type { ClusteringBound, Mutation, Store, StoreWarning } from '../../src/store/port.js';
+import { MAX_TIMESTAMP, StoreRequestError, StoreStartupError } from '../../src/store/port.js';
 import { CountingStore } from '../../src/store/store-decorator.js';
 import {
   defineTable,
@@ -23,7 +23,7 @@ import {
   type Row,
   type TableSpec,
 } from '../../src/store/table.js';
-import { microsOfTimeuuid, minTimeuuidOfMicros, timeuuidOfMicros } from '../../src/store/timeuuid.js';
+import { microsOfTimeuuid, minTimeuuidOfMicros, ticksOfTimeuuid, timeuuidBoundOfTicks, timeuuidOfMicros } from '../../src/store/timeuuid.js';
 import { tuplesBetween } from '../support/clustering-model.js';
 import type { StoreOptions, StoreUnderTest } from '../support/stores.js';
 
@@ -128,18 +128,14 @@ async function inParallel(n: number, width: number, op: (i: number) => Promise<u
 }
 
 /**
- * The tombstone count of the first log line warning that a read of `table` passed over
- * too many: a replica's own line ("Read … and N tombstone cells for query …", which the
- * embedded store logs too), or, where Cassandra runs with `read_thresholds_enabled`, the
- * coordinator's summary of its replicas' ("K nodes scanned up to N tombstones and issued
- * tombstone warnings for query …").
+ * The tombstone count of the first warning that a read of `table` passed over too many:
+ * a replica's own ("Read … and N tombstone cells for query …", which the embedded store
+ * gives too), or, where Cassandra runs with `read_thresholds_enabled`, the coordinator's
+ * summary of its replicas' ("K nodes scanned up to N tombstones and issued tombstone
+ * warnings for query …").
  */
-function tombstoneWarning(lines: readonly string[], table: string): number | null {
-  for (const line of lines) {
-    const m = /(?:Read \d+ live rows and (\d+) tombstone cells|\d+ nodes scanned up to (\d+) tombstones and issued tombstone warnings) for query (.*)/.exec(line);
-    if (m && m[3]!.includes(table)) return Number(m[1] ?? m[2]);
-  }
-  return null;
+function tombstoneWarning(warnings: readonly StoreWarning[], table: string): number | null {
+  return warnings.find((w) => w.kind === 'tombstones' && w.table === table)?.tombstones ?? null;
 }
 
 const CONTRACT_TABLES = [scanned, graced, kv, counters, gridAsc, gridDesc, gridMixed, typed, byText, byTimeuuid, byInt, byBigint, byTimestamp, big];
@@ -392,9 +388,9 @@ export function defineStoreContract(
       // client sees no warning. Written and read at ALL, every replica holds every
       // tombstone and the coordinator (a replica: the driver routes by token) reads too, so
       // the warning comes on one node and on a ring; the embedded store has one copy.
-      it('warns, naming the table and the count, when a read passes over more than 1,000 tombstones, and not over 10', async () => {
-        const lines: string[] = [];
-        const logged = await createStore({ log: (m) => lines.push(m), consistency: 'ALL' });
+      it('warns, naming the table and the count, its key values apart and out of its text, when a read passes over more than 1,000 tombstones, and not over 10', async () => {
+        const lines: StoreWarning[] = [];
+        const logged = await createStore({ warn: (w) => lines.push(w), consistency: 'ALL' });
         try {
           await logged.store.ensureTables([byText]);
           const few = randomUUID();
@@ -405,6 +401,11 @@ export function defineStoreContract(
           await inParallel(1_001, 50, (i) => logged.store.delete(byText, { p: many, k: `k${String(i).padStart(4, '0')}` }));
           expect(await logged.store.slice(byText, { partition: { p: many }, limit: 100 })).toEqual([]);
           expect(tombstoneWarning(lines, 'contract_by_text')).toBeGreaterThanOrEqual(1_001);
+          // The key is handed over apart, for a log to hash; the text never holds it.
+          const warning = lines.find((w) => w.kind === 'tombstones')!;
+          expect(warning.keyValues.map(String)).toContain(many);
+          expect(warning.message).toMatch(/tombstone/);
+          expect(lines.some((w) => w.message.includes(many) || w.message.includes(few))).toBe(false);
         } finally {
           await logged.dispose();
         }
@@ -460,6 +461,18 @@ export function defineStoreContract(
         const cells = await store.readCells(kv, { id }, ['name', 'score']);
         expect(cells.writetime).toEqual({ name: 123_456n, score: null });
         expect(cells.ttl).toEqual({ name: null, score: null });
+      });
+
+      it('reports what a write above it needs: a same-value rewrite raises the write time, a lower write neither changes it nor wins, a cleared cell has none', async () => {
+        // Ordering writes across servers (docs/how-it-works.md) reads these times and writes above them.
+        const id = randomUUID();
+        await store.upsert(kv, { id, name: 'a', score: 1 }, { timestamp: 5_000n });
+        await store.upsert(kv, { id, name: 'a' }, { timestamp: 7_000n });
+        await store.upsert(kv, { id, name: 'older', score: 2 }, { timestamp: 6_000n });
+        await store.upsert(kv, { id, score: null }, { timestamp: 8_000n });
+        const cells = await store.readCells(kv, { id }, ['name', 'score']);
+        expect([cells.row?.name, cells.row?.score ?? null]).toEqual(['a', null]);
+        expect(cells.writetime).toEqual({ name: 7_000n, score: null });
       });
 
       it('reports the remaining TTL of an expiring cell', async () => {
@@ -634,6 +647,21 @@ export function defineStoreContract(
         expect(differences[1]).toMatch(new RegExp(`^column ${kv.name}\\.\\w*contract_added$`));
         // Still missing: a check creates nothing.
         expect(await store.checkSchema([missing])).toHaveLength(1);
+      });
+      it('refuses a table declared again with another key, naming the table and both keys, and checkSchema reports it', async () => {
+        const reordered = defineTable({ name: big.name, columns: { ...big.columns }, partitionKey: ['p'], clustering: [{ column: 'a', order: 'ASC' }, { column: 'b', order: 'ASC' }] });
+        const repartitioned = defineTable({ name: kv.name, columns: { ...kv.columns }, partitionKey: ['id', 'name'] });
+        const clustered = /^table (\w+\.)?contract_big clustered by \(a DESC, b ASC\), declared \(a ASC, b ASC\)$/;
+        const partitioned = /^table (\w+\.)?contract_kv partitioned by \(id\), declared \(id, name\)$/;
+        const error = await store.ensureTables([reordered, repartitioned]).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreStartupError);
+        expect((error as Error).message).toMatch(/clustered by \(a DESC, b ASC\), declared \(a ASC, b ASC\), table .*partitioned by \(id\), declared \(id, name\);/);
+        const differences = await store.checkSchema([reordered, repartitioned]);
+        expect(differences, differences.join('; ')).toHaveLength(2);
+        expect(differences[0]).toMatch(clustered);
+        expect(differences[1]).toMatch(partitioned);
+        // Refused, not changed: the tables are still as first declared.
+        expect(await store.checkSchema([big, kv])).toEqual([]);
       });
     });
 
@@ -849,6 +877,24 @@ export function defineStoreContract(
         const rows = await store.slice(byTimeuuid, { partition: { p }, lower: { values: [minTimeuuidOfMicros(t)], inclusive: true }, limit: 10 });
         expect(rows.map((r) => r.k).sort()).toEqual([...at].sort());
         expect(rows.map((r) => microsOfTimeuuid(r.k as string))).toEqual(at.map(() => t));
+      });
+
+      it('ends a slice bounded by the highest timeuuid of a tick at every timeuuid of that tick, and starts one at the lowest (offset reads from them)', async () => {
+        const p = randomUUID();
+        const t = 1_700_000_000_654_321n;
+        const ticks = ticksOfTimeuuid(timeuuidOfMicros(t));
+        // The random part's extremes in Cassandra's signed-byte order (the variant bits kept by timeuuidOfMicros): 0x7f makes the highest itself.
+        const parts = [Buffer.alloc(8, 0x80), Buffer.alloc(8, 0x7f), Buffer.alloc(8, 0xff), Buffer.from('00112233445566ff', 'hex')];
+        const at = parts.map((bytes) => timeuuidOfMicros(t, () => Buffer.from(bytes)));
+        const [later, earlier] = [timeuuidOfMicros(t + 1n, () => Buffer.alloc(8, 0x80)), timeuuidOfMicros(t - 1n, () => Buffer.alloc(8, 0x7f))];
+        for (const [i, k] of [...at, later, earlier].entries()) await store.upsert(byTimeuuid, { p, k, v: i });
+        const highest = timeuuidBoundOfTicks(ticks, 'highest');
+        const down = await store.slice(byTimeuuid, { partition: { p }, upper: { values: [highest], inclusive: true }, reverse: true, limit: 10 });
+        expect(down.slice(0, at.length).map((r) => r.k).sort()).toEqual([...at].sort());
+        expect(down.map((r) => r.k).slice(at.length)).toEqual([earlier]);
+        const up = await store.slice(byTimeuuid, { partition: { p }, lower: { values: [timeuuidBoundOfTicks(ticks, 'lowest')], inclusive: true }, limit: 10 });
+        expect(up.slice(0, at.length).map((r) => r.k)).toEqual(down.slice(0, at.length).map((r) => r.k).reverse());
+        expect(up.map((r) => r.k).slice(at.length)).toEqual([later]);
       });
 
       it('orders negative integers numerically (and DESC reverses it)', async () => {

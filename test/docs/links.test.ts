@@ -51,6 +51,12 @@ describe('the guides', () => {
     for (const file of files.filter((f) => f.startsWith('docs/'))) expect(targets).toContain(file);
   });
 
+  it('keeps BENCHMARKS.md a page to read: at most 400 lines, the earlier rounds in the history it links to', () => {
+    const benchmarks = readDoc('BENCHMARKS.md');
+    expect(benchmarks.split('\n').length).toBeLessThanOrEqual(400);
+    expect(linkTargets(benchmarks).map((t) => t.replace(/#.*/, ''))).toContain('docs/benchmarks-history.md');
+  });
+
   it.each(guideFiles().filter((f) => f.startsWith('docs/')))('%s opens with its title and whom it is for', (file) => {
     const lines = readDoc(file).split('\n');
     expect(lines[0]).toMatch(/^# \S/);

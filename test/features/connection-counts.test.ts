@@ -6,9 +6,7 @@
  * verifier passes and time, on every store.
  */
 import fc from 'fast-check';
-import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
-import { ALL_TABLES, createRequestContext, createServices } from '../../src/composition-root.js';
 import {
   readConnectionCounts,
   reconcileCount,
@@ -20,60 +18,23 @@ import { acceptanceCountKey } from '../../src/features/meetings/meetings.js';
 import { itemsCountKey } from '../../src/features/lists/lists.js';
 import { postsCountKey } from '../../src/features/timeline/timeline.js';
 import { aUser } from '../../src/features/users/user-mother.js';
-import { Presence } from '../../src/background/presence.js';
-import { MonotonicClock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import { CountingStore } from '../../src/store/store-decorator.js';
 import { JOB_WINDOW_MS, closedThrough } from '../../src/background/windowed-job.js';
+import { CLUSTER, T0, twoServers } from '../support/count-servers.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
 
-const T0 = Date.parse('2026-01-01T00:00:00Z');
-const CLUSTER = { clockSkewMs: 1_000, writeTimeoutMs: 2_000 };
 const userId = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
 
-/** Two server processes over one store, on one controllable time, each with its own clock node. */
-async function twoServers(pool: StorePool) {
-  const { store } = await pool.create();
-  await store.ensureTables(ALL_TABLES);
-  let nowMs = T0;
-  const server = async (name: string, offsetMs: number) => {
-    const presence = await Presence.claim(store, name, { random: () => 0 });
-    const clock = new MonotonicClock({ now: () => nowMs + offsetMs, node: presence.identity.node });
-    const services = createServices(
-      { cursorSecret: 'connection-counts-test-secret', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins', cluster: CLUSTER },
-      { store, logger: pino({ level: 'silent' }), clock, presence },
-    );
-    return {
-      services,
-      ctx: () => createRequestContext(services, { username: 'root', isAdmin: true }),
-      /** Record a change as a write would, alone in its batch. */
-      record: (change: CountChange) => store.batch(services.counts.mutations(change)),
-      read: async (key: string) => (await readConnectionCounts(store, [key], { nowMs: nowMs + offsetMs, cluster: CLUSTER, progress: services.countVerifier.progress() }))[0]!,
-    };
-  };
-  const a = await server('a', 0);
-  const b = await server('b', 400);
-  return {
-    store,
-    a,
-    b,
-    at: (ms: number) => void (nowMs = ms),
-    now: () => nowMs,
-    /** Let every window close, and both verifiers pass. */
-    async settle() {
-      nowMs += CLUSTER.clockSkewMs + CLUSTER.writeTimeoutMs + 2 * JOB_WINDOW_MS;
-      await a.services.countVerifier.runOnce();
-      await b.services.countVerifier.runOnce();
-    },
-  };
-}
+/** Two servers over a new store of the pool. */
+const twoServersOf = async (pool: StorePool) => twoServers((await pool.create()).store);
 
 describeEachStore('connection counts', (target) => {
   const pool = new StorePool(target);
   afterEach(() => pool.disposeAll());
 
   it('count a post deleted twice, on two servers in two windows, once, and never show less than zero', async () => {
-    const w = await twoServers(pool);
+    const w = await twoServersOf(pool);
     const author = await w.a.ctx().users.create(aUser());
     const post = await w.a.ctx().timeline.createPost(author.id, 'hello');
     const key = postsCountKey(author.id);
@@ -94,7 +55,7 @@ describeEachStore('connection counts', (target) => {
   }, target.ddlTimeoutMs);
 
   it('take nothing away for a removal of an item never added, or undone before its addition landed', async () => {
-    const w = await twoServers(pool);
+    const w = await twoServersOf(pool);
     const key = 'suspended-test';
     // An undo of a step that never ran (a compensation after a failure): nothing counted.
     await w.a.record({ key, item: 'never-added', sign: -1 });
@@ -114,7 +75,7 @@ describeEachStore('connection counts', (target) => {
   }, target.ddlTimeoutMs);
 
   it('settle window by window and in full to the same count, whatever the order of arrival', async () => {
-    const w = await twoServers(pool);
+    const w = await twoServersOf(pool);
     const key = 'orders-test';
     const changes: Array<{ ms: number; change: CountChange; by: 'a' | 'b' }> = [];
     for (let i = 0; i < 30; i++) {
@@ -136,7 +97,7 @@ describeEachStore('connection counts', (target) => {
   }, target.ddlTimeoutMs);
 
   it('read the counts of a page of connections in one round trip, and a count whose verifiers lag by a slice', async () => {
-    const w = await twoServers(pool);
+    const w = await twoServersOf(pool);
     const keys: string[] = [];
     for (let k = 0; k < 12; k++) {
       keys.push(`page-${k}`);
@@ -161,7 +122,7 @@ describeEachStore('connection counts', (target) => {
   }, target.ddlTimeoutMs);
 
   it('are exact over acceptances in 40 windows, before and after settling, and reconcile at once a count whose live cell was lost', async () => {
-    const w = await twoServers(pool);
+    const w = await twoServersOf(pool);
     const meeting = (await w.a.ctx().meetings.create({ title: 'long' }, userId(0))).meetingId;
     for (let i = 0; i < 40; i++) {
       w.at(T0 + i * JOB_WINDOW_MS);
@@ -209,7 +170,7 @@ describeEachStore('connection counts against a model', (target) => {
   it('keep posts and list items counted exactly through additions, removals, verifier passes and time', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 40 }), async (ops) => {
-        const w = await twoServers(pool);
+        const w = await twoServersOf(pool);
         try {
           const authors = [await w.a.ctx().users.create(aUser()), await w.a.ctx().users.create(aUser())];
           const list = await w.a.ctx().lists.create('model', authors[0]!.id);

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { afterEach, expect, it } from 'vitest';
 import { ListApplier } from '../../src/features/lists/applier.js';
 import {
-  appendTransactions,
+  writeTransactions,
   compareItems,
   readPendingTransactions,
   readTransactionMark,
@@ -372,6 +372,38 @@ describeEachStore('ordered lists (ledger)', (target) => {
     expect(await allLabels(lists, listId)).toEqual(['a']);
   });
 
+  it("adds items at the end in order while the applier's item rows lag behind its applied marks (a batch is not isolated across partitions)", async () => {
+    const { base, lists, listId } = await setup(pool);
+    /** The applier's batches land without their list_items rows until released, as a reader may see them on Cassandra. */
+    class ItemRowsLate extends StoreDecorator {
+      holding = false;
+      readonly held: Mutation[][] = [];
+      override batch(mutations: readonly Mutation[]): Promise<void> {
+        const rows = mutations.filter((m) => m.table === listItemsTable);
+        if (!this.holding || rows.length === 0) return super.batch(mutations);
+        this.held.push(rows);
+        return super.batch(mutations.filter((m) => m.table !== listItemsTable));
+      }
+      protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
+        return run();
+      }
+    }
+    const late = new ItemRowsLate(base);
+    const applier = new ListApplier(late);
+    await lists.add(listId, 'first');
+    await applier.drain(listId);
+    // Third goes beyond second, pending; both are then applied, their marks seen before their rows.
+    late.holding = true;
+    await lists.add(listId, 'second');
+    await lists.add(listId, 'third');
+    await applier.drain(listId);
+    await lists.add(listId, 'fourth');
+    late.holding = false;
+    for (const rows of late.held) await base.batch(rows);
+    await applier.drain(listId);
+    expect(await allLabels(lists, listId)).toEqual(['first', 'second', 'third', 'fourth']);
+  });
+
   it('applies a transaction that landed late, below one already applied, when it settles the list (the timer pass)', async () => {
     const { base, lists, applier, listId } = await setup(pool);
     const [a, , c] = [await lists.add(listId, 'a'), await lists.add(listId, 'b'), await lists.add(listId, 'c')];
@@ -382,7 +414,7 @@ describeEachStore('ordered lists (ledger)', (target) => {
     await lists.move(listId, c.itemId, { toEnd: 'TOP' });
     await applier.drain(listId);
     const late = { txId: lateId, kind: 'move' as const, itemId: a.itemId, to: { weight: c.weight + 1n, seq: 0n } };
-    await appendTransactions(base, listId, [late]);
+    await writeTransactions(base, listId, [late]);
     expect(await readPendingTransactions(base, listId)).toEqual([]);
     expect(await readTransactions(base, listId)).toEqual([late]);
     expect((await applier.settle(listId)).applied).toBe(1);
@@ -396,7 +428,8 @@ describeEachStore('ordered lists (ledger)', (target) => {
     const a = await lists.add(listId, 'a');
     const b = await lists.add(listId, 'b');
     // As the old layout left them: transactions without the flag, and a mark per list.
-    const old = { txId: newTimeuuid(), kind: 'move' as const, itemId: b.itemId, to: { weight: a.weight - 1n, seq: 0n } };
+    // After the adds, whose ids are microseconds of the clock (a ms-and-sequence id of this same ms may sort below them).
+    const old = { txId: newTimeuuid(Date.now() + 1), kind: 'move' as const, itemId: b.itemId, to: { weight: a.weight - 1n, seq: 0n } };
     await base.upsert(listTransactionsTable, txToRow(listId, old), { timestamp: microsOfTimeuuid(old.txId) });
     await base.upsert(pendingListsTable, { shard: pendingShardOf(listId), list_id: listId });
     expect(await allLabels(lists, listId)).toEqual(['b', 'a']);

@@ -63,4 +63,22 @@ describeEachStore('meeting acceptances, first-write-wins', (target) => {
     const rows = await store.slice(meetingUsersTable, { partition: { meeting_id: meeting.meetingId }, limit: 10 });
     expect(rows.map((r) => r.user_id)).toEqual([USER]);
   });
+
+  it('keeps an acknowledged acceptance when the user accepts again on a server whose clock is behind', async () => {
+    const { store } = await pool.create();
+    await store.ensureTables(ALL_TABLES);
+    const serverAt = (offsetMs: number) =>
+      createServices(
+        { cursorSecret: 'meeting-acceptances-test-secret', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins' },
+        { store, logger: pino({ level: 'silent' }), clock: new MonotonicClock({ now: () => Date.now() + offsetMs }) },
+      );
+    const [ahead, behind] = [serverAt(300), serverAt(-300)];
+    const ctx = (services: ReturnType<typeof serverAt>) => createRequestContext(services, { username: 'root', isAdmin: true });
+    const meeting = await ctx(ahead).meetings.create({ title: 'Planning' }, USER);
+    expect((await ctx(ahead).meetings.accept(meeting.meetingId, USER)).counted).toBe(true);
+    const first = await store.get(meetingUsersTable, { meeting_id: meeting.meetingId, user_id: USER });
+    // The repeat comes later in real time, with a clock that reads earlier.
+    expect((await ctx(behind).meetings.accept(meeting.meetingId, USER)).counted).toBe(false);
+    expect(await store.get(meetingUsersTable, { meeting_id: meeting.meetingId, user_id: USER })).toEqual(first);
+  });
 });

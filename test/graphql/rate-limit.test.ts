@@ -48,9 +48,11 @@ describe('the rate limiter', () => {
 
 describe('remembered tokens', () => {
   it('answers a verified token until it expires, and refuses a forged or expired one every time', async () => {
-    const { authKey, rememberingAuthorization, signToken } = await import('../../src/graphql/auth.js');
-    const key = authKey('remembered-token-secret-0123456789');
-    const verify = rememberingAuthorization(key, 30 * 86_400, 0, 2);
+    const { authKey, createTokenVerifier, rememberingVerifier, signToken } = await import('../../src/graphql/auth.js');
+    const secret = 'remembered-token-secret-0123456789';
+    const key = authKey(secret);
+    const settings = { kind: 'shared-secret', secret, previousSecrets: [], issuer: null, audiences: [], rolesClaim: 'roles' } as const;
+    const verify = rememberingVerifier(createTokenVerifier(settings, { maxAgeSeconds: 30 * 86_400 }), 2).viewer;
     const token = await signToken(key, 'ada');
     expect(await verify(`Bearer ${token}`)).toEqual({ username: 'ada', isAdmin: false });
     expect(await verify(`Bearer ${token}`)).toEqual({ username: 'ada', isAdmin: false });

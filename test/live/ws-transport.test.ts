@@ -1,16 +1,18 @@
 /**
  * The WebSocket transport's rules, over real sockets: the token in `connection_init`
- * (any case of the name; a bad one is anonymous), the socket closed with 4403 when the
- * token expires, each configured limit refused with a clear error or close code while
- * everything else keeps being served, malformed protocol messages, origins, the same
+ * (any case of the name; none is anonymous, a bad or expired one closes the socket with
+ * 4403), the socket closed with 4403 when the token expires, each configured limit
+ * refused with a clear error or close code while everything else keeps being served, malformed protocol messages, origins, the same
  * validation and cost limits as HTTP, and a consumer too slow to keep.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { SignJWT } from 'jose';
+import { authKey } from '../../src/graphql/auth.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { liveClient, waitFor, type LiveClient } from '../support/live-client.js';
 import { scrape, valueOf } from '../support/prometheus.js';
-import { startTestServer, type TestServer } from '../support/test-server.js';
+import { TEST_AUTH_SECRET, startTestServer, type TestServer } from '../support/test-server.js';
 
 const CREATE_USER = `mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`;
 const CREATE_POST = `mutation ($content: String!) { createPost(input: { content: $content }) { post { id } } }`;
@@ -52,16 +54,43 @@ describe('the WebSocket transport', () => {
     for (const s of servers.splice(0)) await s.close();
   });
 
-  it('reads the token from connection_init whatever the case of its name, and treats a bad token as anonymous', async () => {
+  it('reads the token from connection_init whatever the case of its name, and closes the socket with 4403 for a bad or expired token', async () => {
     const { server } = await aServer();
     servers.push(server);
     const admin = await server.token('root', { admin: true });
     const lower = connect(server, { params: { authorization: `Bearer ${admin}` } }).subscribe(SUSPENSIONS);
     await waitFor(() => server.app.services.live.subscriptions === 1, 5_000, 'the admin subscription');
     expect(lower.errors).toEqual([]);
-    const forged = connect(server, { params: { Authorization: `Bearer ${admin.slice(0, -4)}AAAA` } }).subscribe(SUSPENSIONS);
-    await forged.ended();
-    expect(forged.errors[0]).toMatchObject({ extensions: { code: 'UNAUTHENTICATED' } });
+    const expired = await new SignJWT({ roles: ['admin'] })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('root')
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 60)
+      .sign(authKey(TEST_AUTH_SECRET));
+    const refusals = [
+      [`Bearer ${admin.slice(0, -4)}AAAA`, 'Forbidden: the token is invalid'],
+      [`Bearer ${expired}`, 'Forbidden: the token has expired'],
+      ['Basic cm9vdDpyb290', 'Forbidden: the Authorization header must be "Bearer <JWT>"'],
+      [42, 'Forbidden: the Authorization header must be "Bearer <JWT>"'],
+    ] as const;
+    for (const [authorization, reason] of refusals) {
+      const refused = connect(server, { params: { Authorization: authorization } });
+      const sub = refused.subscribe(SUSPENSIONS);
+      await waitFor(() => refused.closes.length > 0, 5_000, 'the socket to close');
+      expect(refused.closes[0]).toEqual({ code: 4403, reason });
+      expect(sub.values).toEqual([]);
+    }
+    // Only the admin's subscription was ever set up.
+    expect(server.app.services.live.subscriptions).toBe(1);
+  });
+
+  it('keeps a socket without a token anonymous', async () => {
+    const { server } = await aServer();
+    servers.push(server);
+    for (const params of [{}, { Authorization: '' }]) {
+      const anonymous = connect(server, { params }).subscribe(SUSPENSIONS);
+      await anonymous.ended();
+      expect(anonymous.errors[0]).toMatchObject({ extensions: { code: 'UNAUTHENTICATED' } });
+    }
   });
 
   it('closes a socket with 4403 when its token expires', async () => {

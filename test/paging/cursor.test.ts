@@ -1,13 +1,15 @@
 /**
  * The cursor codec: every key round-trips, the same row gives the same text, and a
  * forged, edited, truncated or foreign cursor is refused. Cursors are short (a binary
- * key, a 128-bit MAC, no connection id inside) and versioned; version-1 cursors handed
- * out before the compact format still decode.
+ * key, a 64-bit SipHash-2-4 tag, no connection id inside) and versioned; cursors of
+ * versions 1 and 2 handed out before still decode, under the current secret and every
+ * previous one, until a release retires them and says they are out of date.
  */
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/paging/cursor.js';
+import { sipHash24, sipKeyOf } from '../../src/paging/siphash.js';
 import type { CursorKey } from '../../src/paging/types.js';
 
 const SECRET = 'cursor-test-secret-0123456789';
@@ -25,6 +27,16 @@ const part = fc.oneof(
   fc.double(),
 );
 const key = fc.array(part, { maxLength: 5 });
+/** Keys the version-1 format can hold: JSON has no NaN, infinities or -0. */
+const jsonKey = key.filter((k) => k.every((p) => typeof p !== 'number' || (Number.isFinite(p) && !Object.is(p, -0))));
+
+/** The version-2 format: `[2][HMAC-SHA256 of version, id length, id, key; 16 bytes][key]`, the key as version 3 writes it. */
+function version2Cursor(connectionId: string, k: CursorKey, secret = SECRET): string {
+  const keyBytes = Buffer.from(createCursorCodec(secret).encodeCursor(connectionId, k), 'base64url').subarray(9);
+  const signed = Buffer.concat([Buffer.from([2, Buffer.byteLength(connectionId)]), Buffer.from(connectionId), keyBytes]);
+  const mac = createHmac('sha256', secret).update(signed).digest().subarray(0, 16);
+  return Buffer.concat([Buffer.from([2]), mac, keyBytes]).toString('base64url');
+}
 
 /** The version-1 format: base64url(MAC over the JSON, then the JSON). */
 function legacyCursor(connectionId: string, k: CursorKey, secret = SECRET): string {
@@ -77,29 +89,83 @@ describe('cursor codec', () => {
     }
   });
 
-  it('writes the version, a 128-bit MAC and a 16-byte timeuuid: 46 characters for a post', () => {
+  it('writes the version, a 64-bit tag and a 16-byte timeuuid: 35 characters for a post', () => {
     const cursor = codec.encodeCursor(CONNECTION, POST_KEY);
     const raw = Buffer.from(cursor, 'base64url');
-    expect(raw[0]).toBe(2);
-    expect(raw.length).toBe(1 + 16 + 1 + 16);
-    expect(cursor).toHaveLength(46);
-    // The connection id is bound by the MAC, not written out.
+    expect(raw[0]).toBe(3);
+    expect(raw.length).toBe(1 + 8 + 1 + 16);
+    expect(cursor).toHaveLength(35);
+    // The connection id is bound by the tag, not written out.
     expect(raw.includes(Buffer.from('User.posts'))).toBe(false);
   });
 
-  it('signs with HMAC-SHA256 of version, connection id and key, truncated to 128 bits, for short and long secrets', () => {
+  it('tags with SipHash-2-4 of version, connection id and key, keyed by 128 bits of HMAC-SHA256(secret, label)', () => {
     for (const secret of [SECRET, 'x'.repeat(64), 'a much longer secret than one SHA-256 block of sixty-four bytes, so it is hashed first']) {
       const raw = Buffer.from(createCursorCodec(secret).encodeCursor(CONNECTION, POST_KEY), 'base64url');
-      // version 2, the id's length and bytes, then the key as written in the cursor.
-      const signed = Buffer.concat([Buffer.from([2, CONNECTION.length]), Buffer.from(CONNECTION), raw.subarray(17)]);
-      expect(raw.subarray(1, 17)).toEqual(createHmac('sha256', secret).update(signed).digest().subarray(0, 16));
+      // version 3, the id's length and bytes, then the key as written in the cursor.
+      const signed = Buffer.concat([Buffer.from([3, CONNECTION.length]), Buffer.from(CONNECTION), raw.subarray(9)]);
+      const key = sipKeyOf(createHmac('sha256', secret).update('cursor tag key, SipHash-2-4, version 3').digest().subarray(0, 16));
+      const tag = new Uint32Array(2);
+      sipHash24(key, signed, 0, signed.length, tag);
+      expect([raw.readUInt32BE(1), raw.readUInt32BE(5)]).toEqual([tag[0], tag[1]]);
     }
   });
 
-  it('still reads version-1 cursors of the same connection, and refuses forged or foreign ones', () => {
+  it('still reads version-2 and version-1 cursors of the same connection, and refuses forged or foreign ones', () => {
+    fc.assert(
+      fc.property(key, (k) => {
+        expect(codec.decodeCursor(CONNECTION, version2Cursor(CONNECTION, k))).toEqual(k);
+        expect(codec.decodeCursor('User.posts:other', version2Cursor(CONNECTION, k))).toBeNull();
+        expect(codec.decodeCursor(CONNECTION, version2Cursor(CONNECTION, k, 'not-the-secret-0123456789'))).toBeNull();
+      }),
+      { numRuns: 200 },
+    );
     expect(codec.decodeCursor(CONNECTION, legacyCursor(CONNECTION, POST_KEY))).toEqual(POST_KEY);
     expect(codec.decodeCursor('User.posts:other', legacyCursor(CONNECTION, POST_KEY))).toBeNull();
     expect(codec.decodeCursor(CONNECTION, legacyCursor(CONNECTION, POST_KEY, 'not-the-secret-0123456789'))).toBeNull();
+    // An edited version-2 cursor fails like an edited version-3 one.
+    const raw = Buffer.from(version2Cursor(CONNECTION, POST_KEY), 'base64url');
+    for (let i = 0; i < raw.length; i++) {
+      const edited = Buffer.from(raw);
+      edited[i]! ^= 0x01;
+      expect(codec.decodeCursor(CONNECTION, edited.toString('base64url'))).toBeNull();
+    }
+  });
+
+  it('accepts what a previous secret signed, in every format, until that secret is dropped; signs with the current one', () => {
+    const OLD = 'the-secret-before-rotation-0123';
+    const before = createCursorCodec(OLD);
+    const rotated = createCursorCodec(SECRET, { previousSecrets: [OLD] });
+    const dropped = createCursorCodec(SECRET);
+    fc.assert(
+      fc.property(jsonKey, (k) => {
+        for (const cursor of [before.encodeCursor(CONNECTION, k), version2Cursor(CONNECTION, k, OLD), legacyCursor(CONNECTION, k, OLD)]) {
+          expect(rotated.decodeCursor(CONNECTION, cursor)).toEqual(k);
+          expect(dropped.decodeCursor(CONNECTION, cursor)).toBeNull();
+        }
+        // New cursors are the current secret's: the same text as a codec without previous secrets.
+        expect(rotated.encodeCursor(CONNECTION, k)).toBe(dropped.encodeCursor(CONNECTION, k));
+        expect(before.decodeCursor(CONNECTION, rotated.encodeCursor(CONNECTION, k))).toBeNull();
+      }),
+      { numRuns: 100 },
+    );
+    expect(() => createCursorCodec(SECRET, { previousSecrets: ['short'] })).toThrow('at least 16 bytes');
+  });
+
+  it('says a genuine cursor of a retired format is out of date, and a forged one is not', () => {
+    const retiring = createCursorCodec(SECRET, { retiredVersions: [1, 2] });
+    for (const old of [version2Cursor(CONNECTION, POST_KEY), legacyCursor(CONNECTION, POST_KEY)]) {
+      expect(retiring.decodeCursor(CONNECTION, old)).toBeNull();
+      expect(retiring.isOutdated(CONNECTION, old)).toBe(true);
+      // Today's codec retires nothing: the same cursor still reads.
+      expect(codec.isOutdated(CONNECTION, old)).toBe(false);
+      expect(codec.decodeCursor(CONNECTION, old)).toEqual(POST_KEY);
+    }
+    expect(retiring.isOutdated(CONNECTION, version2Cursor(CONNECTION, POST_KEY, 'not-the-secret-0123456789'))).toBe(false);
+    expect(retiring.isOutdated('User.posts:other', version2Cursor(CONNECTION, POST_KEY))).toBe(false);
+    const current = retiring.encodeCursor(CONNECTION, POST_KEY);
+    expect(retiring.decodeCursor(CONNECTION, current)).toEqual(POST_KEY);
+    expect(retiring.isOutdated(CONNECTION, current)).toBe(false);
   });
 
   it('refuses a secret shorter than 16 bytes', () => {

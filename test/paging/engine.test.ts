@@ -111,6 +111,19 @@ describe('the paging engine', () => {
     }
   });
 
+  it('tells a genuine cursor of a retired format apart from a bad one: out of date, nothing read', async () => {
+    // A codec that no longer reads the format `codec` writes stands for the release after a format change.
+    const later = { ...options, codec: createCursorCodec('test-secret-test-secret', { retiredVersions: [3] }) };
+    const s = new ArraySource(TEN);
+    const error = await pageFromSource(s, { first: 2, after: cursorOf(5) }, later).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PagingArgumentError);
+    expect((error as PagingArgumentError).argument).toBe('after');
+    expect((error as PagingArgumentError).message).toContain('out of date');
+    const forged = await pageFromSource(s, { first: 2, after: createCursorCodec('another-secret-0123456789').encodeCursor('test:numbers', [5]) }, later).catch((e: unknown) => e);
+    expect((forged as PagingArgumentError).message).toContain('not a valid cursor');
+    expect(s.reads).toEqual([]);
+  });
+
   it('encodes the same row to the same cursor text every time', async () => {
     const s = new ArraySource(TEN);
     const a = await pageFromSource(s, { first: 3 }, options);

@@ -76,6 +76,9 @@ describeEachStore('the typed SDK', (target) => {
     const items = await me.ListItems({ id: list.id, first: 10 });
     expect(items.node && 'items' in items.node ? items.node.items.edges.map((e) => e.node.label) : []).toEqual(['b', 'A']);
     expect(items.node && 'items' in items.node ? items.node.items.totalCount : null).toBe(2);
+    // Page 2 of one edge each, by offset.
+    const second = await me.ListItems({ id: list.id, first: 1, offset: 1 });
+    expect(second.node && 'items' in second.node ? second.node.items : null).toMatchObject({ edges: [{ node: { label: 'A' } }], pageInfo: { hasNextPage: false, hasPreviousPage: true } });
     await me.RemoveListItem({ input: { itemId: b.id } });
     const mine = await me.UserLists({ username: input.username, first: 5 });
     expect(mine.userByUsername?.lists.edges.map((e) => e.node)).toEqual([{ id: list.id, title: 'SDK list', owner: { id: userId, username: input.username } }]);

@@ -4,17 +4,14 @@
  * for CASSANDRA_CONNECT_TIMEOUT_S and then refused with one line, by the store and by
  * the real server process. The real driver talks to a closed port.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
-import { schemaChanges, schemaDifferences, type ExistingSchema } from '../../src/store/cassandra/cassandra-schema.js';
-import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
+import { timelineTable } from '../../src/features/timeline/timeline-tables.js';
+import { existingKeyOf, schemaChanges, schemaDifferences, type ExistingSchema } from '../../src/store/cassandra/cassandra-schema.js';
+import { CassandraStore, type CassandraClientLike, type CassandraResultLike } from '../../src/store/cassandra/cassandra-store.js';
 import { StoreStartupError } from '../../src/store/port.js';
 import { defineTable } from '../../src/store/table.js';
-import { freePort } from '../support/child-server.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { freePort, runUntilExit } from '../support/child-server.js';
 
 const users = defineTable({ name: 'users', columns: { user_id: 'uuid', name: 'text', born: 'timestamp' }, partitionKey: ['user_id'] });
 const posts = defineTable({
@@ -75,6 +72,111 @@ describe('the Cassandra schema plan', () => {
   });
 });
 
+/** One `system_schema.columns` row as the store reads it. */
+interface ColumnRow {
+  readonly table_name: string;
+  readonly column_name: string;
+  readonly type: string;
+  readonly kind: 'partition_key' | 'clustering' | 'regular';
+  readonly position: number;
+  readonly clustering_order: 'asc' | 'desc' | 'none';
+}
+
+/** The timeline table as `system_schema.columns` describes it, clustered `order`. */
+function timelineColumns(order: 'asc' | 'desc'): ColumnRow[] {
+  return [
+    { table_name: 'timeline', column_name: 'user_id', type: 'uuid', kind: 'partition_key', position: 0, clustering_order: 'none' },
+    { table_name: 'timeline', column_name: 'post_id', type: 'timeuuid', kind: 'clustering', position: 0, clustering_order: order },
+    { table_name: 'timeline', column_name: 'content', type: 'text', kind: 'regular', position: -1, clustering_order: 'none' },
+  ];
+}
+
+/** A connected driver client whose keyspace `relay` holds the tables `columns` describe (its system_schema, nothing else). */
+function clusterHolding(columns: readonly ColumnRow[]): CassandraClientLike {
+  const result = (rows: ReadonlyArray<Record<string, unknown>>): CassandraResultLike => ({
+    rows: rows.map((r) => ({ get: (c: string) => r[c] })),
+    wasApplied: () => true,
+  });
+  return {
+    connect: async () => undefined,
+    async execute(query) {
+      if (query.includes('system_schema.keyspaces')) return result([{ keyspace_name: 'relay' }]);
+      if (query.includes('system_schema.columns')) return result(columns as unknown as Array<Record<string, unknown>>);
+      if (query.includes('system_schema.tables')) return result([...new Set(columns.map((c) => c.table_name))].map((t) => ({ table_name: t, gc_grace_seconds: 864_000 })));
+      throw new Error(`unexpected statement: ${query}`);
+    },
+    batch: () => Promise.reject(new Error('no batches here')),
+    metadata: {},
+    shutdown: async () => undefined,
+  };
+}
+
+describe('the key structure check at start-up', () => {
+  it("reads an existing table's key from system_schema: partition key and clustering columns in position order, with their order", () => {
+    expect(
+      existingKeyOf([
+        { column: 'b', kind: 'partition_key', position: 1, clusteringOrder: 'none' },
+        { column: 'd', kind: 'clustering', position: 1, clusteringOrder: 'asc' },
+        { column: 'a', kind: 'partition_key', position: 0, clusteringOrder: 'none' },
+        { column: 'c', kind: 'clustering', position: 0, clusteringOrder: 'desc' },
+        { column: 'v', kind: 'regular', position: -1, clusteringOrder: 'none' },
+      ]),
+    ).toEqual({ partitionKey: ['a', 'b'], clustering: [{ column: 'c', order: 'DESC' }, { column: 'd', order: 'ASC' }] });
+  });
+
+  it('names each table whose partition key, clustering columns, their order or clustering order differ', () => {
+    const columns = { user_id: 'uuid', post_id: 'timeuuid', body: 'text' };
+    const keyed = (key: ExistingSchema['keys']) => ({ ...existing({ posts: columns }), keys: key });
+    const declared = { partitionKey: ['user_id'], clustering: [{ column: 'post_id', order: 'DESC' as const }] };
+    expect(schemaDifferences('relay', keyed(new Map([['posts', declared]])), [posts])).toEqual([]);
+    expect(schemaDifferences('relay', keyed(new Map([['posts', { ...declared, clustering: [{ column: 'post_id', order: 'ASC' }] }]])), [posts])).toEqual([
+      'table relay.posts clustered by (post_id ASC), declared (post_id DESC)',
+    ]);
+    expect(schemaDifferences('relay', keyed(new Map([['posts', { partitionKey: ['user_id', 'post_id'], clustering: [] }]])), [posts])).toEqual([
+      'table relay.posts partitioned by (user_id, post_id), declared (user_id)',
+      'table relay.posts clustered by (), declared (post_id DESC)',
+    ]);
+    const twoColumns = defineTable({
+      name: 'pairs',
+      columns: { k: 'text', a: 'int', b: 'int' },
+      partitionKey: ['k'],
+      clustering: [{ column: 'a', order: 'ASC' }, { column: 'b', order: 'ASC' }],
+    });
+    const swapped = { ...existing({ pairs: { k: 'text', a: 'int', b: 'int' } }), keys: new Map([['pairs', { partitionKey: ['k'], clustering: [{ column: 'b', order: 'ASC' as const }, { column: 'a', order: 'ASC' as const }] }]]) };
+    expect(schemaDifferences('relay', swapped, [twoColumns])).toEqual(['table relay.pairs clustered by (b ASC, a ASC), declared (a ASC, b ASC)']);
+  });
+
+  it('refuses to start on a timeline table recreated clustered ASC, naming the table and the difference, and reports it as /readyz does', async () => {
+    for (const schema of ['check', 'create'] as const) {
+      const store = new CassandraStore({ client: clusterHolding(timelineColumns('asc')), keyspace: 'relay', schema });
+      await expect(store.ensureTables([timelineTable])).rejects.toThrow(
+        new StoreStartupError(
+          'the Cassandra schema keys tables otherwise than declared: table relay.timeline clustered by (post_id ASC), declared (post_id DESC); a primary key cannot be altered: copy the rows into a table created as declared (or drop it, when its rows may go, and run `npm run schema`)',
+        ),
+      );
+      expect(await store.checkSchema([timelineTable])).toEqual(['table relay.timeline clustered by (post_id ASC), declared (post_id DESC)']);
+    }
+    const fine = new CassandraStore({ client: clusterHolding(timelineColumns('desc')), keyspace: 'relay', schema: 'check' });
+    await fine.ensureTables([timelineTable]);
+    expect(await fine.checkSchema([timelineTable])).toEqual([]);
+  });
+
+  it('refuses to create a keyspace whose replication was not chosen, naming CASSANDRA_REPLICATION', async () => {
+    const empty = clusterHolding([]);
+    const noKeyspace: CassandraClientLike = {
+      ...empty,
+      execute: (query, params, options) =>
+        query.includes('system_schema.keyspaces') ? Promise.resolve({ rows: [], wasApplied: () => true }) : empty.execute(query, params, options),
+    };
+    const store = new CassandraStore({ client: noKeyspace, keyspace: 'relay', schema: 'create', replication: null });
+    await expect(store.ensureTables([users])).rejects.toThrow(
+      new StoreStartupError(
+        'creating keyspace relay needs its replication chosen: set CASSANDRA_REPLICATION, e.g. NetworkTopologyStrategy:<data centre>=3 (three replicas in each data centre)',
+      ),
+    );
+  });
+});
+
 describe('an unreachable Cassandra at start-up', () => {
   it('is retried with one log line per attempt, then refused with a one-line reason', async () => {
     const port = await freePort();
@@ -95,23 +197,7 @@ describe('an unreachable Cassandra at start-up', () => {
 
   it('makes the server exit with one line naming the reason, and no stack trace', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        STORE: 'cassandra',
-        CASSANDRA_CONTACT_POINTS: `127.0.0.1:${port}`,
-        CASSANDRA_CONNECT_TIMEOUT_S: '1',
-        PORT: String(await freePort()),
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    const { code, stdout, stderr } = await runUntilExit({ CASSANDRA_CONTACT_POINTS: `127.0.0.1:${port}`, CASSANDRA_CONNECT_TIMEOUT_S: '1' });
     expect(code).toBe(1);
     expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^cannot start: Cassandra unreachable after \d+ attempt\(s\) in \d+ s: /)]);
     // The attempts were logged, one line each.

@@ -10,6 +10,7 @@ import cassandra from 'cassandra-driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
 import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
+import { timelineTable } from '../../src/features/timeline/timeline-tables.js';
 import type { Mutation, Store } from '../../src/store/port.js';
 import { StoreStartupError, StoreUnavailableError } from '../../src/store/port.js';
 import { CountingStore } from '../../src/store/store-decorator.js';
@@ -210,6 +211,29 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
       await new CassandraStore({ client, keyspace, schema: 'create' }).ensureTables([claims]);
       await check.ensureTables([claims]);
       await expect(check.ensureTables([claims, desc])).rejects.toThrow(`the Cassandra schema is missing: table ${keyspace}.desc_rows;`);
+    } finally {
+      await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+      await client.shutdown();
+    }
+  }, 120_000);
+
+  it('refuses to start on the timeline table recreated clustered ASC, naming the table and the difference, and checkSchema (/readyz) reports it', async () => {
+    const client = await cassandraClient(await target.contactPoints!());
+    const keyspace = uniqueKeyspace('keyed');
+    try {
+      await new CassandraStore({ client, keyspace, schema: 'create' }).ensureTables([]);
+      await client.execute(
+        `CREATE TABLE ${keyspace}.timeline (user_id uuid, post_id timeuuid, content text, PRIMARY KEY ((user_id), post_id)) WITH CLUSTERING ORDER BY (post_id ASC)`,
+      );
+      const difference = `table ${keyspace}.timeline clustered by (post_id ASC), declared (post_id DESC)`;
+      for (const schema of ['check', 'create'] as const) {
+        const store = new CassandraStore({ client, keyspace, schema });
+        await expect(store.ensureTables([timelineTable])).rejects.toThrow(`the Cassandra schema keys tables otherwise than declared: ${difference};`);
+        expect(await store.checkSchema([timelineTable])).toEqual([difference]);
+      }
+      await client.execute(`DROP TABLE ${keyspace}.timeline`);
+      await new CassandraStore({ client, keyspace, schema: 'create' }).ensureTables([timelineTable]);
+      expect(await new CassandraStore({ client, keyspace, schema: 'check' }).checkSchema([timelineTable, desc])).toEqual([`table ${keyspace}.desc_rows`]);
     } finally {
       await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
       await client.shutdown();

@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { storeErrorFrom } from '../../src/store/cassandra/cassandra-errors.js';
-import { StoreReadFailureError } from '../../src/store/port.js';
+import { StoreReadFailureError, type StoreWarning } from '../../src/store/port.js';
 import { SqliteStore, type SqliteDatabaseLike, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.js';
 import { mergeTombstones, type Tombstone } from '../../src/store/sqlite/sqlite-tombstones.js';
 import { defineTable } from '../../src/store/table.js';
@@ -187,8 +187,8 @@ describe('the covering tombstone of a row', () => {
 
 describe('reads that pass over tombstones', () => {
   it('counts only the tombstones in the part of the range the read scanned', async () => {
-    const lines: string[] = [];
-    const { store } = await aStore({ log: (m) => lines.push(m) });
+    const lines: StoreWarning[] = [];
+    const { store } = await aStore({ warn: (w) => lines.push(w) });
     const p = randomUUID();
     for (let k = 0; k < 5; k++) await store.upsert(queue, { p, k, v: `live ${k}` });
     for (let k = 100; k < 1_200; k++) await store.delete(queue, { p, k });
@@ -197,7 +197,15 @@ describe('reads that pass over tombstones', () => {
     expect(lines).toEqual([]);
     // Reversed, the read starts among them.
     expect(await store.slice(queue, { partition: { p }, limit: 5, reverse: true })).toHaveLength(5);
-    expect(lines).toEqual([`Read 5 live rows and 1100 tombstone cells for query SELECT * FROM queue WHERE p = ${p} LIMIT 5 (see tombstone_warn_threshold)`]);
+    expect(lines).toEqual([
+      {
+        table: 'queue',
+        kind: 'tombstones',
+        tombstones: 1100,
+        message: 'Read 5 live rows and 1100 tombstone cells for query SELECT * FROM queue WHERE p = ? LIMIT 5 (see tombstone_warn_threshold)',
+        keyValues: [p],
+      },
+    ]);
   });
 
   it('fails above the failure threshold with the error Cassandra surfaces as a ReadFailure', async () => {
@@ -209,7 +217,7 @@ describe('reads that pass over tombstones', () => {
     const error = await store.slice(queue, { partition: { p }, limit: 10 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreReadFailureError);
     expect((error as Error).message).toBe(
-      `Scanned over 51 tombstones during query 'SELECT * FROM queue WHERE p = ${p} LIMIT 10' (tombstone_failure_threshold is 50); query aborted`,
+      "Scanned over 51 tombstones during query 'SELECT * FROM queue WHERE p = ? LIMIT 10' (tombstone_failure_threshold is 50); query aborted",
     );
     // The Cassandra adapter maps the driver's ReadFailure to the same port error.
     const readFailure = new cassandra.errors.ResponseError(cassandra.types.responseErrorCodes.readFailure, 'Operation failed - received 0 responses and 1 failures: READ_TOO_MANY_TOMBSTONES');

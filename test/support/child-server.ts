@@ -72,3 +72,34 @@ export async function startChildServer(
   child.kill('SIGKILL');
   throw new Error(`server did not become ready:\n${output}`);
 }
+
+/** How a server that was expected not to start ended. */
+export interface RefusedStart {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** From spawn to exit, in ms. */
+  readonly ms: number;
+}
+
+/**
+ * Run the server (`src/main.ts`) on Cassandra with `env` until it exits on its own,
+ * without the test run's own `CASSANDRA_*` variables (only `env`'s reach it).
+ */
+export async function runUntilExit(env: Record<string, string>, timeoutMs = 60_000): Promise<RefusedStart> {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('CASSANDRA_')));
+  const started = Date.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { ...inherited, STORE: 'cassandra', PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, stdout, stderr, ms: Date.now() - started };
+}

@@ -37,3 +37,30 @@ export function modelPage<T>(
     ? { nodes, hasPreviousPage: keys.some((k) => compare(k, cursor) <= 0), hasNextPage: keys.some((k) => compare(k, cursor) > 0) }
     : { nodes, hasPreviousPage: keys.some((k) => compare(k, cursor) < 0), hasNextPage: keys.some((k) => compare(k, cursor) >= 0) };
 }
+
+/**
+ * The page `offset` edges on (PageArgs.offset): forward, edges `start` to `start + n`
+ * where `start` is the number of edges at or before the cursor (0 without one) plus the
+ * offset; backward, the same counted from the end. Flags: edges exist before the
+ * page's start, and beyond its end.
+ */
+export function modelOffsetPage<T>(
+  all: readonly T[],
+  compare: (a: T, b: T) => number,
+  direction: 'forward' | 'backward',
+  n: number,
+  offset: number,
+  cursor: T | undefined,
+): ModelPage<T> {
+  const forward = direction === 'forward';
+  const sorted = [...all].sort(compare);
+  const inDirection = forward ? sorted : sorted.reverse();
+  const through = cursor === undefined ? 0 : inDirection.filter((k) => (forward ? compare(k, cursor) <= 0 : compare(k, cursor) >= 0)).length;
+  const start = through + offset;
+  const taken = inDirection.slice(start, start + n);
+  const behind = Math.min(start, inDirection.length) > 0;
+  const ahead = inDirection.length > start + n;
+  return forward
+    ? { nodes: taken, hasPreviousPage: behind, hasNextPage: ahead }
+    : { nodes: taken.reverse(), hasPreviousPage: ahead, hasNextPage: behind };
+}

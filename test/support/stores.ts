@@ -10,11 +10,12 @@ import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import cassandra from 'cassandra-driver';
 import { describe, it } from 'vitest';
-import { consistencyOf } from '../../src/store/cassandra/cassandra-connect.js';
+import { cassandraClientOptions, consistencyOf } from '../../src/store/cassandra/cassandra-connect.js';
+import type { CassandraSettings } from '../../src/store/cassandra/cassandra-settings.js';
 import { CassandraStore, type CassandraClientLike } from '../../src/store/cassandra/cassandra-store.js';
-import { parseReplication, type ReplicationSetting } from '../../src/config.js';
+import { cassandraConfig, parseReplication, type ReplicationSetting } from '../../src/config.js';
 import type { Clock } from '../../src/store/clock.js';
-import type { Store } from '../../src/store/port.js';
+import type { Store, StoreWarning } from '../../src/store/port.js';
 import type { Row } from '../../src/store/table.js';
 import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.js';
 
@@ -32,8 +33,10 @@ export interface StoreUnderTest {
 export interface StoreOptions {
   /** The client's clock (default write timestamps); the coordinator keeps its own. */
   readonly clock?: Clock;
-  /** Where the store's log lines go (a read over too many tombstones warns here). */
+  /** Where the store's log lines go (a compaction's notes, a connection attempt). */
   readonly log?: (message: string) => void;
+  /** Where the store's warnings go (a read over too many tombstones). */
+  readonly warn?: (warning: StoreWarning) => void;
   /** Cassandra only: wrap the driver client (fault injection). */
   readonly wrapClient?: (client: CassandraClientLike) => CassandraClientLike;
   /**
@@ -122,12 +125,20 @@ export function uniqueKeyspace(prefix = 'test'): string {
   return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
 }
 
+/**
+ * How the suites authenticate and encrypt: the product's own variables
+ * (`CASSANDRA_USERNAME`, `CASSANDRA_PASSWORD` or `CASSANDRA_PASSWORD_FILE`,
+ * `CASSANDRA_TLS` and its files), read as the server reads them.
+ */
+export function testConnectionSettings(env: NodeJS.ProcessEnv = process.env): Pick<CassandraSettings, 'credentials' | 'tls'> {
+  const { credentials, tls } = cassandraConfig(env, false);
+  return { credentials, tls };
+}
+
 /** A connected driver client, as the product configures it; `policies` adds the driver's policies a test needs (an address translator, say). */
 export async function cassandraClient(contactPoints: readonly string[], policies?: cassandra.ClientOptions['policies']): Promise<cassandra.Client> {
   const client = new cassandra.Client({
-    contactPoints: [...contactPoints],
-    localDataCenter: process.env.CASSANDRA_LOCAL_DC ?? 'datacenter1',
-    encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
+    ...cassandraClientOptions({ contactPoints, localDataCenter: process.env.CASSANDRA_LOCAL_DC ?? 'datacenter1', ...testConnectionSettings() }),
     ...(policies ? { policies } : {}),
   });
   await client.connect();
@@ -145,6 +156,7 @@ async function cassandraStoreUnderTest(contactPoints: readonly string[], options
     consistency: options.consistency === undefined ? undefined : consistencyOf(options.consistency),
     clock: options.clock,
     log: options.log,
+    warn: options.warn,
   });
   // Looking inside, and dropping the keyspace, uses a client of its own: the store's may
   // already be closed (an app closes its store when it stops).

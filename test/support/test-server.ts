@@ -7,9 +7,9 @@ import pino, { type Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { jobProgressTable } from '../../src/background/windowed-job.js';
-import { connectionCountsTable } from '../../src/counts/count-tables.js';
+import { connectionCountsTable, countRanksTable } from '../../src/counts/count-tables.js';
 import { presenceTable } from '../../src/background/presence.js';
-import { authKey, signToken } from '../../src/graphql/auth.js';
+import { authKey, signToken, type RemoteKeyTiming } from '../../src/graphql/auth.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
 import type { Row } from '../../src/store/table.js';
@@ -21,9 +21,9 @@ export const TEST_CURSOR_SECRET = 'test-cursor-secret-0123456789';
 
 /**
  * Tables the server's background jobs write on their own (see `dump`), as SQLite and
- * Cassandra name them: presence, the jobs' progress, and the counts the verifier settles.
+ * Cassandra name them: presence, the jobs' progress, and the counts (and counted indexes) the verifier settles.
  */
-const BACKGROUND_TABLES = new Set([presenceTable.name, jobProgressTable.name, connectionCountsTable.name].flatMap((name) => [name, `t_${name}`]));
+const BACKGROUND_TABLES = new Set([presenceTable.name, jobProgressTable.name, connectionCountsTable.name, countRanksTable.name].flatMap((name) => [name, `t_${name}`]));
 
 /** A GraphQL response as tests read it. */
 export interface GqlResponse<D = Record<string, any>> {
@@ -53,7 +53,8 @@ export interface TestServer {
 
 /**
  * Start a server on `target`'s store (SQLite by default); `wrap` may decorate it (fault
- * injection); `logger` replaces the silent one; `tracing` turns spans on.
+ * injection); `logger` replaces the silent one; `tracing` turns spans on; `env` adds to
+ * (or, with "", unsets) the test secrets.
  */
 export async function startTestServer(
   options: {
@@ -63,6 +64,10 @@ export async function startTestServer(
     clock?: Clock;
     logger?: Logger;
     tracing?: Tracing;
+    /** How the identity provider's keys are cached (AUTH_JWKS_URL): shorter than jose's defaults in tests. */
+    remoteKeys?: RemoteKeyTiming;
+    /** The time the presence lease is measured by (tests move it past the lease). */
+    now?: () => number;
   } = {},
 ): Promise<TestServer> {
   const subject = await (options.target ?? SQLITE_TARGET).create();
@@ -74,7 +79,7 @@ export async function startTestServer(
     ...options.env,
   });
   const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const app = await createApp(config, { logger, store, clock: options.clock, tracing: options.tracing });
+  const app = await createApp(config, { logger, store, clock: options.clock, tracing: options.tracing, remoteKeys: options.remoteKeys, now: options.now });
   const port = await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}/graphql`;
   return {

@@ -50,14 +50,14 @@ import { filteredSource } from '../../paging/filtered-source.js';
 import { pageFromSource } from '../../paging/engine.js';
 import type { CursorCodec } from '../../paging/cursor.js';
 import type { Page, PageArgs } from '../../paging/types.js';
-import type { Clock } from '../../store/clock.js';
+import { timestampAbove, type Clock } from '../../store/clock.js';
 import type { Mutation, Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { microsOfTimeuuid, timeuuidOfMicros } from '../../store/timeuuid.js';
 import { markMutation, type WindowedJobSpec } from '../../background/windowed-job.js';
 import type { KeyLoader } from '../key-loader.js';
 import type { NamedProfile } from '../users/profile-indexes.js';
-import type { User } from '../users/users.js';
+import type { User, UserForChange } from '../users/users.js';
 import { usersTable } from '../users/users-tables.js';
 import { userIndexEntriesTable, userNameIndexTable } from './directory-tables.js';
 
@@ -324,11 +324,7 @@ function sameProfile(a: NamedProfile, b: NamedProfile): boolean {
  * what it deletes stays deleted (tombstones at each version plus one), and what it
  * writes is a fresh version of what the user row holds, itself marked and swept again.
  */
-export function nameSweepJob(deps: {
-  readonly store: Store;
-  readonly clock: Clock;
-  readonly readUser: (userId: string) => Promise<NamedUser | null>;
-}): WindowedJobSpec {
+export function nameSweepJob(deps: SweepDeps): WindowedJobSpec {
   return {
     job: NAME_SWEEP_JOB,
     async handle(userIds) {
@@ -337,11 +333,20 @@ export function nameSweepJob(deps: {
   };
 }
 
+/** What the sweeper needs: the store, the process clock, and a user with their row's newest write time. */
+export interface SweepDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  /** `readUserForChange` (users.ts): the row, and the newest write time of its cells. */
+  readonly readUser: (userId: string) => Promise<UserForChange | null>;
+}
+
 /** Sweep one user's entries (the sweeper, and `--reindex` for users written before the index). */
-export async function sweepUser(deps: { readonly store: Store; readonly clock: Clock; readonly readUser: (userId: string) => Promise<NamedUser | null> }, userId: string): Promise<'kept' | 'rewritten' | 'none'> {
+export async function sweepUser(deps: SweepDeps, userId: string): Promise<'kept' | 'rewritten' | 'none'> {
   const { store } = deps;
-  const [user, entries] = await Promise.all([deps.readUser(userId), nameEntriesOf(store, userId)]);
-  if (!user) return 'none';
+  const [read, entries] = await Promise.all([deps.readUser(userId), nameEntriesOf(store, userId)]);
+  if (!read) return 'none';
+  const user = read.user;
   const versions = entries.map(versionFromEntry);
   const named = isNamed(user);
   const current = versions.find((v) => v.version === user.nameVersion);
@@ -352,8 +357,9 @@ export async function sweepUser(deps: { readonly store: Store; readonly clock: C
     return 'kept';
   }
   // The version the row names is missing or holds other values: write the row's values
-  // as a new version, named by the row, every other version gone.
-  const version = deps.clock.nowMicros();
+  // as a new version, named by the row, every other version gone. Above the row's
+  // newest write time, so the row names it whatever this server's clock says.
+  const version = timestampAbove(deps.clock, read.writtenAt);
   await store.batch([
     ...nameIndexMutations(user, entries, version),
     { kind: 'upsert', table: usersTable, row: { user_id: userId, name_ts: version }, options: { timestamp: version } },

@@ -25,7 +25,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, type ClusterSettings } from '../../config.js';
 import { ChangeClock, createChangeWriter, readNewestChange, type ChangeWriter } from '../../live/change-log.js';
 import type { Clock } from '../../store/clock.js';
-import { MonotonicClock } from '../../store/clock.js';
+import { MonotonicClock, timestampAbove } from '../../store/clock.js';
 import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
 import type { TableSpec } from '../../store/table.js';
 import { startPeriodicTask, type PeriodicTask } from '../../background/periodic-task.js';
@@ -102,6 +102,8 @@ export class ListApplier {
       onPass?: (ok: boolean) => void;
       /** Told each transaction applied here, with how long ago (by this applier's clock) it was made (metrics). */
       onApplied?: (delaySeconds: number) => void;
+      /** Whether passes may run now (the process's presence holds its node); a wake while not is left to the timer. */
+      runsWhen?: () => boolean;
     } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
@@ -360,7 +362,7 @@ export class ListApplier {
    * drained queues one more pass, which sees every change appended meanwhile.
    */
   wake(listId: string): void {
-    if (this.stopped || this.woken.has(listId)) return;
+    if (this.stopped || this.woken.has(listId) || this.options.runsWhen?.() === false) return;
     this.woken.add(listId);
     if (!this.settling.has(listId)) setImmediate(() => void this.settleWoken(listId));
   }
@@ -384,6 +386,7 @@ export class ListApplier {
     if (this.timer) return;
     this.timer = startPeriodicTask({
       intervalMs,
+      runsWhen: this.options.runsWhen,
       pass: async () => {
         await this.runOnce();
         this.options.onPass?.(true);
@@ -413,7 +416,7 @@ export class ListApplier {
     if ((tx.kind === 'add' || tx.kind === 'move') && tx.crowded) {
       const [item] = await readListItems(this.store, listId, [tx.itemId]);
       const moves = item ? await planRebalance(this.store, listId, item, this.clock.nowMicros()) : [];
-      if (moves.length) await appendTransactions(this.store, listId, moves);
+      if (moves.length) await appendTransactions(this.store, this.clock, listId, moves);
     }
   }
 
@@ -480,9 +483,7 @@ export class ListApplier {
         ? { row: null, writetime: {} as Record<string, bigint | null> }
         : await store.readCells(listItemIndexTable, { item_id: tx.itemId }, ['label']);
     const index = cells.row;
-    const now = this.clock.nowMicros();
-    const last = cells.writetime.label ?? null;
-    const stamp = { timestamp: last !== null && last >= now ? last + 1n : now };
+    const stamp = { timestamp: timestampAbove(this.clock, cells.writetime.label ?? null) };
     const at = index && index.list_id === listId ? { weight: index.weight as bigint, seq: index.seq as bigint } : null;
     const label = (index?.label as string | undefined) ?? '';
     const row = (p: { weight: bigint; seq: bigint }, deleted: boolean) => ({

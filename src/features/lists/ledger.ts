@@ -19,7 +19,8 @@
 import { compareValues } from '../../store/values.js';
 import type { Row } from '../../store/table.js';
 import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
-import { microsOfTimeuuid } from '../../store/timeuuid.js';
+import { microsOfTimeuuid, timeuuidOfMicros } from '../../store/timeuuid.js';
+import { newestOf, timestampAbove, type Clock } from '../../store/clock.js';
 import { comparePositions, type Position } from './positions.js';
 import {
   listItemIndexTable,
@@ -40,6 +41,9 @@ export type ListTx =
   | { readonly txId: string; readonly kind: 'move'; readonly itemId: string; readonly to: Position; readonly crowded?: boolean; readonly rebalance?: boolean }
   | { readonly txId: string; readonly kind: 'rename'; readonly itemId: string; readonly label: string }
   | { readonly txId: string; readonly kind: 'remove'; readonly itemId: string };
+
+/** A transaction before it has its id (`appendTransactions` gives it one). */
+export type NewListTx = ListTx extends infer T ? (T extends ListTx ? Omit<T, 'txId'> : never) : never;
 
 /** An item as the API shows it. */
 export interface ListItem {
@@ -97,15 +101,39 @@ function txFromRow(row: Row): ListTx {
  * seen here: the applier's timer pass finds it (`readUnapplied`) and applies it.
  */
 export async function readPendingTransactions(store: Store, listId: string): Promise<ListTx[]> {
+  return (await readRecentTransactions(store, listId)).pending;
+}
+
+/**
+ * The pending transactions of a list (`readPendingTransactions`), and every transaction
+ * the same read passed, applied ones included (at least the newest few): where items
+ * were put lately. An applied transaction's rows may not be visible yet (the batch that
+ * applied it is not isolated across partitions, so its mark can be seen first), but
+ * its target bounds where an item may stand.
+ */
+export async function readRecentTransactions(store: Store, listId: string): Promise<RecentTransactions> {
   const pending: Row[] = [];
+  const recent: Row[] = [];
   let upper: ClusteringBound | undefined;
   for (let limit = 8; ; limit = Math.min(limit * 2, 1_024)) {
     const rows = await store.slice(listTransactionsTable, { partition: { list_id: listId }, reverse: true, limit, ...(upper && { upper }) });
+    recent.push(...rows);
     const firstApplied = rows.findIndex((r) => r.applied === true);
     pending.push(...(firstApplied < 0 ? rows : rows.slice(0, firstApplied)));
-    if (firstApplied >= 0 || rows.length < limit) return pending.reverse().map(txFromRow);
+    if (firstApplied >= 0 || rows.length < limit) {
+      const newest = recent.length > 0 ? microsOfTimeuuid(recent[0]!.tx_id as string) : null;
+      return { pending: pending.reverse().map(txFromRow), recent: recent.reverse().map(txFromRow), newest };
+    }
     upper = { values: [rows[rows.length - 1]!.tx_id!], inclusive: false };
   }
+}
+
+/** What `readRecentTransactions` read. */
+export interface RecentTransactions {
+  readonly pending: ListTx[];
+  readonly recent: ListTx[];
+  /** The time (µs) of the list's newest transaction row, applied or not; null when it has none (all cut, or none yet). */
+  readonly newest: bigint | null;
 }
 
 /** A transaction with whether the applier has applied it. */
@@ -150,14 +178,63 @@ export async function readTransactions(store: Store, listId: string): Promise<Li
 }
 
 /**
- * Append transactions to a list and queue the list for the applier's timer pass, in
- * one logged batch. Each transaction row is stamped with its id's time, as is the
- * queue entry (the last id's), so the range deletes that cut them, stamped with the
- * mark's time, hide them whichever server's clock is ahead. Several transactions in
- * one batch land in one partition together: readers see all of them or none. `extra`
- * travels in the same batch (the count of the items the transactions add or remove).
+ * The newest transaction id a list has ever had (µs), as far as the store shows it: its
+ * newest transaction row, or, once every row was cut, its mark. `seen` is what a read
+ * made since the change began found of the rows (`RecentTransactions.newest`): the rows
+ * are then not read again, and the mark only when there were none (rows above the mark
+ * survive its cut, so the newest row is above it). Without it, both are read at once.
  */
-export function appendTransactions(store: Store, listId: string, txs: readonly ListTx[], extra: readonly Mutation[] = []): Promise<void> {
+async function newestTransactionMicros(store: Store, listId: string, seen: bigint | null | undefined): Promise<bigint | null> {
+  const markOf = async () => {
+    const mark = await readTransactionMark(store, listId);
+    return mark === null ? null : microsOfTimeuuid(mark);
+  };
+  if (seen !== undefined) return seen ?? (await markOf());
+  const [[newest], mark] = await Promise.all([store.slice(listTransactionsTable, { partition: { list_id: listId }, reverse: true, limit: 1 }), markOf()]);
+  return newestOf([newest && microsOfTimeuuid(newest.tx_id as string), mark]);
+}
+
+/**
+ * Append transactions to a list and queue the list for the applier's timer pass, in
+ * one logged batch; returns them with their ids.
+ *
+ * Ids come from a hybrid logical clock: above the list's newest transaction (or its
+ * mark), read since the change began (`seen`: by the reads the change made anyway, see
+ * `newestTransactionMicros`; else now), and never below `clock`. So a transaction sorts after every
+ * transaction acknowledged before it began, whatever the clocks of the servers that
+ * made them: the applier applies them in that order, and readers, who read back from
+ * the newest transaction to the first applied one, see it pending until it is applied
+ * (an item can be renamed, moved or removed as soon as its add is acknowledged, on any
+ * server). An id never falls below the mark, under the cut's range tombstone.
+ *
+ * Each transaction row is stamped with its id's time, as is the queue entry (the last
+ * id's), so the range deletes that cut them, stamped with the mark's time, hide them
+ * whichever server's clock is ahead. Several transactions in one batch land in one
+ * partition together: readers see all of them or none. `extra` travels in the same
+ * batch (the count of the items the transactions add or remove).
+ */
+export async function appendTransactions(
+  store: Store,
+  clock: Clock,
+  listId: string,
+  fresh: readonly NewListTx[],
+  extra: readonly Mutation[] = [],
+  seen?: bigint | null,
+): Promise<ListTx[]> {
+  let floor = await newestTransactionMicros(store, listId, seen);
+  const txs = fresh.map((tx) => {
+    floor = timestampAbove(clock, floor);
+    return { ...tx, txId: timeuuidOfMicros(floor) } as ListTx;
+  });
+  await writeTransactions(store, listId, txs, extra);
+  return txs;
+}
+
+/**
+ * The logged batch of `appendTransactions`, for transactions whose ids are chosen
+ * already (tests use it to land a transaction late, below one already applied).
+ */
+export function writeTransactions(store: Store, listId: string, txs: readonly ListTx[], extra: readonly Mutation[] = []): Promise<void> {
   const last = txs[txs.length - 1]!.txId;
   const mutations: Mutation[] = txs.map((tx) => ({
     kind: 'upsert',
@@ -214,13 +291,15 @@ export interface LedgerView {
   readonly items: ListItem[];
   /** Effective state of every item asked for or touched by a pending transaction (null: absent). */
   readonly byId: ReadonlyMap<string, ListItem | null>;
+  /** The time (µs) of the list's newest transaction row as read (`RecentTransactions.newest`). */
+  readonly newestTx: bigint | null;
 }
 
 /** Read a list's effective state: stored rows with the pending transactions applied. */
 export async function readLedger(store: Store, listId: string, query: LedgerQuery): Promise<LedgerView> {
   // 1. Transactions first: a transaction the applier finishes after this read is seen
   //    either still pending (and applied here) or already applied in the rows below.
-  const txs = await readPendingTransactions(store, listId);
+  const { pending: txs, newest: newestTx } = await readRecentTransactions(store, listId);
   const ids = [...new Set([...(query.itemIds ?? []), ...txs.map((t) => t.itemId)])];
   // 2. Where each touched item is stored.
   const indexRows = ids.length ? await store.getMany(listItemIndexTable, ids.map((item_id) => ({ item_id }))) : [];
@@ -336,5 +415,5 @@ export async function readLedger(store: Store, listId: string, query: LedgerQuer
   for (const item of live) if (byId.has(item.itemId) && position.get(item.itemId) !== null) byId.set(item.itemId, item);
   const items = live.filter(covers);
   if (query.slice?.direction === 'backward') items.reverse();
-  return { items: query.slice ? items.slice(0, query.slice.limit) : items, byId };
+  return { items: query.slice ? items.slice(0, query.slice.limit) : items, byId, newestTx };
 }

@@ -16,11 +16,11 @@ import type { CursorKey, Direction, Edge, OrderedSource, Page, PageArgs } from '
 import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
-import { newTimeuuid } from '../../store/timeuuid.js';
 import { isUuid, validateValue } from '../../store/values.js';
+import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
-import { appendTransactions, compareItems, readLedger, readPendingTransactions, type ListItem, type ListTx } from './ledger.js';
+import { appendTransactions, compareItems, readLedger, readRecentTransactions, type ListItem, type ListTx, type NewListTx } from './ledger.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
 import { listItemsTable, listsByOwnerTable, listsTable } from './lists-tables.js';
 import { comparePositions, isCrowded, positionBetween, type Position } from './positions.js';
@@ -223,7 +223,20 @@ export async function readListItems(store: Store, listId: string, itemIds: reado
 
 /** The ordered-lists feature. Changing a list's items is for its owner and admins. */
 export class Lists {
+  /**
+   * Per list, the newest transaction time the current change's reads found (null: none):
+   * its append goes above it without reading it again (`appendTransactions`). Cleared
+   * when a change begins, so it only ever holds what was read since.
+   */
+  private readonly newestSeen = new Map<string, bigint | null>();
+
   constructor(private readonly deps: ListsDeps) {}
+
+  /** Note what a read of the current change found of `listId`'s newest transaction. */
+  private saw(listId: string, newest: bigint | null): void {
+    const known = this.newestSeen.get(listId);
+    if (known === undefined || (newest !== null && (known === null || newest > known))) this.newestSeen.set(listId, newest);
+  }
 
   /**
    * Create a list. The list row and its owner's lookup row go in one logged batch: both
@@ -291,7 +304,7 @@ export class Lists {
       ? await this.slotNextTo(listId, await this.requireItem(listId, beforeItemId, 'beforeItemId'), 'backward', undefined)
       : await this.slotAtEnd(listId, 'BOTTOM');
     const itemId = randomUUID();
-    await this.append(listId, [{ txId: newTimeuuid(), kind: 'add', itemId, to, label: text, ...(crowded && { crowded }) }]);
+    await this.append(listId, [{ kind: 'add', itemId, to, label: text, ...(crowded && { crowded }) }]);
     return { listId, itemId, label: text, ...to };
   }
 
@@ -315,7 +328,7 @@ export class Lists {
       anchorId === null
         ? await this.slotAtEnd(listId, toEnd!)
         : await this.slotNextTo(listId, await this.requireItem(listId, anchorId, argument), before !== null ? 'backward' : 'forward', itemId);
-    await this.append(listId, [{ txId: newTimeuuid(), kind: 'move', itemId, to: slot.to, ...(slot.crowded && { crowded: true }) }]);
+    await this.append(listId, [{ kind: 'move', itemId, to: slot.to, ...(slot.crowded && { crowded: true }) }]);
     return { ...item, ...slot.to };
   }
 
@@ -324,7 +337,7 @@ export class Lists {
     await this.requireWritable(listId, 'itemId');
     const text = checkText('label', label, 1, 200);
     const item = await this.requireItem(listId, itemId, 'itemId');
-    await this.append(listId, [{ txId: newTimeuuid(), kind: 'rename', itemId, label: text }]);
+    await this.append(listId, [{ kind: 'rename', itemId, label: text }]);
     return { ...item, label: text };
   }
 
@@ -332,11 +345,13 @@ export class Lists {
   async remove(listId: string, itemId: string): Promise<void> {
     await this.requireWritable(listId, 'itemId');
     await this.requireItem(listId, itemId, 'itemId');
-    await this.append(listId, [{ txId: newTimeuuid(), kind: 'remove', itemId }]);
+    await this.append(listId, [{ kind: 'remove', itemId }]);
   }
 
   /** The list, through the request's loader, if the actor may change it. */
   private async requireWritable(listId: string, argument: string): Promise<OrderedList> {
+    // Every change begins here: what earlier changes of this request read is not since it began.
+    this.newestSeen.clear();
     const list = await this.deps.loaders.listById.load(listId);
     if (!list) throw new DomainError('NOT_FOUND', 'no such list', argument);
     await requireOwnerOrAdmin(this.deps.actor, list.ownerId, "only the list's owner or an admin may change it");
@@ -344,7 +359,9 @@ export class Lists {
   }
 
   private async requireItem(listId: string, itemId: string, argument: string): Promise<ListItem> {
-    const [item] = await readListItems(this.deps.store, listId, [itemId]);
+    const view = await readLedger(this.deps.store, listId, { itemIds: [itemId] });
+    this.saw(listId, view.newestTx);
+    const item = view.byId.get(itemId) ?? null;
     if (!item) throw new DomainError('NOT_FOUND', `\`${argument}\` names no item of this list`, argument);
     return item;
   }
@@ -352,6 +369,7 @@ export class Lists {
   /** The effective neighbour next to `anchor` in `direction`, skipping the item being moved. */
   private async neighbour(listId: string, anchor: ListItem, direction: Direction, skip: string | undefined): Promise<ListItem | undefined> {
     const view = await readLedger(this.deps.store, listId, { slice: { from: anchor, direction, limit: 3 } });
+    this.saw(listId, view.newestTx);
     return view.items.find((i) => i.itemId !== anchor.itemId && i.itemId !== skip);
   }
 
@@ -381,16 +399,21 @@ export class Lists {
 
   /**
    * A position at the top or the bottom of the list: beyond every stored row (the last
-   * or first, markers included) and every pending transaction's target. The item there
-   * may have moved or gone since, which only leaves a wider gap, so this needs neither
-   * the item index nor probes: two reads.
+   * or first, markers included) and the target of every pending or recently applied
+   * transaction. Applied ones count too: on Cassandra the batch that applies a
+   * transaction is not isolated across partitions, so its applied mark can be read
+   * before its item's row, and an add placed by the rows alone would go before that
+   * item (items added one after another came back out of order, on a ring under load).
+   * The item there may have moved or gone since, which only leaves a wider gap, so this
+   * needs neither the item index nor probes: two reads.
    */
   private async slotAtEnd(listId: string, end: ListEnd): Promise<Slot> {
     const { store, clock } = this.deps;
-    const [txs, [row]] = await Promise.all([
-      readPendingTransactions(store, listId),
+    const [{ recent: txs, newest }, [row]] = await Promise.all([
+      readRecentTransactions(store, listId),
       store.slice(listItemsTable, { partition: { list_id: listId }, limit: 1, reverse: end === 'BOTTOM' }),
     ]);
+    this.saw(listId, newest);
     const sign = end === 'TOP' ? -1 : 1;
     let extreme: Position | undefined = row && { weight: row.weight as bigint, seq: row.seq as bigint };
     for (const tx of txs) {
@@ -408,13 +431,14 @@ export class Lists {
    * count follows what the connection shows. Two removals of one item (two requests
    * that both saw it) count once (counts/connection-counts.ts).
    */
-  private async append(listId: string, txs: readonly ListTx[]): Promise<void> {
+  private async append(listId: string, txs: readonly NewListTx[]): Promise<void> {
     const counted = txs.flatMap((tx) =>
       tx.kind === 'add' || tx.kind === 'remove'
         ? this.deps.counts.mutations({ key: itemsCountKey(listId), item: tx.itemId, sign: tx.kind === 'add' ? 1 : -1 })
         : [],
     );
-    await appendTransactions(this.deps.store, listId, txs, counted);
+    const appended = await appendTransactions(this.deps.store, this.deps.clock, listId, txs, counted, this.newestSeen.get(listId));
+    this.newestSeen.set(listId, microsOfTimeuuid(appended[appended.length - 1]!.txId));
     this.deps.onAppend?.(listId);
   }
 }

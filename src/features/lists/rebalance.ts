@@ -13,8 +13,7 @@
  */
 import { DomainError } from '../../errors.js';
 import type { Store } from '../../store/port.js';
-import { newTimeuuid } from '../../store/timeuuid.js';
-import { readLedger, type ListItem, type ListTx } from './ledger.js';
+import { readLedger, type ListItem, type NewListTx } from './ledger.js';
 import { spreadBetween, type Position } from './positions.js';
 
 /** How many items on each side a rebalance looks at, at most. */
@@ -25,7 +24,7 @@ const MAX_REACH = 4_096;
  * (an empty list when `around` is not in the list). Reads the list as it stands, with
  * pending transactions applied; widens its window fourfold until a run fits.
  */
-export async function planRebalance(store: Store, listId: string, around: ListItem, now: bigint): Promise<ListTx[]> {
+export async function planRebalance(store: Store, listId: string, around: ListItem, now: bigint): Promise<NewListTx[]> {
   for (let reach = 8; ; reach *= 4) {
     const read = (direction: 'forward' | 'backward') =>
       readLedger(store, listId, { slice: { from: around, direction, limit: reach + 1 } }).then((v) => v.items);
@@ -58,12 +57,12 @@ export async function planRebalance(store: Store, listId: string, around: ListIt
   }
 }
 
-function movesTo(run: readonly ListItem[], spread: readonly Position[]): ListTx[] {
-  const moves: ListTx[] = [];
+function movesTo(run: readonly ListItem[], spread: readonly Position[]): NewListTx[] {
+  const moves: NewListTx[] = [];
   run.forEach((item, k) => {
     const to = spread[k]!;
     if (to.weight !== item.weight || to.seq !== item.seq) {
-      moves.push({ txId: newTimeuuid(), kind: 'move', itemId: item.itemId, to, rebalance: true });
+      moves.push({ kind: 'move', itemId: item.itemId, to, rebalance: true });
     }
   });
   return moves;

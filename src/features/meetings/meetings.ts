@@ -22,7 +22,7 @@ import { requireAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
 import type { ClusterSettings } from '../../config.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
-import { backfillItems, reconcileCount, type Counted, type CountWriter } from '../../counts/connection-counts.js';
+import { backfillItems, reconcileCount, type CountAttempt, type Counted, type CountWriter } from '../../counts/connection-counts.js';
 import { membershipsOfTable, type Membership } from '../../counts/recount.js';
 import { closedThrough } from '../../background/windowed-job.js';
 import { partitionChunks } from '../../paging/partition-chunks.js';
@@ -230,10 +230,21 @@ export class Meetings {
     return { meeting, counted: won };
   }
 
-  /** One acceptance written and decided (seed 001, or the LWT): whether it won, and its count attempt. */
-  private async attempt(meetingId: string, userId: string) {
+  /**
+   * One acceptance written and decided (seed 001, or the LWT): whether it won, and its
+   * count attempt (none when nothing was written).
+   */
+  private async attempt(meetingId: string, userId: string): Promise<{ won: true; attempt: CountAttempt } | { won: false; attempt: CountAttempt | null }> {
     const { store } = this.deps;
     const key = { meeting_id: meetingId, user_id: userId };
+    // An acceptance acknowledged before this request began must keep winning, whatever
+    // the clocks: the first write wins by the clock that stamped it, so a repeat from a
+    // server whose clock is behind would carry the higher timestamp and take the row
+    // over (its time, its token: delivered again to subscribers, counted again). A
+    // repeat that finds the acceptance writes nothing; only concurrent first acceptances
+    // are left for the timestamps to decide (docs/how-it-works.md, "Ordering writes
+    // across servers").
+    if (this.deps.strategy !== 'lwt' && (await store.get(meetingUsersTable, key))) return { won: false, attempt: null };
     const token = this.deps.tokens.take();
     // One clock reading gives the timestamp, `accepted_at` and the count's attempt, so
     // the count's ledger keeps the same attempt as the acceptance row (the first).

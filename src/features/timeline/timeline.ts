@@ -8,10 +8,11 @@ import type { Change, ChangeWriter } from '../../live/change-log.js';
 import type { FeedPosition } from '../../live/feed-cursor.js';
 import type { FeedSpec } from '../../live/live-hub.js';
 import type { CursorCodec } from '../../paging/cursor.js';
+import { readRankBuckets } from '../../counts/count-ranks.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
+import { rankedIndex, timeuuidDescending } from '../../paging/ranked-index.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
-import type { Clock } from '../../store/clock.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { dateOfTimeuuid, microsOfTimeuuid, newTimeuuid } from '../../store/timeuuid.js';
@@ -56,8 +57,6 @@ export interface TimelineDeps {
   readonly changes: ChangeWriter;
   /** Records posts added and deleted in the author's `posts` count. */
   readonly counts: CountWriter;
-  /** The process clock: deletions are stamped from it when later than the post's own time. */
-  readonly clock: Clock;
 }
 
 /** A page of an author's posts, with the key its `totalCount` is read by. */
@@ -66,6 +65,14 @@ export type PostPage = Page<Post> & Counted;
 /** The count key of an author's posts (`User.posts.totalCount`). */
 export function postsCountKey(authorId: string): string {
   return `posts:${authorId}`;
+}
+
+/**
+ * The rank of a post in its author's timeline (newest first), by which the `posts`
+ * count keeps its counted index (`offset`; counts/count-ranks.ts).
+ */
+export function postRank(postId: string): bigint {
+  return timeuuidDescending.rankOf([postId]);
 }
 
 /** Every author's posts, for recounts: a scan of the timeline. */
@@ -129,7 +136,9 @@ export class Timeline {
    * reach subscribers in that order whichever servers made them.
    */
   async deletePost(viewerId: string, key: { authorId: string; postId: string }): Promise<void> {
-    const post = await this.deps.loaders.postByKey.load(key);
+    // The row with its write time (one round trip, as the loader's read): the tombstone goes at or above it.
+    const cells = await this.store.readCells(timelineTable, { user_id: key.authorId, post_id: key.postId }, ['content']);
+    const post = cells.row && postFromRow(cells.row);
     if (!post) throw new DomainError('NOT_FOUND', 'no such post', 'id');
     if (post.authorId !== viewerId) throw new DomainError('FORBIDDEN', 'only the author may delete a post', 'id');
     const { changes } = this.deps;
@@ -137,12 +146,13 @@ export class Timeline {
     // clock ahead of ours (DESIGN.md: no decision rests on one server's clock beating
     // another's): a post is written at its own id's time (createPost), so a tombstone at
     // that time hides it (a deletion wins a tie). Posts written before they were stamped
-    // so carry their batch's time, a moment after their id's: for them the deleter's
-    // clock, when later, stands in.
+    // so carry their batch's time, a moment after their id's: the tombstone then goes at
+    // the write time read, whatever the clock of the server that wrote it.
+    const written = cells.writetime.content ?? null;
     const postMicros = microsOfTimeuuid(key.postId);
-    const now = this.deps.clock.nowMicros();
+    const timestamp = written !== null && written > postMicros ? written : postMicros;
     await this.store.batch([
-      { kind: 'delete', table: timelineTable, key: { user_id: key.authorId, post_id: key.postId }, options: { timestamp: now > postMicros ? now : postMicros } },
+      { kind: 'delete', table: timelineTable, key: { user_id: key.authorId, post_id: key.postId }, options: { timestamp } },
       ...changes.mutations({
         feed: postsFeedOf(key.authorId).feed,
         id: changes.nextId(key.postId),
@@ -187,9 +197,14 @@ export class Timeline {
     return { floor: microsOfTimeuuid(postId) + 1n, received: [] };
   }
 
-  /** One page of an author's posts, newest first, with its count's key. */
+  /**
+   * One page of an author's posts, newest first, with its count's key; an `offset` is
+   * found through the count's counted index.
+   */
   async posts(authorId: string, args: PageArgs): Promise<PostPage> {
-    const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec, signal: this.deps.signal });
-    return { ...page, countKey: postsCountKey(authorId) };
+    const countKey = postsCountKey(authorId);
+    const index = rankedIndex({ order: timeuuidDescending, buckets: (level, parent) => readRankBuckets(this.store, countKey, level, parent) });
+    const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec, index, signal: this.deps.signal });
+    return { ...page, countKey };
   }
 }

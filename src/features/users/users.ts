@@ -4,7 +4,7 @@
  * Users own the user row; the directory plans its index entries for them.
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../../store/clock.js';
+import { newestOf, timestampAbove, type Clock } from '../../store/clock.js';
 import type { Mutation, Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
@@ -129,6 +129,28 @@ function profileFields(user: User, plan: IndexPlan): Pick<User, IndexedField | '
   return { ...fields, profileVersions: versions };
 }
 
+/** Every regular column of the user row: a change reads the write times of them all. */
+const USER_CELLS = Object.keys(usersTable.columns).filter((c) => !usersTable.partitionKey.includes(c));
+
+/** A user as a change reads them: the row, and the newest write time of its cells. */
+export interface UserForChange {
+  readonly user: User;
+  /** The newest write time (µs) of the row's cells: a change writes above it. */
+  readonly writtenAt: bigint | null;
+}
+
+/**
+ * A user and the newest write time of their row, for a change of the row (one round
+ * trip, at the consistency writes use); null for an unknown user. The change's
+ * timestamp goes above `writtenAt` (`timestampAbove`), so it is ordered after every
+ * change acknowledged before it, whichever server's clock wrote that one.
+ */
+export async function readUserForChange(store: Store, userId: string): Promise<UserForChange | null> {
+  const cells = await store.readCells(usersTable, { user_id: userId }, USER_CELLS);
+  if (!cells.row) return null;
+  return { user: userFromRow(cells.row), writtenAt: newestOf(Object.values(cells.writetime)) };
+}
+
 /** Users by id, in the order asked, null for unknown ids (one round trip: the loader's batch). */
 export async function readUsers(store: Store, ids: readonly string[]): Promise<Array<User | null>> {
   const rows = await store.getMany(
@@ -218,15 +240,21 @@ export class Users {
   async update(userId: string, input: ProfileInput): Promise<User> {
     await requireOwnerOrAdmin(this.deps.actor, userId, 'only the user or an admin may update a profile');
     const { store, loaders, directory } = this.deps;
-    // The change's version, taken before the entries are read (name-index.ts: what makes
-    // a stale name entry provably recent).
-    const version = this.deps.clock.nowMicros();
-    const user = await loaders.userById.load(userId);
-    if (!user) throw new DomainError('NOT_FOUND', 'no such user', 'id');
+    const read = await readUserForChange(store, userId);
+    if (!read) throw new DomainError('NOT_FOUND', 'no such user', 'id');
+    const { user } = read;
+    // The change's version: above every write time of the row, so this change wins over
+    // every change acknowledged before it began, whatever the clocks of the servers that
+    // made them (docs/how-it-works.md, "Ordering writes across servers"). Taken before
+    // the entries are read (name-index.ts: what makes a stale name entry provably recent).
+    const version = timestampAbove(this.deps.clock, read.writtenAt);
     // seed 004: the old values come from the entries table, not from the user row.
     const entries = await directory.currentEntries(userId);
     const plan = directory.plan(userId, input, entries);
-    const row: Row = { user_id: userId, ...profileColumns(plan) };
+    // The username never changes: rewritten at the version, it keeps the time of the
+    // row's last change readable even when the change only cleared cells (a cleared
+    // cell is a tombstone, which has no WRITETIME).
+    const row: Row = { user_id: userId, username: user.username, ...profileColumns(plan) };
     let displayName = user.displayName;
     if (input.displayName !== undefined && input.displayName !== null) {
       displayName = checkDisplayName(input.displayName);

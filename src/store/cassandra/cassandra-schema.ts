@@ -2,8 +2,8 @@
  * CQL DDL derived from a table declaration (the SQLite adapter's counterpart is
  * `sqlite-schema.ts`).
  */
-import type { TableSpec } from '../table.js';
-import { checkIdentifier, gcGraceSecondsOf, regularColumnsOf } from '../table.js';
+import type { TableKey, TableSpec } from '../table.js';
+import { checkIdentifier, gcGraceSecondsOf, keyDifferencesOf, regularColumnsOf } from '../table.js';
 
 /** Keyspace replication, as CQL's replication map. */
 export type Replication =
@@ -55,6 +55,35 @@ export interface ExistingSchema {
   readonly tables: ReadonlyMap<string, ReadonlyMap<string, string>>;
   /** Each existing table's `gc_grace_seconds` (absent: not read, nothing to bring up to date). */
   readonly gcGraceSeconds?: ReadonlyMap<string, number>;
+  /** Each existing table's key (absent: not read, not compared). */
+  readonly keys?: ReadonlyMap<string, TableKey>;
+}
+
+/**
+ * An existing table's key from its `system_schema.columns` rows (`kind`, `position`,
+ * `clustering_order`): partition key and clustering columns each in position order.
+ */
+export function existingKeyOf(
+  columns: ReadonlyArray<{ readonly column: string; readonly kind: string; readonly position: number; readonly clusteringOrder: string }>,
+): TableKey {
+  const ofKind = (kind: string) => columns.filter((c) => c.kind === kind).sort((a, b) => a.position - b.position);
+  return {
+    partitionKey: ofKind('partition_key').map((c) => c.column),
+    clustering: ofKind('clustering').map((c) => ({ column: c.column, order: c.clusteringOrder.toLowerCase() === 'desc' ? 'DESC' : 'ASC' })),
+  };
+}
+
+/**
+ * The tables whose existing key differs from their declaration (partition key columns,
+ * clustering columns, their order, each one's clustering order), one phrase per
+ * difference naming the table and both keys. No DDL fixes these: Cassandra cannot alter
+ * a primary key.
+ */
+export function keyDifferences(keyspace: string, existing: ExistingSchema, tables: readonly TableSpec[]): string[] {
+  return tables.flatMap((table) => {
+    const found = existing.keys?.get(table.name);
+    return found && existing.tables.has(table.name) ? keyDifferencesOf(`${keyspace}.${table.name}`, found, table) : [];
+  });
 }
 
 /** The DDL that brings `existing` up to the declarations, in order; empty when nothing is missing. */
@@ -78,7 +107,8 @@ export function schemaChanges(
 
 /**
  * What the declarations need and `existing` lacks or declares otherwise, as short
- * phrases ("table users", "column meeting_users.write_token", …); empty when it all fits.
+ * phrases ("table users", "column meeting_users.write_token", a table keyed otherwise,
+ * …); empty when it all fits.
  */
 export function schemaDifferences(keyspace: string, existing: ExistingSchema, tables: readonly TableSpec[]): string[] {
   if (!existing.keyspace) return [`keyspace ${keyspace}`];
@@ -95,5 +125,5 @@ export function schemaDifferences(keyspace: string, existing: ExistingSchema, ta
       else if (found !== type) out.push(`column ${table.name}.${column} of type ${type} (found ${found})`);
     }
   }
-  return out;
+  return [...out, ...keyDifferences(keyspace, existing, tables)];
 }

@@ -9,10 +9,15 @@ import type { Replication } from './cassandra-schema.js';
 
 /** What a server or a command needs to reach its cluster. */
 export interface CassandraSettings {
+  /** Where the driver first connects; empty with a secure connect bundle, which names them. */
   readonly contactPoints: readonly string[];
   readonly localDataCenter: string;
   readonly keyspace: string;
-  readonly replication: Replication;
+  /**
+   * The replication a keyspace is created with; null: none was set explicitly, so the
+   * keyspace is not created (production refuses to guess one).
+   */
+  readonly replication: Replication | null;
   /** A CQL consistency name: LOCAL_QUORUM, QUORUM, ONE, … */
   readonly consistency: string;
   /** SERIAL or LOCAL_SERIAL. */
@@ -22,6 +27,36 @@ export interface CassandraSettings {
   readonly connectTimeoutS: number;
   /** The driver's tuning; the driver's own defaults when absent. */
   readonly driver?: CassandraDriverSettings;
+  /** The user the cluster authenticates; none when absent or null. */
+  readonly credentials?: CassandraCredentials | null;
+  /** TLS to every node; plain TCP when absent or null. */
+  readonly tls?: CassandraTlsSettings | null;
+  /**
+   * A DataStax Astra secure connect bundle (a zip file's path): it names the contact
+   * points, the data centre and the TLS certificates itself.
+   */
+  readonly secureConnectBundle?: string | null;
+}
+
+/** A user name and password (PasswordAuthenticator, or Astra's client id and secret). */
+export interface CassandraCredentials {
+  readonly username: string;
+  readonly password: string;
+}
+
+/**
+ * TLS to the nodes. Certificates and host names are verified unless `verify` is false
+ * (cassandra-driver's own default verifies nothing).
+ */
+export interface CassandraTlsSettings {
+  /** PEM of the CA or node certificates to trust; null: the system's CAs. */
+  readonly ca: string | null;
+  /** PEM of the client certificate and its key, for nodes with `require_client_auth`. */
+  readonly clientCertificate: { readonly cert: string; readonly key: string } | null;
+  /** The name node certificates must carry; null: each contact point's own address. */
+  readonly serverName: string | null;
+  /** Verify the certificate chain and the name; false only outside production. */
+  readonly verify: boolean;
 }
 
 /**

@@ -16,6 +16,7 @@ import type {
   ScanPage,
   SliceQuery,
   Store,
+  StoreWarning,
   WriteOptions,
 } from '../port.js';
 import { StoreRequestError, StoreStartupError, StoreUnavailableError } from '../port.js';
@@ -39,9 +40,9 @@ import {
   writeTimestampOf,
 } from '../validate.js';
 import { sameValue } from '../values.js';
-import { oneLine, storeErrorFrom } from './cassandra-errors.js';
+import { connectFailureOf, oneLine, storeErrorFrom, type ConnectFailure } from './cassandra-errors.js';
 import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-ranges.js';
-import { schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
+import { existingKeyOf, keyDifferences, schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
 import { fromDriver, toDriver } from './cassandra-values.js';
 
 const { types } = cassandra;
@@ -81,7 +82,11 @@ export type SchemaMode = 'create' | 'check';
 export interface CassandraStoreOptions {
   readonly client: CassandraClientLike;
   readonly keyspace: string;
-  readonly replication?: Replication;
+  /**
+   * The replication a keyspace is created with: SimpleStrategy with one replica when
+   * absent; null: none was chosen, so `ensureTables` refuses to create the keyspace.
+   */
+  readonly replication?: Replication | null;
   /** Consistency of reads and writes; LOCAL_QUORUM by default. */
   readonly consistency?: cassandra.types.consistencies;
   /** Consistency of the Paxos phase of lightweight transactions; LOCAL_SERIAL by default. */
@@ -95,8 +100,12 @@ export interface CassandraStoreOptions {
   readonly schema?: SchemaMode;
   /** How long `ensureTables` keeps retrying an unreachable cluster; 0 (default): one attempt. */
   readonly connectTimeoutMs?: number;
+  /** What a failed connection attempt means, and whether to try again (default: `connectFailureOf`). */
+  readonly connectFailure?: (err: unknown) => ConnectFailure;
   /** One line per connection attempt and per schema change. */
   readonly log?: (message: string) => void;
+  /** The server's warnings on a statement (tombstones, batch sizes); `log`, without key values, when absent. */
+  readonly warn?: (warning: StoreWarning) => void;
 }
 
 /** The command the one-line refusal names when the schema is missing. */
@@ -106,7 +115,8 @@ const SCHEMA_HINT = 'create it with `npm run schema` (`node dist/scripts/schema.
 const SERIAL_READ_ATTEMPTS = 3;
 
 /** A statement and its bound values. */
-interface Statement {
+/** One CQL statement and its bound values. */
+export interface Statement {
   readonly query: string;
   readonly params: unknown[];
 }
@@ -145,7 +155,7 @@ interface RunOptions {
 export class CassandraStore implements Store {
   private readonly client: CassandraClientLike;
   private readonly keyspace: string;
-  private readonly replication: Replication;
+  private readonly replication: Replication | null;
   private readonly consistency: cassandra.types.consistencies;
   private readonly serialConsistency: cassandra.types.consistencies;
   private readonly clock: Clock;
@@ -153,7 +163,9 @@ export class CassandraStore implements Store {
   private readonly fetchSize: number;
   private readonly schema: SchemaMode;
   private readonly connectTimeoutMs: number;
+  private readonly connectFailure: (err: unknown) => ConnectFailure;
   private readonly log: (message: string) => void;
+  private readonly warn: (warning: StoreWarning) => void;
   private readonly plans = new WeakMap<TableSpec, TablePlan>();
   /** The driver options of the two common cases, built once (the driver only reads them). */
   private readonly idempotentOptions: cassandra.QueryOptions;
@@ -163,7 +175,7 @@ export class CassandraStore implements Store {
     checkIdentifier(`keyspace "${options.keyspace}"`, options.keyspace);
     this.client = options.client;
     this.keyspace = options.keyspace;
-    this.replication = Object.freeze(options.replication ?? { class: 'SimpleStrategy', replication_factor: 1 });
+    this.replication = options.replication === null ? null : Object.freeze(options.replication ?? { class: 'SimpleStrategy', replication_factor: 1 });
     this.consistency = options.consistency ?? types.consistencies.localQuorum;
     this.serialConsistency = options.serialConsistency ?? types.consistencies.localSerial;
     if (this.serialConsistency !== types.consistencies.serial && this.serialConsistency !== types.consistencies.localSerial) {
@@ -174,7 +186,9 @@ export class CassandraStore implements Store {
     this.fetchSize = positiveInteger('fetchSize', options.fetchSize ?? 5_000);
     this.schema = options.schema ?? 'create';
     this.connectTimeoutMs = options.connectTimeoutMs ?? 0;
+    this.connectFailure = options.connectFailure ?? connectFailureOf;
     this.log = options.log ?? (() => undefined);
+    this.warn = options.warn ?? ((warning) => this.log(warning.message));
     this.idempotentOptions = this.queryOptions({ idempotent: true });
     this.nonIdempotentOptions = this.queryOptions({ idempotent: false });
   }
@@ -189,8 +203,13 @@ export class CassandraStore implements Store {
     await this.connect();
     let existing = await this.existingSchema();
     if (this.schema === 'create') {
+      if (!existing.keyspace && this.replication === null) {
+        throw new StoreStartupError(
+          `creating keyspace ${this.keyspace} needs its replication chosen: set CASSANDRA_REPLICATION, e.g. NetworkTopologyStrategy:<data centre>=3 (three replicas in each data centre)`,
+        );
+      }
       // One line per change, numbered and timed: on a ring each waits for every node to agree.
-      const changes = schemaChanges(this.keyspace, this.replication, existing, tables);
+      const changes = schemaChanges(this.keyspace, this.replication!, existing, tables);
       const started = Date.now();
       for (const [i, cql] of changes.entries()) {
         const at = Date.now();
@@ -198,6 +217,13 @@ export class CassandraStore implements Store {
         this.log(`schema change ${i + 1} of ${changes.length} in ${seconds(Date.now() - at)} (${seconds(Date.now() - started)} in all): ${cql}`);
       }
       existing = await this.existingSchema();
+    }
+    const keyed = keyDifferences(this.keyspace, existing, tables);
+    if (keyed.length > 0) {
+      // Pages of such a table come out in another order, without an error: refuse it.
+      throw new StoreStartupError(
+        `the Cassandra schema keys tables otherwise than declared: ${keyed.join(', ')}; a primary key cannot be altered: copy the rows into a table created as declared (or drop it, when its rows may go, and run \`npm run schema\`)`,
+      );
     }
     const differences = schemaDifferences(this.keyspace, existing, tables);
     if (differences.length > 0) {
@@ -480,22 +506,24 @@ export class CassandraStore implements Store {
     } catch (err) {
       throw storeErrorFrom(err);
     }
-    this.logWarnings(tally, result);
+    this.reportWarnings(tally, result, [statement]);
     return result;
   }
 
   /**
    * The server's warnings on a result (a read that passed over more than
-   * tombstone_warn_threshold tombstones, say), one log line each: the embedded store
-   * logs the same line for the same read. Tombstone warnings are also noted on the
-   * call's tally, for the metrics.
+   * tombstone_warn_threshold tombstones, say), each reported with the statement's table
+   * and values apart and its text without them (`storeWarningOf`): the embedded store
+   * reports the same warning for the same read. Tombstone warnings are also noted on
+   * the call's tally, for the metrics.
    */
-  private logWarnings(tally: StatementTally | undefined, result: CassandraResultLike): void {
+  private reportWarnings(tally: StatementTally | undefined, result: CassandraResultLike, statements: readonly Statement[]): void {
     const warnings = (result.info as { warnings?: readonly string[] } | undefined)?.warnings;
     if (!warnings) return;
     for (const w of warnings) {
-      this.log(`Cassandra warning: ${w}`);
-      if (/tombstone/i.test(w)) noteTombstoneWarning(tally);
+      const warning = storeWarningOf(w, statements);
+      this.warn(warning);
+      if (warning.kind === 'tombstones') noteTombstoneWarning(tally);
     }
   }
 
@@ -508,7 +536,7 @@ export class CassandraStore implements Store {
     } catch (err) {
       throw storeErrorFrom(err);
     }
-    this.logWarnings(tally, result);
+    this.reportWarnings(tally, result, statements);
   }
 
   /**
@@ -552,26 +580,61 @@ export class CassandraStore implements Store {
     }
   }
 
+  /**
+   * Connect, retrying an unreachable cluster with backoff until `connectTimeoutMs` has
+   * passed (an attempt still pending then is given up), and refusing at once what
+   * retrying cannot fix: a refused password, an untrusted certificate.
+   */
   private async connect(): Promise<void> {
     const started = Date.now();
+    let previous: ConnectFailure | null = null;
     for (let attempt = 1; ; attempt++) {
+      let failure: ConnectFailure;
+      let cause: unknown;
       try {
-        await this.client.connect();
-        return;
+        if (await this.attemptConnect(started + this.connectTimeoutMs)) return;
+        // The attempt cut short says nothing: the one before it says why.
+        const before = previous ? `; the attempt before: ${previous.reason}` : '';
+        failure = { reason: `no answer within the connect timeout (${seconds(this.connectTimeoutMs)})${before}`, retry: false };
       } catch (err) {
-        const elapsed = Date.now() - started;
-        const left = this.connectTimeoutMs - elapsed;
-        if (left <= 0) {
-          throw new StoreStartupError(
-            `Cassandra unreachable after ${attempt} attempt(s) in ${Math.round(elapsed / 1000)} s: ${oneLine(err)}`,
-            { cause: err },
-          );
-        }
-        // 0.5 s, 1 s, 2 s, … at most 10 s between attempts.
-        const wait = Math.min(500 * 2 ** (attempt - 1), 10_000, left);
-        this.log(`Cassandra not reachable (attempt ${attempt}: ${oneLine(err)}); retrying in ${(wait / 1000).toFixed(1)} s`);
-        await sleep(wait);
+        cause = err;
+        failure = this.connectFailure(err);
+        if (!failure.retry) throw new StoreStartupError(`Cassandra refused the connection: ${failure.reason}`, { cause: err });
       }
+      const elapsed = Date.now() - started;
+      const left = this.connectTimeoutMs - elapsed;
+      if (!failure.retry || left <= 0) {
+        throw new StoreStartupError(`Cassandra unreachable after ${attempt} attempt(s) in ${Math.round(elapsed / 1000)} s: ${failure.reason}`, { cause });
+      }
+      previous = failure;
+      // 0.5 s, 1 s, 2 s, … at most 10 s between attempts.
+      const wait = Math.min(500 * 2 ** (attempt - 1), 10_000, left);
+      this.log(`Cassandra not reachable (attempt ${attempt}: ${failure.reason}); retrying in ${(wait / 1000).toFixed(1)} s`);
+      await sleep(wait);
+    }
+  }
+
+  /**
+   * One `connect` of the driver: true once connected, false when a timeout is set and
+   * the attempt has not settled by `deadline` (a node that accepts the TCP connection
+   * and never answers would otherwise hold start-up for the driver's read timeout).
+   */
+  private async attemptConnect(deadline: number): Promise<boolean> {
+    if (this.connectTimeoutMs <= 0) {
+      await this.client.connect();
+      return true;
+    }
+    const abandon = new AbortController();
+    const connecting = this.client.connect().then(() => true);
+    try {
+      return await Promise.race([
+        connecting,
+        sleep(Math.max(deadline - Date.now(), 0), false, { signal: abandon.signal }).catch(() => false), // aborted: the attempt settled first
+      ]);
+    } finally {
+      abandon.abort();
+      // The attempt given up may still fail later: that failure is nobody's.
+      connecting.catch(() => undefined);
     }
   }
 
@@ -585,7 +648,7 @@ export class CassandraStore implements Store {
     const columns = await this.run(
       tally,
       {
-        query: 'SELECT table_name, column_name, type FROM system_schema.columns WHERE keyspace_name = ?',
+        query: 'SELECT table_name, column_name, type, kind, position, clustering_order FROM system_schema.columns WHERE keyspace_name = ?',
         params: [this.keyspace],
       },
       { idempotent: true },
@@ -596,13 +659,20 @@ export class CassandraStore implements Store {
       { idempotent: true },
     );
     const tables = new Map<string, Map<string, string>>();
+    const keyColumns = new Map<string, Array<{ column: string; kind: string; position: number; clusteringOrder: string }>>();
     for (const r of columns.rows) {
       const table = String(r.get('table_name'));
+      const column = String(r.get('column_name'));
       if (!tables.has(table)) tables.set(table, new Map());
-      tables.get(table)!.set(String(r.get('column_name')), String(r.get('type')));
+      tables.get(table)!.set(column, String(r.get('type')));
+      const kind = String(r.get('kind'));
+      if (kind !== 'partition_key' && kind !== 'clustering') continue;
+      if (!keyColumns.has(table)) keyColumns.set(table, []);
+      keyColumns.get(table)!.push({ column, kind, position: Number(r.get('position')), clusteringOrder: String(r.get('clustering_order')) });
     }
+    const keys = new Map([...tables.keys()].map((table) => [table, existingKeyOf(keyColumns.get(table) ?? [])]));
     const gcGraceSeconds = new Map(options.rows.map((r) => [String(r.get('table_name')), Number(r.get('gc_grace_seconds'))]));
-    return { keyspace: keyspaces.rows.length > 0, tables, gcGraceSeconds };
+    return { keyspace: keyspaces.rows.length > 0, tables, gcGraceSeconds, keys };
   }
 
   /** One schema change, then wait until every node agrees on the schema before the next. */
@@ -752,3 +822,31 @@ function positiveInteger(name: string, value: number): number {
 function sameCell(table: TableSpec, column: string, a: CqlValue, b: CqlValue): boolean {
   return sameValue(table.columns[column]!, a, b);
 }
+
+/** A replica's tombstone line, and the coordinator's summary of its replicas' (`read_thresholds_enabled`). */
+const TOMBSTONE_WARNING = /Read (\d+) live rows and (\d+) tombstone cells|(\d+) nodes scanned up to (\d+) tombstones and issued tombstone warnings/;
+
+/**
+ * A warning of Cassandra's as the store reports it: the table of the (first) statement
+ * it came for, its values apart, and its text without them. Cassandra's tombstone line
+ * prints the query with its partition key ("… WHERE user_id = 3f2c… LIMIT 100; token
+ * …"): it is rebuilt from the counts alone. Any other warning loses what follows a
+ * WHERE, and its quoted literals.
+ */
+export function storeWarningOf(text: string, statements: readonly Statement[]): StoreWarning {
+  const first = statements[0];
+  const table = first ? (/\b(?:FROM|INTO|UPDATE)\s+(?:"?\w+"?\.)?"?(\w+)"?/i.exec(first.query)?.[1] ?? null) : null;
+  const keyValues = statements.flatMap((s) => s.params);
+  const m = TOMBSTONE_WARNING.exec(text);
+  if (m) {
+    const tombstones = Number(m[2] ?? m[4]);
+    const message = m[1] !== undefined
+      ? `Read ${m[1]} live rows and ${tombstones} tombstone cells for a query of ${table ?? 'a table'} (see tombstone_warn_threshold)`
+      : `${m[3]} nodes scanned up to ${tombstones} tombstones and issued tombstone warnings for a query of ${table ?? 'a table'}`;
+    return { table, kind: 'tombstones', tombstones, message, keyValues };
+  }
+  const cut = text.search(/\sWHERE\s/i);
+  const message = (cut < 0 ? text : `${text.slice(0, cut)} WHERE …`).replace(/'(?:[^']|'')*'/g, "'…'");
+  return { table, kind: 'other', message, keyValues };
+}
+

@@ -14,14 +14,15 @@ import type {
   ScanPage,
   SliceQuery,
   Store,
+  StoreWarning,
   WriteOptions,
 } from '../port.js';
-import { StoreReadFailureError, StoreRequestError } from '../port.js';
+import { StoreReadFailureError, StoreRequestError, StoreStartupError } from '../port.js';
 import { startPeriodicTask, type PeriodicTask } from '../../background/periodic-task.js';
 import type { Clock } from '../clock.js';
 import { MonotonicClock } from '../clock.js';
-import type { CqlType, CqlValue, Row, TableSpec } from '../table.js';
-import { gcGraceSecondsOf, keyColumnsOf } from '../table.js';
+import type { CqlType, CqlValue, Row, TableKey, TableSpec } from '../table.js';
+import { gcGraceSecondsOf, keyColumnsOf, keyDifferencesOf } from '../table.js';
 import {
   checkCellColumns,
   checkDeclarations,
@@ -88,8 +89,10 @@ export interface SqliteStoreOptions {
   readonly now?: () => number;
   /** How long a write waits for another process's write to finish (default 10 s). */
   readonly busyTimeoutMs?: number;
-  /** Where warnings go (a read passing over too many tombstones, a compaction). */
+  /** Where notes go (a compaction's). */
   readonly log?: (message: string) => void;
+  /** Where warnings go (a read passing over too many tombstones); `log`, without key values, when absent. */
+  readonly warn?: (warning: StoreWarning) => void;
   /** A slice passing over more tombstones than this logs a warning (default 1,000, as Cassandra). */
   readonly tombstoneWarnThreshold?: number;
   /** A slice passing over more tombstones than this fails (default 100,000, as Cassandra). */
@@ -129,6 +132,7 @@ export class SqliteStore implements Store {
   private readonly coordinatorClock: Clock;
   private readonly now: () => number;
   private readonly log: (message: string) => void;
+  private readonly warn: (warning: StoreWarning) => void;
   private readonly warnThreshold: number;
   private readonly failureThreshold: number;
   private readonly compaction: PeriodicTask | null;
@@ -142,6 +146,7 @@ export class SqliteStore implements Store {
     this.coordinatorClock = options.coordinatorClock ?? new MonotonicClock();
     this.now = options.now ?? Date.now;
     this.log = options.log ?? (() => undefined);
+    this.warn = options.warn ?? ((warning) => this.log(warning.message));
     this.warnThreshold = threshold('tombstoneWarnThreshold', options.tombstoneWarnThreshold ?? DEFAULT_TOMBSTONE_WARN_THRESHOLD);
     this.failureThreshold = threshold('tombstoneFailureThreshold', options.tombstoneFailureThreshold ?? DEFAULT_TOMBSTONE_FAILURE_THRESHOLD);
     // Write timestamps reach 2^63-1 (seed 001), beyond a double: by default read integers
@@ -179,11 +184,23 @@ export class SqliteStore implements Store {
 
   async ensureTables(tables: readonly TableSpec[]): Promise<void> {
     checkDeclarations(tables);
+    // Keys are stored encoded in their declared order: a file made under another key
+    // would page in the wrong order, without an error (Cassandra's own check at start).
+    const keyed = this.keyDifferences(tables);
+    if (keyed.length > 0) {
+      throw new StoreStartupError(
+        `the embedded store keys tables otherwise than declared: ${keyed.join(', ')}; a key cannot be altered: move the file aside to start afresh`,
+      );
+    }
     this.write(() => {
       this.db.exec(
         `CREATE TABLE IF NOT EXISTS "${PAXOS_TABLE}" (tbl TEXT NOT NULL, pk BLOB NOT NULL, ballot INTEGER NOT NULL, PRIMARY KEY (tbl, pk)) WITHOUT ROWID`,
       );
+      this.db.exec(`CREATE TABLE IF NOT EXISTS "${KEYS_TABLE}" (tbl TEXT NOT NULL PRIMARY KEY, key TEXT NOT NULL) WITHOUT ROWID`);
+      const record = this.db.prepare(`INSERT OR IGNORE INTO "${KEYS_TABLE}" (tbl, key) VALUES (?, ?)`);
       for (const table of tables) {
+        // A file from before keys were recorded: its tables are taken as declared now.
+        record.run(table.name, JSON.stringify({ partitionKey: table.partitionKey, clustering: table.clustering } satisfies TableKey));
         const layout = this.layout(table);
         const legacy = this.columnsOf(layout.tombTable);
         const migrate = legacy.size > 0 && !legacy.has('ldt');
@@ -377,19 +394,33 @@ export class SqliteStore implements Store {
     }
     const out: string[] = [];
     if (!existing.has(PAXOS_TABLE)) out.push(`table ${PAXOS_TABLE}`);
+    const keyed = this.keyDifferences(tables);
     for (const table of tables) {
       const layout = layoutOf(table);
       const columns = existing.get(layout.dataTable);
       // Its rows and its tombstones are two SQLite tables: either missing is the table missing.
       if (!columns || !existing.has(layout.tombTable)) out.push(`table ${table.name}`);
-      else {
+      // Keyed otherwise, its physical columns differ too: the key is the difference to name.
+      else if (!keyed.some((phrase) => phrase.startsWith(`table ${table.name} `))) {
         // A declared column is its value (`v_`) or key (`k_`) column, with its write time and TTL beside it.
         const lacking = Object.keys(table.columns).filter((c) => !columns.has(`v_${c}`) && !columns.has(`k_${c}`));
         for (const column of lacking) out.push(`column ${table.name}.${column}`);
         if (lacking.length === 0 && physicalColumns(layout).some(([name]) => !columns.has(name))) out.push(`table ${table.name} (incomplete)`);
       }
     }
-    return out;
+    return [...out, ...keyed];
+  }
+
+  /** How the keys this file recorded differ from the declarations (tables it never held: nothing). */
+  private keyDifferences(tables: readonly TableSpec[]): string[] {
+    if (this.columnsOf(KEYS_TABLE).size === 0) return [];
+    const recorded = new Map(
+      (this.db.prepare(`SELECT tbl, key FROM "${KEYS_TABLE}"`).all() as Array<{ tbl: string; key: string }>).map((r) => [r.tbl, JSON.parse(r.key) as TableKey]),
+    );
+    return tables.flatMap((table) => {
+      const found = recorded.get(table.name);
+      return found ? keyDifferencesOf(table.name, found, table) : [];
+    });
   }
 
   private schemaStatement?: SqliteStatementLike;
@@ -522,13 +553,21 @@ export class SqliteStore implements Store {
     if (this.warnThreshold > 0 && !s.tombstonesBeyond(hi !== null).get({ ...bounds, skip: this.warnThreshold - 1 })) return;
     const passed = (s.tombstoneCount(hi !== null).get({ ...bounds, cap: this.failureThreshold + 1 }) as [number])[0];
     if (passed <= this.warnThreshold) return;
-    const cql = `SELECT * FROM ${s.layout.table.name} WHERE ${partitionText(s.layout.table, query.partition)} LIMIT ${query.limit}`;
+    // Cassandra's text, but with bind markers for the key: its values stay out of logs.
+    const { table } = s.layout;
+    const prepared = `SELECT * FROM ${table.name} WHERE ${table.partitionKey.map((k) => `${k} = ?`).join(' AND ')} LIMIT ${query.limit}`;
     if (passed > this.failureThreshold) {
       throw new StoreReadFailureError(
-        `Scanned over ${passed} tombstones during query '${cql}' (tombstone_failure_threshold is ${this.failureThreshold}); query aborted`,
+        `Scanned over ${passed} tombstones during query '${prepared}' (tombstone_failure_threshold is ${this.failureThreshold}); query aborted`,
       );
     }
-    this.log(`Read ${rows.length} live rows and ${passed} tombstone cells for query ${cql} (see tombstone_warn_threshold)`);
+    this.warn({
+      table: table.name,
+      kind: 'tombstones',
+      tombstones: passed,
+      message: `Read ${rows.length} live rows and ${passed} tombstone cells for query ${prepared} (see tombstone_warn_threshold)`,
+      keyValues: table.partitionKey.map((k) => query.partition[k]),
+    });
     // Synchronous from the call's start: the active tally is still the call's.
     noteTombstoneWarning(activeTally());
   }
@@ -679,11 +718,6 @@ function threshold(name: string, value: number): number {
   return value;
 }
 
-/** `user_id = 3f2c…`: the partition a warning names, as Cassandra's does. */
-function partitionText(table: TableSpec, partition: Row): string {
-  return table.partitionKey.map((k) => `${k} = ${String(partition[k])}`).join(' AND ');
-}
-
 function decode(layout: SqliteLayout, r: PhysicalRow, nowSec: number): Row {
   const { table } = layout;
   const out: Row = {};
@@ -699,6 +733,8 @@ function decode(layout: SqliteLayout, r: PhysicalRow, nowSec: number): Row {
  * keeps it in system.paxos). Not a CQL table name: those are stored as `t_<name>`.
  */
 const PAXOS_TABLE = 'paxos_ballots';
+/** Each table's key as the file's tables were created with it (JSON of a `TableKey`). */
+const KEYS_TABLE = 'table_keys';
 
 interface PreparedUpsert {
   readonly s: LayoutStatements;
