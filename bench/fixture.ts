@@ -22,9 +22,11 @@ export function benchEnv(file: string): Record<string, string> {
     LIST_APPLIER: 'false',
     PLAYGROUND: 'false',
     LOG_LEVEL: 'silent',
-    // A benchmark's load comes from one address or token far past any budget: budgets
-    // off here, set explicitly (the default stays what docs/operations.md gives).
+    // A benchmark's load comes from one address or token, far past any budget and any
+    // one principal's share of the execution slots: both off here, set explicitly (the
+    // defaults stay what docs/operations.md gives).
     RATE_LIMIT_POINTS: '0',
+    MAX_IN_FLIGHT: '0',
   };
 }
 

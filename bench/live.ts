@@ -97,8 +97,10 @@ async function startServer(file: string, port: number, env: Record<string, strin
       CURSOR_SECRET: CURSOR,
       SEED_DEMO: 'false',
       LOG_LEVEL: 'warn',
-      // The load comes from one address, far past any budget: budgets off, explicitly.
+      // The load comes from one address, far past any budget and any one principal's
+      // share of the slots: both off, explicitly.
       RATE_LIMIT_POINTS: '0',
+      MAX_IN_FLIGHT: '0',
       LIVE_POLL_MS: String(POLL_MS),
       // 10,000 subscriptions on one feed's worth of sockets: the per-socket limit is not what is measured.
       LIVE_MAX_SOCKETS: '20000',

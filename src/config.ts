@@ -732,9 +732,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: bool(env, 'TRUST_PROXY', false),
     inFlight: Object.freeze({
       // The embedded store's requests run on the event loop: more at once only adds latency.
-      maxInFlight: int(env, 'MAX_IN_FLIGHT', store === 'cassandra' ? 64 : 8, 0, 1_000_000),
+      // On Cassandra 16 cover the round trips of two cores' worth of requests; a principal
+      // holds a quarter of them (in-flight-gate.ts).
+      maxInFlight: int(env, 'MAX_IN_FLIGHT', store === 'cassandra' ? 16 : 8, 0, 1_000_000),
       maxQueued: int(env, 'MAX_QUEUED', 1_024, 0, 1_000_000),
-      queueTimeoutMs: int(env, 'QUEUE_TIMEOUT_MS', 1_000, 1, 600_000),
+      queueTimeoutMs: int(env, 'QUEUE_TIMEOUT_MS', 5_000, 1, 600_000),
     }),
     listApplierIntervalMs: int(env, 'LIST_APPLIER_INTERVAL_MS', 1_000, 10, 3_600_000),
     saga: Object.freeze({

@@ -16,7 +16,7 @@ import { answerPreflight, corsHeaders } from './cors.js';
 import type { PersistedQuery, QueryHashes } from '../graphql/query-hashes.js';
 import { playgroundAsset, playgroundHtml, type DemoIds } from '../graphql/playground.js';
 import { secondsUntil, type RateLimiter } from '../graphql/rate-limit.js';
-import { busyRetryAfterSeconds, ServerBusyError, type InFlightGate, type Release } from './in-flight-gate.js';
+import { BUSY_RETRY_AFTER_S, ServerBusyError, type InFlightGate, type Release } from './in-flight-gate.js';
 
 /**
  * How long the answer to a principal refused again in the same window is held before it
@@ -307,7 +307,6 @@ const GRAPHQL_URL = new URL('/graphql', 'http://localhost');
 export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOptions<C>) {
   const { apollo, logger, queryHashes, overload } = options;
   const readiness = cachedFor(READINESS_CACHE_MS, () => notReadyBecause(options.readiness, logger));
-  const busyRetryAfter = overload ? String(busyRetryAfterSeconds(overload.gate.settings)) : '';
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const deadline = Date.now() + options.requestTimeoutMs;
     // Nearly every request is `POST /graphql`: its URL is a constant, not parsed again.
@@ -408,7 +407,7 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         } catch (err) {
           if (!(err instanceof ServerBusyError)) return; // the client went away while it waited
           const busy = { errors: [{ message: err.message, extensions: { code: 'UNAVAILABLE' } }] };
-          return sendJson(res, 503, busy, [...head, 'retry-after', busyRetryAfter]);
+          return sendJson(res, 503, busy, [...head, 'retry-after', String(BUSY_RETRY_AFTER_S)]);
         }
       }
       const scope: RequestScope = { deadline, signal: controller.signal, principal };

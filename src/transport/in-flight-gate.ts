@@ -3,11 +3,14 @@
  * Past that a request waits in a short queue (`MAX_QUEUED` places, `QUEUE_TIMEOUT_MS`
  * at most) and is otherwise refused as busy (503, `Retry-After`, `UNAVAILABLE`).
  *
- * Fair to principals, so one client cannot take every slot: a freed slot goes to the
- * waiting principal with the fewest requests in flight (the oldest of its requests),
- * and when the queue is full the principal with the most requests in flight and queued
- * is shed first: its newest queued request is refused in favour of a newcomer from a
- * lighter principal, or the newcomer is refused when it is that principal's.
+ * Fair to principals, so one client cannot take every slot: a principal holds at most a
+ * quarter of the slots (`PRINCIPAL_SHARE`; its other requests wait their turn even when
+ * slots are free), a freed slot goes to the waiting principal with the fewest requests
+ * in flight (the oldest of its requests), and when the queue is full the principal with
+ * the most requests in flight and queued is shed first: its newest queued request is
+ * refused in favour of a newcomer from a lighter principal, or the newcomer is refused
+ * when it is that principal's. A flood therefore shares the store and the event loop
+ * with at most a quarter of the slots' worth of its own requests.
  *
  * A slot is handed over in the event loop's next check phase (`setImmediate`), not at
  * once: requests whose work is all synchronous (the embedded store's) would otherwise
@@ -32,10 +35,14 @@ export class ServerBusyError extends Error {
   }
 }
 
-/** Seconds a refused client is told to wait (`Retry-After`): the queue's own timeout, at least 1. */
-export function busyRetryAfterSeconds(settings: InFlightSettings): number {
-  return Math.max(1, Math.ceil(settings.queueTimeoutMs / 1000));
-}
+/**
+ * Seconds a client refused as busy is told to wait (`Retry-After`): a second, by which
+ * the queue has moved on; a client told longer would leave slots idle that it could use.
+ */
+export const BUSY_RETRY_AFTER_S = 1;
+
+/** The part of the slots one principal may hold at once (at least one slot). */
+export const PRINCIPAL_SHARE = 1 / 4;
 
 /** Frees the slot it was given for; calling it again does nothing. */
 export type Release = () => void;
@@ -62,11 +69,15 @@ export class InFlightGate {
   /** Waiting requests, by principal, oldest first (absent: none). */
   private readonly queues = new Map<string, Waiter[]>();
 
+  /** Slots one principal may hold (`PRINCIPAL_SHARE` of them). */
+  readonly perPrincipal: number;
+
   constructor(readonly settings: InFlightSettings) {
     for (const name of ['maxInFlight', 'maxQueued', 'queueTimeoutMs'] as const) {
       const value = settings[name];
       if (!Number.isInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer, got ${value}`);
     }
+    this.perPrincipal = Math.max(1, Math.ceil(settings.maxInFlight * PRINCIPAL_SHARE));
   }
 
   /** Requests executing now. */
@@ -88,7 +99,7 @@ export class InFlightGate {
   acquire(principal: string, signal?: AbortSignal): Promise<Release> {
     const { maxInFlight, maxQueued } = this.settings;
     if (maxInFlight === 0) return Promise.resolve(this.take(principal));
-    if (this.running < maxInFlight) return handOver(this.take(principal));
+    if (this.running < maxInFlight && (this.inFlight.get(principal) ?? 0) < this.perPrincipal) return handOver(this.take(principal));
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.queuedCount >= maxQueued) {
       const victim = this.heaviestQueued(principal);
@@ -147,15 +158,17 @@ export class InFlightGate {
     };
   }
 
-  /** Give free slots to the waiting principals with the fewest requests in flight. */
+  /** Give free slots to the waiting principals with the fewest requests in flight, each within its share. */
   private admitNext(): void {
     while (this.queuedCount > 0 && this.running < this.settings.maxInFlight) {
       let chosen: string | null = null;
-      let least = Infinity;
+      let least = this.perPrincipal;
       for (const principal of this.queues.keys()) {
         const load = this.inFlight.get(principal) ?? 0;
         if (load < least) [chosen, least] = [principal, load];
       }
+      // Every waiting principal holds its share: the free slots wait for another.
+      if (chosen === null) return;
       const waiter = this.drop(this.queues.get(chosen!)![0]!);
       void handOver(this.take(waiter.principal)).then(waiter.resolve);
     }

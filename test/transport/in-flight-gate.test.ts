@@ -15,21 +15,37 @@ function track(promise: Promise<Release>) {
 }
 
 describe('the in-flight gate', () => {
-  it('gives a freed slot to the waiting principal with the fewest requests in flight, not the oldest waiter', async () => {
-    const gate = new InFlightGate({ maxInFlight: 2, maxQueued: 10, queueTimeoutMs: 5_000 });
-    const a1 = await gate.acquire('flooder');
+  it('holds a principal to a quarter of the slots: its next request waits while slots are free, and another principal goes ahead', async () => {
+    const gate = new InFlightGate({ maxInFlight: 8, maxQueued: 10, queueTimeoutMs: 5_000 });
+    expect(gate.perPrincipal).toBe(2);
+    const f1 = await gate.acquire('flooder');
     await gate.acquire('flooder');
-    const a3 = track(gate.acquire('flooder'));
-    const b1 = track(gate.acquire('other'));
+    const f3 = track(gate.acquire('flooder'));
+    const other = track(gate.acquire('other'));
     await sleep(0);
-    expect([gate.executing, gate.queued]).toEqual([2, 2]);
-    a1();
+    expect(other.release).not.toBeNull();
+    expect(f3.release).toBeNull();
+    expect([gate.executing, gate.queued]).toEqual([3, 1]);
+    f1();
     await sleep(0);
-    expect(b1.release).not.toBeNull();
-    expect(a3.release).toBeNull();
-    b1.release!();
+    expect(f3.release).not.toBeNull();
+  });
+
+  it('gives a freed slot to the waiting principal with the fewest requests in flight, not the oldest waiter', async () => {
+    const gate = new InFlightGate({ maxInFlight: 8, maxQueued: 10, queueTimeoutMs: 5_000 });
+    const held: Release[] = [];
+    for (const principal of ['x', 'y', 'y', 'z', 'z', 'w', 'w', 'v']) held.push(await gate.acquire(principal));
+    const x2 = track(gate.acquire('x'));
+    const u1 = track(gate.acquire('u'));
     await sleep(0);
-    expect(a3.release).not.toBeNull();
+    expect([gate.executing, gate.queued]).toEqual([8, 2]);
+    held[1]!();
+    await sleep(0);
+    expect(u1.release).not.toBeNull();
+    expect(x2.release).toBeNull();
+    held[2]!();
+    await sleep(0);
+    expect(x2.release).not.toBeNull();
   });
 
   it('sheds the heaviest principal first when the queue is full: its newest waiter, or the newcomer when it is that principal', async () => {
