@@ -29,11 +29,8 @@ import { encodePartition } from '../src/store/sqlite/sqlite-keys.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { microsOfTimeuuid, newTimeuuid } from '../src/store/timeuuid.js';
 import { JOB_WINDOW_MS } from '../src/background/windowed-job.js';
-import { randomBytes } from 'node:crypto';
-import { loadConfig } from '../src/config.js';
-import { cassandraClientFrom, cassandraStoreFrom } from '../src/store/cassandra/cassandra-connect.js';
 import type { Store } from '../src/store/port.js';
-import { BENCH_SECRETS } from './fixture.js';
+import { onCassandraKeyspace } from './cassandra-keyspace.js';
 import { pageBySqlOffset } from './offset-baseline.js';
 import { positive } from './settings.js';
 import { WaveCountingStore } from './waves.js';
@@ -105,15 +102,8 @@ export async function runJumpOnCassandra(
   progress: (m: string) => void,
   row: (figure: string, value: string, target?: string, met?: boolean | null) => void,
 ) {
-  if (!process.env.CASSANDRA_CONTACT_POINTS) return null;
-  const keyspace = `bench_jump_${randomBytes(6).toString('hex')}`;
-  const config = loadConfig({ ...process.env, ...BENCH_SECRETS, NODE_ENV: 'development', STORE: 'cassandra', SEED_DEMO: 'false' });
-  const settings = { ...config.cassandra, keyspace, autoSchema: true };
-  const base = cassandraStoreFrom(settings, { log: () => undefined });
-  const driver = cassandraClientFrom(settings);
-  try {
-    await base.ensureTables(ALL_TABLES);
-    return await measureJump(
+  return onCassandraKeyspace('bench_jump', progress, (base) =>
+    measureJump(
       {
         name: 'Cassandra',
         base,
@@ -127,12 +117,8 @@ export async function runJumpOnCassandra(
       },
       progress,
       row,
-    );
-  } finally {
-    await driver.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`).catch((err: unknown) => progress(`could not drop ${keyspace}: ${String(err)}`));
-    await driver.shutdown();
-    await base.close();
-  }
+    ),
+  );
 }
 
 /** The figures of the jump section on one store (see the file comment). */

@@ -2,7 +2,8 @@
  * What ordering writes across servers costs (issue 34; docs/how-it-works.md, "Ordering
  * writes across servers"): `updateUser`, list renames and list moves per second and
  * their p50/p99, through the product's own features, 32 at a time, on the embedded
- * store (`npm run bench` with BENCH_SECTIONS=order). An update now reads its row with
+ * store (`npm run bench` with BENCH_SECTIONS=order), and on Cassandra in a keyspace of
+ * its own when CASSANDRA_CONTACT_POINTS names one. An update now reads its row with
  * the cells' write times instead of through the loader (the same round trip); a list
  * change reads the list's newest transaction and mark before its append. The applier
  * runs as on a server (woken by each change), so pending transactions stay few.
@@ -15,7 +16,9 @@ import { ALL_TABLES, createListApplier, createRequestContext, createServices } f
 import type { ListApplier } from '../src/features/lists/applier.js';
 import { aUser } from '../src/features/users/user-mother.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import type { Store } from '../src/store/port.js';
 import { CountingStore } from '../src/store/store-decorator.js';
+import { onCassandraKeyspace } from './cassandra-keyspace.js';
 import { positive } from './settings.js';
 import { quantile } from './unique-counter.js';
 
@@ -70,10 +73,8 @@ async function measure(store: CountingStore, total: number, op: (i: number) => P
   };
 }
 
-/** The three measurements on a fresh in-memory store. */
-async function measureWrites(progress: (m: string) => void) {
-  const base = new SqliteStore({ database: new Database(':memory:') });
-  await base.ensureTables(ALL_TABLES);
+/** The three measurements on `base`, a fresh store holding every table. */
+async function measureWrites(base: Store, progress: (m: string) => void) {
   const store = new CountingStore(base);
   const settings = { cursorSecret: 'bench-cursor-secret-0123456789', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins' } as const;
   let applier: ListApplier | undefined;
@@ -105,18 +106,24 @@ async function measureWrites(progress: (m: string) => void) {
     return ctx().lists.move(listId, item, i % 2 === 0 ? { afterItemId: anchor } : { beforeItemId: anchor });
   });
   applier.stop();
-  await base.close();
   return { updates, renames, moves };
 }
 
-/** The section of `npm run bench`: updateUser, list renames and moves, per second and p99. */
+/** The section of `npm run bench`: updateUser, list renames and moves, per second and p99, per store. */
 export async function runWriteOrder(
   progress: (m: string) => void,
   row: (figure: string, value: string, target?: string, met?: boolean | null) => void,
 ) {
-  const run = await measureWrites(progress);
-  for (const [name, r] of [['updateUser', run.updates], ['list renames', run.renames], ['list moves', run.moves]] as const) {
-    row(`write order on SQLite: ${name}/s (p50, p99 ms; round trips, CPU ms per op)`, `${r.perSecond} (${r.p50Ms}, ${r.p99Ms}; ${r.roundTripsPerOp}, ${r.cpuMsPerOp})`);
-  }
-  return { store: 'SQLite (embedded, in memory)', concurrency: CONCURRENCY, ...run };
+  const report = (name: string, run: Awaited<ReturnType<typeof measureWrites>>) => {
+    for (const [op, r] of [['updateUser', run.updates], ['list renames', run.renames], ['list moves', run.moves]] as const) {
+      row(`write order on ${name}: ${op}/s (p50, p99 ms; round trips, CPU ms per op)`, `${r.perSecond} (${r.p50Ms}, ${r.p99Ms}; ${r.roundTripsPerOp}, ${r.cpuMsPerOp})`);
+    }
+  };
+  const sqlite = new SqliteStore({ database: new Database(':memory:') });
+  await sqlite.ensureTables(ALL_TABLES);
+  const run = await measureWrites(sqlite, progress).finally(() => sqlite.close());
+  report('SQLite', run);
+  const cassandra = await onCassandraKeyspace('bench_order', progress, (store) => measureWrites(store, progress));
+  if (cassandra) report('Cassandra', cassandra);
+  return { store: 'SQLite (embedded, in memory)', concurrency: CONCURRENCY, ...run, ...(cassandra && { cassandra }) };
 }
