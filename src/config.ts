@@ -138,6 +138,8 @@ export interface Config {
   readonly live: LiveSettings;
   /** Prometheus metrics at GET /metrics (README, "Metrics and probes"). */
   readonly metrics: MetricsSettings;
+  /** Idempotency keys of mutations (`clientMutationId`; docs/api.md, "Retries and idempotency keys"). */
+  readonly idempotency: IdempotencySettings;
 }
 
 /** The Cassandra adapter's settings, as the `CASSANDRA_*` variables set them. */
@@ -194,6 +196,14 @@ export interface IdentityProviderAuth extends TokenClaimSettings {
   /** The provider's JSON Web Key Set (`AUTH_JWKS_URL`). */
   readonly jwksUrl: string;
 }
+/** How long a mutation's idempotency key is kept. */
+export interface IdempotencySettings {
+  /** Seconds a key and its first result are kept (`IDEMPOTENCY_RETENTION_S`): a retry within them takes effect once. */
+  readonly retentionSeconds: number;
+}
+
+/** The defaults: a day, longer than Cassandra's default hint window (3 h). */
+export const DEFAULT_IDEMPOTENCY_SETTINGS: IdempotencySettings = Object.freeze({ retentionSeconds: 86_400 });
 
 /** Whether `/metrics` is served, and the bearer token it requires. */
 export interface MetricsSettings {
@@ -752,6 +762,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxMessageBytes: int(env, 'LIVE_MAX_MESSAGE_BYTES', DEFAULT_LIVE_SETTINGS.maxMessageBytes, 1_024, 100_000_000),
       maxBufferedBytes: int(env, 'LIVE_MAX_BUFFERED_BYTES', DEFAULT_LIVE_SETTINGS.maxBufferedBytes, 1_024, 1_000_000_000),
       maxQueued: int(env, 'LIVE_MAX_QUEUED', DEFAULT_LIVE_SETTINGS.maxQueued, 1, 1_000_000),
+    }),
+    idempotency: Object.freeze({
+      retentionSeconds: int(env, 'IDEMPOTENCY_RETENTION_S', DEFAULT_IDEMPOTENCY_SETTINGS.retentionSeconds, 60, 2_592_000),
     }),
     cluster: clusterSettings(env),
   };

@@ -17,6 +17,7 @@ import { openSagaIds } from '../../saga/saga-log.js';
 import type { SagaRunner } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
+import type { IdSource } from '../../store/id-source.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
 import { requireAdmin, signedIn, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
@@ -57,6 +58,8 @@ export interface SuspensionsDeps {
   /** Shared by every request of the process: serialises sagas per user. */
   readonly lock: KeyedLock;
   readonly granularity: BucketGranularity;
+  /** "Now": the clock's, or an idempotency key's plan (a redo suspends at the same time). */
+  readonly ids: IdSource;
 }
 
 /** A change to the suspended users, as a subscriber sees it. */
@@ -129,7 +132,7 @@ export class Suspensions {
    * Suspend a user (admins only). `suspendedAt` defaults to now and may lie in the past
    * (imports). CONFLICT when already suspended, NOT_FOUND for an unknown user.
    */
-  async suspend(input: { userId: string; reason: string; suspendedAt?: Date | null }, now = new Date()): Promise<Suspension> {
+  async suspend(input: { userId: string; reason: string; suspendedAt?: Date | null }, now = this.deps.ids.now()): Promise<Suspension> {
     requireAdmin(this.deps.actor);
     const reason = checkText('reason', input.reason, 1, MAX_REASON_LENGTH, { multiline: true });
     const at = input.suspendedAt ?? now;
