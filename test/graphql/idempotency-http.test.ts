@@ -320,6 +320,20 @@ describeEachStore('idempotency keys over HTTP', (target) => {
 
   const MODES: OutcomeFault[] = ['applied-then-timeout', 'timeout-then-applied'];
 
+  /** A request with its key, sent again after `first`: every retry answers what `first` did (or the first retry did). */
+  async function retriesAgree(query: string, keyed: Record<string, unknown>, token: string, first: GqlResponse | null): Promise<GqlResponse> {
+    const retries: GqlResponse[] = [];
+    retries.push(await server.gql(query, { input: keyed }, token));
+    await faults.land();
+    retries.push(await server.gql(query, { input: keyed }, token));
+    const expected = first ?? retries[0]!;
+    for (const retry of retries) {
+      expect(retry.errors).toBeUndefined();
+      expect(retry.data).toEqual(expected.data);
+    }
+    return expected;
+  }
+
   describe.each(MODES)('after a write whose outcome is unknown (%s)', (mode) => {
     it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s retried with its key takes effect once, answering the same payload', async (_name, scenario) => {
       const { query, input, token, effect, expected } = await scenario.prepare();
@@ -328,17 +342,27 @@ describeEachStore('idempotency keys over HTTP', (target) => {
       const first = await server.gql(query, { input: keyed }, token);
       expect(faults.pending).toBe(false);
       expect(first.errors?.[0]?.extensions?.code).toMatch(/^(OUTCOME_UNKNOWN|UNAVAILABLE)$/);
-      const retries: GqlResponse[] = [];
-      retries.push(await server.gql(query, { input: keyed }, token));
-      await faults.land();
-      retries.push(await server.gql(query, { input: keyed }, token));
-      for (const retry of retries) {
-        expect(retry.errors).toBeUndefined();
-        expect(retry.data).toEqual(retries[0]!.data);
-      }
-      const field = Object.keys(retries[0]!.data!)[0]!;
-      expect(retries[0]!.data![field].clientMutationId).toBe(keyed.clientMutationId);
-      if (scenario.name === 'acceptMeeting') expect(retries[0]!.data![field].counted).toBe(true);
+      const answer = await retriesAgree(query, keyed, token, null);
+      const field = Object.keys(answer.data!)[0]!;
+      expect(answer.data![field].clientMutationId).toBe(keyed.clientMutationId);
+      if (scenario.name === 'acceptMeeting') expect(answer.data![field].counted).toBe(true);
+      expect(await effect()).toEqual(expected);
+    });
+  });
+
+  describe('after a first attempt that succeeded but whose payload was never recorded (its server died)', () => {
+    it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s retried with its key is redone to the same payload, with one effect', async (_name, scenario) => {
+      const { query, input, token, effect, expected } = await scenario.prepare();
+      const keyed = { ...input, clientMutationId: `key-${scenario.name}-unrecorded` };
+      // The payload's write is held (as if the process died before sending it), so the
+      // attempt stays open with no payload: the retry takes it over and redoes it.
+      faults.faultNextWrite('timeout-then-applied', (call) => call.operation === 'upsert' && call.tables.includes('mutation_keys'));
+      const first = await server.gql(query, { input: keyed }, token);
+      expect(faults.pending).toBe(false);
+      expect(first.errors).toBeUndefined();
+      const answer = await retriesAgree(query, keyed, token, first);
+      const field = Object.keys(answer.data!)[0]!;
+      if (scenario.name === 'acceptMeeting') expect(answer.data![field].counted).toBe(true);
       expect(await effect()).toEqual(expected);
     });
   });

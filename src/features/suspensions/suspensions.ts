@@ -142,13 +142,21 @@ export class Suspensions {
     const user = await this.deps.loaders.userById.load(input.userId);
     if (!user) throw new DomainError('NOT_FOUND', 'no such user', 'userId');
     const bucket = bucketOf(at, this.deps.granularity);
-    await this.deps.lock.with(input.userId, () => {
-      // The id is made once the lock is ours: a saga starts within moments of its id (saga-log.ts).
-      const sagaId = newTimeuuid();
-      const payload: SuspensionPayload = { userId: input.userId, reason, occurredOn: at.getTime(), bucket, ownerSagaId: sagaId };
-      return this.deps.sagas.run(suspendSaga, payload, sagaId);
-    });
     const suspension: Suspension = { userId: input.userId, reason, suspendedAt: at, bucket };
+    try {
+      await this.deps.lock.with(input.userId, () => {
+        // The id is made once the lock is ours: a saga starts within moments of its id (saga-log.ts).
+        const sagaId = newTimeuuid();
+        const payload: SuspensionPayload = { userId: input.userId, reason, occurredOn: at.getTime(), bucket, ownerSagaId: sagaId };
+        return this.deps.sagas.run(suspendSaga, payload, sagaId);
+      });
+    } catch (err) {
+      // A redo under an idempotency key whose first attempt's suspension stands (the same
+      // reason, at the plan's time): that suspension is this request's, not a conflict.
+      if (!(err instanceof DomainError && err.code === 'CONFLICT' && this.deps.ids.redo)) throw err;
+      const [standing] = await readSuspensions(this.deps.store, [input.userId]);
+      if (standing?.reason !== reason || standing.suspendedAt.getTime() !== at.getTime()) throw err;
+    }
     this.deps.loaders.suspensionByUserId.clear(suspension.userId);
     this.deps.loaders.suspensionByUserId.prime(suspension.userId, suspension);
     return suspension;
