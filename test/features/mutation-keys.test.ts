@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ProcessIdentity } from '../../src/background/presence.js';
 import { OutcomeUnknownError } from '../../src/errors.js';
 import { idempotencyTables } from '../../src/features/idempotency/idempotency-tables.js';
-import { MutationKeys, decodeResult, encodeResult, type MutationKeysDeps } from '../../src/features/idempotency/mutation-keys.js';
+import { MutationKeys, decodeResult, encodeResult, scopeOf, type MutationKeysDeps } from '../../src/features/idempotency/mutation-keys.js';
+import { mutationKeysTable } from '../../src/features/idempotency/idempotency-tables.js';
 import type { IdPlan } from '../../src/store/id-source.js';
 import { RequestIds } from '../../src/store/id-source.js';
 import type { Store } from '../../src/store/port.js';
@@ -113,6 +114,16 @@ describeEachStore('idempotency keys across processes', (target) => {
     await new Promise((resolve) => setTimeout(resolve, 60));
     const b = keysOf(B, { attemptLifetimeMs: 50 });
     expect(await b.run(faulty, scope('k3'), 'digest', async (plan) => plan.redo)).toBe(true);
+  });
+
+  it('treats a key whose claim expired, leaving only a later row behind, as new: it runs, and never answers the old payload', async () => {
+    const store = await aStore();
+    // What outlives a claim by a moment: a payload written a second after the claim, with the same TTL.
+    await store.upsert(mutationKeysTable, { scope: scopeOf(scope('k4')), attempt: 0, result: encodeResult('stale') });
+    await store.upsert(mutationKeysTable, { scope: scopeOf(scope('k4')), attempt: 1, ended: true });
+    expect(await keysOf(A).run(store, scope('k4'), 'digest', async () => 'fresh')).toBe('fresh');
+    expect(await keysOf(B).run(store, scope('k4'), 'digest', async () => 'again')).toBe('fresh');
+    await expect(keysOf(B).run(store, scope('k4'), 'another input', async () => 'other')).rejects.toMatchObject({ code: 'BAD_USER_INPUT', argument: 'clientMutationId' });
   });
 
   it('runs a key once per attempt that could not finish, however many retries race on two servers', async () => {

@@ -3,9 +3,10 @@ import { defineTable } from '../../store/table.js';
 
 /**
  * One partition per key (a hash of the viewer, the mutation field and the
- * `clientMutationId`), one row per attempt at the mutation. Attempt 0 is the first
- * claim (insert-if-not-exists): it holds the input's fingerprint and the plan every
- * attempt draws its ids from (`seed`, `planned_at`). A later attempt claims the next
+ * `clientMutationId`), one row per attempt at the mutation. The first claim
+ * (insert-if-not-exists; attempt 0, or the number above rows an expired claim left
+ * behind) holds the input's fingerprint and the plan every attempt draws its ids from
+ * (`seed`, `planned_at`). A later attempt claims the next
  * number, also by insert-if-not-exists, when the one before ended without a result
  * (`ended`), outlived any request, or lost its process. `result` is the payload of the
  * attempt that finished. `result` and `ended` are written by plain upserts: the claim

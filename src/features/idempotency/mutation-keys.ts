@@ -75,57 +75,80 @@ export class MutationKeys {
    */
   async run<T>(store: Store, scope: KeyScope, fingerprint: string, execute: (plan: IdPlan) => Promise<T>): Promise<T> {
     const id = scopeOf(scope);
-    const ttl = this.deps.retentionSeconds;
     const waitUntil = Date.now() + this.deps.waitMs;
+    // The common case first: a new key, claimed in one round trip.
+    let claimAt: number | null = 0;
     for (;;) {
-      const at = Date.now();
-      const seed = randomBytes(16);
-      const claim = await store.insertIfNotExists(
-        mutationKeysTable,
-        { scope: id, attempt: 0, fingerprint, seed: seed.toString('hex'), planned_at: new Date(at), started_at: new Date(at), ...this.ownerColumns() },
-        { ttl },
-      );
-      if (claim.applied) return this.attempt(store, id, 0, { seed, at, redo: false }, execute);
-      for (;;) {
-        const rows = await store.slice(mutationKeysTable, { partition: { scope: id }, limit: 10_000 });
-        const first = rows.find((r) => r.attempt === 0 && r.fingerprint !== null);
-        // Removed meanwhile (a refused first attempt) or expired: claim it afresh.
-        if (!first) break;
-        if (first.fingerprint !== fingerprint) {
-          throw badInput(
-            'clientMutationId',
-            `\`clientMutationId\` "${truncate(scope.key)}" was already used for ${scope.field} with a different input; use a new clientMutationId for a new input`,
-          );
-        }
-        const done = rows.find((r) => typeof r.result === 'string');
-        if (done) return decodeResult(done.result as string) as T;
-        const last = rows[rows.length - 1]!;
-        if (await this.isOver(id, last)) {
-          const next = (last.attempt as number) + 1;
-          const takeover = await store.insertIfNotExists(
-            mutationKeysTable,
-            { scope: id, attempt: next, started_at: new Date(), ...this.ownerColumns() },
-            { ttl: remainingTtl(first, ttl) },
-          );
-          const plan: IdPlan = { seed: Buffer.from(first.seed as string, 'hex'), at: (first.planned_at as Date).getTime(), redo: true };
-          if (takeover.applied) return this.attempt(store, id, next, plan, execute);
-          continue; // another retry took over first: wait for it
-        }
-        const local = this.running.get(id);
-        if (local) {
-          await local.catch(() => undefined);
-          continue;
-        }
-        if (Date.now() >= waitUntil) throw new OutcomeUnknownError(STILL_RUNNING_MESSAGE);
-        await new Promise((resolve) => setTimeout(resolve, 100));
+      if (claimAt !== null) {
+        const claimed = await this.claim(store, id, claimAt, fingerprint, execute);
+        if (claimed) return claimed.run;
+      }
+      const rows = await store.slice(mutationKeysTable, { partition: { scope: id }, limit: 10_000 });
+      // The key's first claim: the one with a fingerprint. Rows below it are left over from
+      // an earlier use of the key (an attempt that outlived its claim's TTL by a moment).
+      const firstIndex = rows.findIndex((r) => r.fingerprint !== null);
+      if (firstIndex < 0) {
+        // Removed meanwhile (a refused first attempt) or expired: claim it afresh, above
+        // whatever is left over.
+        claimAt = rows.length === 0 ? 0 : (rows[rows.length - 1]!.attempt as number) + 1;
+        continue;
+      }
+      claimAt = null;
+      const first = rows[firstIndex]!;
+      if (first.fingerprint !== fingerprint) {
+        throw badInput(
+          'clientMutationId',
+          `\`clientMutationId\` "${truncate(scope.key)}" was already used for ${scope.field} with a different input; use a new clientMutationId for a new input`,
+        );
+      }
+      const attempts = rows.slice(firstIndex);
+      const done = attempts.find((r) => typeof r.result === 'string');
+      if (done) return decodeResult(done.result as string) as T;
+      const last = attempts[attempts.length - 1]!;
+      if (await this.isOver(id, last)) {
+        const next = (last.attempt as number) + 1;
+        const plan: IdPlan = { seed: Buffer.from(first.seed as string, 'hex'), at: (first.planned_at as Date).getTime(), redo: true };
+        const takeover = await store.insertIfNotExists(
+          mutationKeysTable,
+          { scope: id, attempt: next, started_at: new Date(), ...this.ownerColumns() },
+          { ttl: this.ttlFrom(plan.at) },
+        );
+        if (takeover.applied) return this.attempt(store, id, next, plan, false, execute);
+        continue; // another retry took over first: wait for it
+      }
+      const local = this.running.get(id);
+      if (local) {
+        await local.catch(() => undefined);
+        continue;
       }
       if (Date.now() >= waitUntil) throw new OutcomeUnknownError(STILL_RUNNING_MESSAGE);
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
 
-  /** One attempt, owned by this process: run, then record the payload or that it ended. */
-  private attempt<T>(store: Store, id: string, attempt: number, plan: IdPlan, execute: (plan: IdPlan) => Promise<T>): Promise<T> {
-    const ttl = this.deps.retentionSeconds;
+  /** Claim the key as attempt `attempt` with a fresh plan, and run it; null when the key is taken. */
+  private async claim<T>(
+    store: Store,
+    id: string,
+    attempt: number,
+    fingerprint: string,
+    execute: (plan: IdPlan) => Promise<T>,
+  ): Promise<{ readonly run: Promise<T> } | null> {
+    const at = Date.now();
+    const seed = randomBytes(16);
+    const claim = await store.insertIfNotExists(
+      mutationKeysTable,
+      { scope: id, attempt, fingerprint, seed: seed.toString('hex'), planned_at: new Date(at), started_at: new Date(at), ...this.ownerColumns() },
+      { ttl: this.deps.retentionSeconds },
+    );
+    return claim.applied ? { run: this.attempt(store, id, attempt, { seed, at, redo: false }, true, execute) } : null;
+  }
+
+  /**
+   * One attempt, owned by this process: run, then record the payload or that it ended.
+   * `first`: the attempt that claimed the key, which a refusal frees again.
+   */
+  private attempt<T>(store: Store, id: string, attempt: number, plan: IdPlan, first: boolean, execute: (plan: IdPlan) => Promise<T>): Promise<T> {
     const key = { scope: id, attempt };
     const run = (async () => {
       let result: T;
@@ -134,19 +157,24 @@ export class MutationKeys {
       } catch (err) {
         // A first attempt refused wrote nothing: free the key (only our own claim).
         // Anything else may have written: mark the attempt over, for a retry to redo.
-        const refused = err instanceof DomainError && attempt === 0;
+        const refused = err instanceof DomainError && first;
         const released = refused && (await store.deleteIf(mutationKeysTable, key, { owner_process: this.deps.owner.processId }).catch(() => false));
-        if (!released) await store.upsert(mutationKeysTable, { ...key, ended: true }, { ttl }).catch(() => undefined);
+        if (!released) await store.upsert(mutationKeysTable, { ...key, ended: true }, { ttl: this.ttlFrom(plan.at) }).catch(() => undefined);
         throw err;
       }
       // The mutation took effect; a payload not recorded only makes a retry redo it (the
       // same writes again, on the same plan) once this attempt is over.
-      await store.upsert(mutationKeysTable, { ...key, result: encodeResult(result) }, { ttl }).catch(() => undefined);
+      await store.upsert(mutationKeysTable, { ...key, result: encodeResult(result) }, { ttl: this.ttlFrom(plan.at) }).catch(() => undefined);
       return result;
     })();
     this.running.set(id, run);
     void run.catch(() => undefined).finally(() => this.running.delete(id));
     return run;
+  }
+
+  /** What is left of the key's retention, in seconds, so every row of a key expires with its first claim. */
+  private ttlFrom(plannedAt: number): number {
+    return Math.max(1, this.deps.retentionSeconds - Math.floor((Date.now() - plannedAt) / 1000));
   }
 
   /** Whether the attempt `row` can no longer finish: ended, too old, or its process is gone. */
@@ -167,12 +195,6 @@ export class MutationKeys {
     const { processId, node, instance } = this.deps.owner;
     return { owner_process: processId, owner_node: node, owner_instance: instance };
   }
-}
-
-/** What is left of the key's retention, so a later attempt expires with the first. */
-function remainingTtl(first: Row, ttl: number): number {
-  const planned = (first.planned_at as Date).getTime();
-  return Math.max(1, ttl - Math.floor((Date.now() - planned) / 1000));
 }
 
 function truncate(text: string): string {
