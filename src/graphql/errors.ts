@@ -95,7 +95,8 @@ export function createFormatError(logger: Logger) {
       // or rolls it back later, so the client cannot know yet which.
       const storeFailed = original.cause instanceof StoreUnavailableError;
       const code = !storeFailed ? 'INTERNAL_SERVER_ERROR' : original.compensated ? 'UNAVAILABLE' : 'OUTCOME_UNKNOWN';
-      return { ...base, message: original.message, extensions: { code } };
+      const message = code === 'OUTCOME_UNKNOWN' ? `${original.message} Retry it with the same clientMutationId to learn its outcome.` : original.message;
+      return { ...base, message, extensions: { code } };
     }
     const code = formatted.extensions?.code;
     if (typeof code === 'string' && REQUEST_CODES.has(code)) {
