@@ -6,6 +6,7 @@
  * that takes a key, retried with it, takes effect exactly once and answers the same
  * payload each time.
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
@@ -209,15 +210,23 @@ describeEachStore('idempotency keys over HTTP', (target) => {
       name: 'createUser',
       faultOn: 'users_by_username',
       async prepare() {
-        const input = { ...aUser(), location: 'Paris' };
+        // A place of its own, so the directory's answer is this user alone.
+        const location = `Paris ${randomUUID().slice(0, 8)}`;
+        const input = { ...aUser(), location };
         const token = await server.token(input.username);
         return {
           query: CREATE_USER,
           input,
           token,
           effect: async () =>
-            (await server.gql(`query ($u: String!) { userByUsername(username: $u) { username location } }`, { u: input.username }, token)).data,
-          expected: { userByUsername: { username: input.username, location: 'Paris' } },
+            (
+              await server.gql(
+                `query ($u: String!, $l: String!) { userByUsername(username: $u) { username location } usersByLocation(location: $l, first: 10) { edges { node { username } } } }`,
+                { u: input.username, l: location },
+                token,
+              )
+            ).data,
+          expected: { userByUsername: { username: input.username, location }, usersByLocation: { edges: [{ node: { username: input.username } }] } },
         };
       },
     },
