@@ -91,10 +91,12 @@ export function createFormatError(logger: Logger) {
       // The cause is logged; the message only says what happened to the data. A store
       // that did not answer makes it retryable.
       logger.error({ err: original.cause, kind: original.kind, compensated: original.compensated }, 'saga aborted');
-      // Compensated: nothing changed, a retry is safe. Not compensated: recovery finishes
-      // or rolls it back later, so the client cannot know yet which.
+      // A store that failed makes it retryable. A write whose outcome is unknown, left to
+      // recovery (not compensated), makes its outcome unknown too: recovery finishes or
+      // rolls it back later, and a retry with the same key learns which.
       const storeFailed = original.cause instanceof StoreUnavailableError;
-      const code = !storeFailed ? 'INTERNAL_SERVER_ERROR' : original.compensated ? 'UNAVAILABLE' : 'OUTCOME_UNKNOWN';
+      const unknown = !original.compensated && original.cause instanceof StoreOutcomeUnknownError;
+      const code = !storeFailed ? 'INTERNAL_SERVER_ERROR' : unknown ? 'OUTCOME_UNKNOWN' : 'UNAVAILABLE';
       const message = code === 'OUTCOME_UNKNOWN' ? `${original.message} Retry it with the same clientMutationId to learn its outcome.` : original.message;
       return { ...base, message, extensions: { code } };
     }
