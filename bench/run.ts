@@ -4,7 +4,7 @@
  * by git, so a run leaves the tree clean; the runs BENCHMARKS.md reports are kept as
  * bench/results/recorded-*.json). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
  * shape the overhead run and the metrics-cost run; BENCH_SECTIONS (comma-separated:
- * paging,overhead,metrics,roundtrips,counter,search,overload,cursors,order, and jump, which runs
+ * paging,overhead,metrics,roundtrips,counter,search,overload,cursors,order,idempotency, and jump, which runs
  * only when named) narrows a run; BENCH_FLOOD_SECONDS sets how long each overload flood
  * lasts. The search section makes its 100,000 users once, into a
  * file in the system's temporary folder (BENCH_NAMES_FILE), reused by later runs.
@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { runCursorSigning } from './cursors.js';
 import { runDeepPaging } from './deep-paging.js';
 import { runJump, runJumpOnCassandra } from './jump.js';
+import { runIdempotency } from './idempotency.js';
 import { runMetricsCost } from './metrics-cost.js';
 import { pinning, runOverhead } from './overhead.js';
 import { runNameSearch } from './name-search.js';
@@ -38,10 +39,10 @@ time some minutes more to make the name search's 100,000 users) and writes
 bench/results/latest.json. Environment: BENCH_ROUNDS (fresh-server rounds per server,
 default 5), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP
 (seconds of warm-up before each, default 2), BENCH_CONNECTIONS (default 32),
-BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,overload,cursors,order;
+BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,overload,cursors,order,idempotency;
 and jump, offset pages over a 1,000,000-post timeline, only when named; on Cassandra
 too, with BENCH_JUMP_CASSANDRA_POSTS posts (default 100000), when CASSANDRA_CONTACT_POINTS
-is set), BENCH_JUMP_POSTS (the jump section's timeline, default 1000000), BENCH_NAMES_FILE
+is set; idempotency also runs on Cassandra when it is set), BENCH_JUMP_POSTS (the jump section's timeline, default 1000000), BENCH_NAMES_FILE
 (where the name search's users are kept between runs), BENCH_FLOOD_SECONDS (how long
 each overload flood lasts, default 20), BENCH_ORDER_LIST_CHANGES (list renames, and as many
 moves, of the order section; default 1000).`,
@@ -52,7 +53,7 @@ const ROUNDS = Math.round(positive('BENCH_ROUNDS', 5));
 const DURATION = positive('BENCH_DURATION', 5);
 const WARMUP = positive('BENCH_WARMUP', 2);
 const CONNECTIONS = Math.round(positive('BENCH_CONNECTIONS', 32));
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search,overload,cursors,order').split(','));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'paging,overhead,metrics,roundtrips,counter,search,overload,cursors,order,idempotency').split(','));
 const FLOOD_SECONDS = positive('BENCH_FLOOD_SECONDS', 20);
 const dir = mkdtempSync(join(tmpdir(), 'bench-'));
 const results: Record<string, unknown> = {};
@@ -130,6 +131,10 @@ async function main(): Promise<void> {
   if (SECTIONS.has('order')) {
     progress('write order: updateUser, list renames and moves (what ordering writes across servers costs)');
     results.writeOrder = await runWriteOrder(progress, row);
+  }
+  if (SECTIONS.has('idempotency')) {
+    progress('idempotency: createPost with and without a clientMutationId');
+    results.idempotency = await runIdempotency(progress, row);
   }
   finishRun('latest.json', results, started, rows);
   rmSync(dir, { recursive: true, force: true });

@@ -7,7 +7,7 @@ export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' |
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
 /** The arguments of `acceptMeeting`. */
 export type AcceptMeetingInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** The global ID of the meeting. */
   meetingId: string | number;
@@ -17,7 +17,7 @@ export type AcceptMeetingInput = {
 export type AddListItemInput = {
   /** Insert before this item of the same list; omitted: at the end. */
   beforeItemId?: string | number | null | undefined;
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** 1 to 200 characters. */
   label: string;
@@ -27,7 +27,7 @@ export type AddListItemInput = {
 
 /** The arguments of `createList`. */
 export type CreateListInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** 1 to 200 characters. */
   title: string;
@@ -35,7 +35,7 @@ export type CreateListInput = {
 
 /** The arguments of `createMeeting`. */
 export type CreateMeetingInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** 1 to 200 characters. */
   title: string;
@@ -43,7 +43,7 @@ export type CreateMeetingInput = {
 
 /** The arguments of `createPost`. */
 export type CreatePostInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** 1 to 5000 characters. */
   content: string;
@@ -51,7 +51,7 @@ export type CreatePostInput = {
 
 /** The arguments of `createUser`. */
 export type CreateUserInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** 1 to 80 characters. */
   displayName: string;
@@ -67,7 +67,7 @@ export type CreateUserInput = {
 
 /** The arguments of `deletePost`. */
 export type DeletePostInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** The global ID of a post of the viewer's. */
   id: string | number;
@@ -97,7 +97,7 @@ export type MoveListItemInput = {
   afterItemId?: string | number | null | undefined;
   /** Move right before this item (before the first item: to the top). Exactly one of the three. */
   beforeItemId?: string | number | null | undefined;
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** The global ID of the item to move. */
   itemId: string | number;
@@ -107,7 +107,7 @@ export type MoveListItemInput = {
 
 /** The arguments of `reconcileMeeting`. */
 export type ReconcileMeetingInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** The global ID of the meeting to recount. */
   meetingId: string | number;
@@ -115,7 +115,7 @@ export type ReconcileMeetingInput = {
 
 /** The arguments of `removeListItem`. */
 export type RemoveListItemInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** The global ID of the item to remove. */
   itemId: string | number;
@@ -123,7 +123,7 @@ export type RemoveListItemInput = {
 
 /** The arguments of `renameListItem`. */
 export type RenameListItemInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** The global ID of the item to rename. */
   itemId: string | number;
@@ -133,7 +133,7 @@ export type RenameListItemInput = {
 
 /** The arguments of `suspendUser`. */
 export type SuspendUserInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** 1 to 500 characters. */
   reason: string;
@@ -145,7 +145,7 @@ export type SuspendUserInput = {
 
 /** The arguments of `unsuspendUser`. */
 export type UnsuspendUserInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** The global ID of a suspended user. */
   userId: string | number;
@@ -153,7 +153,7 @@ export type UnsuspendUserInput = {
 
 /** The arguments of `updateUser`. */
 export type UpdateUserInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: string | null | undefined;
   /** Omitted or null: unchanged. */
   displayName?: string | null | undefined;

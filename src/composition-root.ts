@@ -9,7 +9,15 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, unreadySkewMsOf, type ClusterSettings, type Config, type LiveSettings } from './config.js';
+import {
+  DEFAULT_CLUSTER_SETTINGS,
+  DEFAULT_IDEMPOTENCY_SETTINGS,
+  DEFAULT_LIVE_SETTINGS,
+  unreadySkewMsOf,
+  type ClusterSettings,
+  type Config,
+  type LiveSettings,
+} from './config.js';
 import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
 import { countTables } from './counts/count-tables.js';
 import type { RankOfItem } from './counts/count-ranks.js';
@@ -17,6 +25,8 @@ import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
 import { nameSweepJob } from './features/directory/name-index.js';
+import { idempotencyTables } from './features/idempotency/idempotency-tables.js';
+import { MutationKeys, requestKeys } from './features/idempotency/mutation-keys.js';
 import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
@@ -33,11 +43,12 @@ import type { Viewer } from './graphql/auth.js';
 import type { RequestContext } from './graphql/context.js';
 import { createLoaders, type Loaders } from './graphql/loaders.js';
 import { liveTables } from './live/change-log-tables.js';
-import { ChangeClock, createChangeWriter, type ChangeWriter } from './live/change-log.js';
+import { ChangeClock, createChangeWriter, plannedChangeWriter, type ChangeWriter } from './live/change-log.js';
 import { LiveHub, type PollReport } from './live/live-hub.js';
 import { LiveSubscriptions } from './live/subscriptions.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
 import { presenceTable, type Presence } from './background/presence.js';
+import { randomUUID } from 'node:crypto';
 import { KeyedLock } from './saga/keyed-lock.js';
 import { sagaLogTables } from './saga/saga-log.js';
 import { SagaRegistry, SagaRunner } from './saga/saga-runner.js';
@@ -45,6 +56,7 @@ import type { DemoSeeding } from './seed/demo.js';
 import { seedProgressTable } from './seed/seed-tables.js';
 import { cassandraStoreFrom } from './store/cassandra/cassandra-connect.js';
 import { MonotonicClock, type Clock } from './store/clock.js';
+import { RequestIds } from './store/id-source.js';
 import type { Store, StoreWarning } from './store/port.js';
 import { storeWarningLog } from './observability/store-warnings.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
@@ -70,6 +82,7 @@ export const ALL_TABLES: readonly TableSpec[] = [
   ...liveTables,
   ...countTables,
   ...windowedJobTables,
+  ...idempotencyTables,
   seedProgressTable,
   presenceTable,
 ];
@@ -82,7 +95,7 @@ export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas, ...directoryS
  * (`cluster` defaults to DEFAULT_CLUSTER_SETTINGS, `live` to DEFAULT_LIVE_SETTINGS).
  */
 export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> &
-  Partial<Pick<Config, 'cluster' | 'live' | 'cursorPreviousSecrets'>>;
+  Partial<Pick<Config, 'cluster' | 'live' | 'cursorPreviousSecrets' | 'idempotency' | 'requestTimeoutMs'>>;
 
 /**
  * Build the configured store adapter, its default write timestamps taken from `clock`
@@ -184,6 +197,8 @@ export interface Services {
    * work always finds capacity (`requestCallPermits`); background jobs never take one.
    */
   readonly requestCalls?: CallPermits;
+  /** Idempotency keys: mutations retried with the same `clientMutationId` take effect once. */
+  readonly mutationKeys: MutationKeys;
 }
 
 /** The process-wide services, over a store that is already open (and its tables created). */
@@ -262,6 +277,15 @@ export function createServices(
     liveSettings,
     metrics,
     requestCalls: deps.requestCalls,
+    mutationKeys: new MutationKeys({
+      // Without a presence (tools, some tests), this process alone: its attempts are known in memory.
+      owner: deps.presence?.identity ?? { processId: randomUUID(), node: 0, instance: 'local' },
+      isAlive: (owner) => (deps.presence ? deps.presence.isAlive(owner) : Promise.resolve(false)),
+      retentionSeconds: (settings.idempotency ?? DEFAULT_IDEMPOTENCY_SETTINGS).retentionSeconds,
+      // No attempt outlives its request, and nothing it wrote lands after the late-write window.
+      attemptLifetimeMs: (settings.requestTimeoutMs ?? 30_000) + cluster.clockSkewMs + cluster.writeTimeoutMs,
+      waitMs: 3_000,
+    }),
   };
 }
 
@@ -362,6 +386,9 @@ export function createRequestContext(
   const loaders = options.loaders ?? createLoaders(store, { ...options, counts: countReading(services) });
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
   const sagas = createSagaRunner(services, store);
+  // Fresh ids, or an idempotency key's plan while a keyed mutation runs.
+  const ids = new RequestIds();
+  const changes = plannedChangeWriter(services.changes, ids);
   const directory = new Directory({
     store,
     codec,
@@ -373,8 +400,8 @@ export function createRequestContext(
     cluster: services.cluster,
     nameSwept: () => services.nameSweeper.progress(),
   });
-  const users = new Users({ store, actor, loaders, directory, clock: services.clock });
-  const timeline = new Timeline({ store, codec, signal, loaders, changes: services.changes, counts: services.counts });
+  const users = new Users({ store, actor, loaders, directory, clock: services.clock, ids });
+  const timeline = new Timeline({ store, codec, signal, loaders, changes, counts: services.counts });
   const suspensions = new Suspensions({
     store,
     codec,
@@ -384,6 +411,7 @@ export function createRequestContext(
     sagas,
     lock: services.userLock,
     granularity: settings.suspensionBucket,
+    ids,
   });
   const meetings = new Meetings({
     store,
@@ -396,10 +424,11 @@ export function createRequestContext(
     lock: services.acceptanceLock,
     strategy: settings.acceptanceStrategy,
     cluster: services.cluster,
-    changes: services.changes,
+    changes,
     counts: services.counts,
+    ids,
   });
-  const lists = new Lists({ store, codec, signal, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts });
+  const lists = new Lists({ store, codec, signal, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts, ids });
   return {
     viewer: actor,
     loaders,
@@ -410,6 +439,7 @@ export function createRequestContext(
     directory,
     lists,
     live: new LiveSubscriptions({ hub: services.live, codec, onSlowConsumer: options.onSlowConsumer }),
+    mutationKeys: requestKeys(services.mutationKeys, store, ids),
     startedAt: performance.now(),
     storeRoundTrips: () => store.roundTrips,
     storeStatements: () => store.statements,

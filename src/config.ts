@@ -138,6 +138,8 @@ export interface Config {
   readonly live: LiveSettings;
   /** Prometheus metrics at GET /metrics (README, "Metrics and probes"). */
   readonly metrics: MetricsSettings;
+  /** Idempotency keys of mutations (`clientMutationId`; docs/api.md, "Retries and idempotency keys"). */
+  readonly idempotency: IdempotencySettings;
 }
 
 /** The Cassandra adapter's settings, as the `CASSANDRA_*` variables set them. */
@@ -194,6 +196,14 @@ export interface IdentityProviderAuth extends TokenClaimSettings {
   /** The provider's JSON Web Key Set (`AUTH_JWKS_URL`). */
   readonly jwksUrl: string;
 }
+/** How long a mutation's idempotency key is kept. */
+export interface IdempotencySettings {
+  /** Seconds a key and its first result are kept (`IDEMPOTENCY_RETENTION_S`): a retry within them takes effect once. */
+  readonly retentionSeconds: number;
+}
+
+/** The defaults: a day, longer than Cassandra's default hint window (3 h). */
+export const DEFAULT_IDEMPOTENCY_SETTINGS: IdempotencySettings = Object.freeze({ retentionSeconds: 86_400 });
 
 /** Whether `/metrics` is served, and the bearer token it requires. */
 export interface MetricsSettings {
@@ -481,13 +491,17 @@ function authSettings(env: NodeJS.ProcessEnv, production: boolean, secret: (name
   return Object.freeze({ kind: 'identity-provider', jwksUrl: url.href, ...claims });
 }
 
-/** The `CASSANDRA_*` driver settings, each within what the driver accepts. */
-function cassandraDriver(env: NodeJS.ProcessEnv): CassandraDriverSettings {
+/**
+ * The `CASSANDRA_*` driver settings, each within what the driver accepts; writes wait
+ * `writeTimeoutMs` (STORE_WRITE_TIMEOUT_MS), the time the late-write window assumes.
+ */
+function cassandraDriver(env: NodeJS.ProcessEnv, writeTimeoutMs: number): CassandraDriverSettings {
   const d = DEFAULT_CASSANDRA_DRIVER_SETTINGS;
   const settings: CassandraDriverSettings = {
     connectionsPerHost: int(env, 'CASSANDRA_CONNECTIONS_PER_HOST', d.connectionsPerHost, 1, 64),
     connectionsPerRemoteHost: int(env, 'CASSANDRA_CONNECTIONS_PER_REMOTE_HOST', d.connectionsPerRemoteHost, 0, 64),
     requestTimeoutMs: int(env, 'CASSANDRA_REQUEST_TIMEOUT_MS', d.requestTimeoutMs, 100, 600_000),
+    writeTimeoutMs,
     speculativeExecutions: int(env, 'CASSANDRA_SPECULATIVE_EXECUTIONS', d.speculativeExecutions, 0, 10),
     speculativeDelayMs: int(env, 'CASSANDRA_SPECULATIVE_DELAY_MS', d.speculativeDelayMs, 0, 60_000),
     retryPolicy: oneOf(env, 'CASSANDRA_RETRY_POLICY', ['default', 'never'] as const, d.retryPolicy),
@@ -639,7 +653,11 @@ function secureConnectBundle(env: NodeJS.ProcessEnv): string | null {
  * is, how to authenticate and encrypt, the keyspace and its replication, consistency,
  * start-up and the driver's tuning. `npm run schema` and the test stores read it too.
  */
-export function cassandraConfig(env: NodeJS.ProcessEnv, production = isProduction(env)): CassandraConfig {
+export function cassandraConfig(
+  env: NodeJS.ProcessEnv,
+  production = isProduction(env),
+  writeTimeoutMs = clusterSettings(env).writeTimeoutMs,
+): CassandraConfig {
   const consistency = (env.CASSANDRA_CONSISTENCY ?? 'LOCAL_QUORUM').toUpperCase();
   if (!CONSISTENCIES.includes(consistency)) {
     throw new ConfigError(`CASSANDRA_CONSISTENCY must be one of ${CONSISTENCIES.join(', ')}, got "${consistency}"`);
@@ -656,7 +674,7 @@ export function cassandraConfig(env: NodeJS.ProcessEnv, production = isProductio
     serialConsistency: oneOf(env, 'CASSANDRA_SERIAL_CONSISTENCY', ['LOCAL_SERIAL', 'SERIAL'] as const, 'LOCAL_SERIAL'),
     autoSchema: bool(env, 'CASSANDRA_AUTO_SCHEMA', false),
     connectTimeoutS: int(env, 'CASSANDRA_CONNECT_TIMEOUT_S', 60, 0, 3_600),
-    driver: cassandraDriver(env),
+    driver: cassandraDriver(env, writeTimeoutMs),
     credentials: cassandraCredentials(env),
     tls: cassandraTls(env, production),
     secureConnectBundle: bundle,
@@ -670,6 +688,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`STORE must be "sqlite" or "cassandra", got "${store}"`);
   }
   const production = isProduction(env);
+  const cluster = clusterSettings(env);
   const devSecrets: Array<'CURSOR_SECRET' | 'AUTH_SECRET'> = [];
   const secret = <N extends 'CURSOR_SECRET' | 'AUTH_SECRET'>(name: N, dev: string) => {
     const value = env[name];
@@ -699,7 +718,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tombstoneFailureThreshold: int(env, 'STORE_TOMBSTONE_FAILURE_THRESHOLD', 100_000, 0, 1_000_000_000),
       compactionIntervalMs: int(env, 'STORE_COMPACTION_INTERVAL_MS', 600_000, 0, 86_400_000),
     }),
-    cassandra: cassandraConfig(env, production),
+    cassandra: cassandraConfig(env, production, cluster.writeTimeoutMs),
     cursorSecret,
     cursorPreviousSecrets: previousSecrets(env, production, 'CURSOR_PREVIOUS_SECRETS', cursorSecret),
     auth: authSettings(env, production, secret),
@@ -755,7 +774,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBufferedBytes: int(env, 'LIVE_MAX_BUFFERED_BYTES', DEFAULT_LIVE_SETTINGS.maxBufferedBytes, 1_024, 1_000_000_000),
       maxQueued: int(env, 'LIVE_MAX_QUEUED', DEFAULT_LIVE_SETTINGS.maxQueued, 1, 1_000_000),
     }),
-    cluster: clusterSettings(env),
+    idempotency: Object.freeze({
+      retentionSeconds: int(env, 'IDEMPOTENCY_RETENTION_S', DEFAULT_IDEMPOTENCY_SETTINGS.retentionSeconds, 60, 2_592_000),
+    }),
+    cluster,
   };
   return Object.freeze(config);
 }

@@ -82,6 +82,15 @@ export function checkText(argument: string, value: string, min: number, max: num
 }
 
 /**
+ * The server cannot tell whether a mutation took effect (its write's outcome is unknown,
+ * or the first attempt under the same `clientMutationId` is still running): the client
+ * retries with the same `clientMutationId`, which takes effect at most once.
+ */
+export class OutcomeUnknownError extends Error {
+  override readonly name = 'OutcomeUnknownError';
+}
+
+/**
  * A saga stopped on an error; `compensated` says whether everything was undone already.
  * Raised by the saga runner; the GraphQL layer reports it without knowing the runner.
  */

@@ -5,6 +5,7 @@
  */
 import { signedIn, type Actor } from '../features/actor.js';
 import type { Directory } from '../features/directory/directory.js';
+import type { RequestKeys } from '../features/idempotency/mutation-keys.js';
 import type { Lists } from '../features/lists/lists.js';
 import type { Meetings } from '../features/meetings/meetings.js';
 import type { Suspensions } from '../features/suspensions/suspensions.js';
@@ -27,6 +28,8 @@ export interface RequestContext extends Budgeted {
   readonly loaders: Loaders;
   /** Subscribing to live feeds (subscriptions over WebSocket). */
   readonly live: LiveSubscriptions;
+  /** Runs a mutation given a `clientMutationId` once per key (resolvers/idempotent.ts). */
+  readonly mutationKeys: RequestKeys;
   /** `performance.now()` when the context was made: the request's start, for its latency metric. */
   readonly startedAt: number;
   /** Store round trips this request has made so far (`extensions.storeRoundTrips`). */

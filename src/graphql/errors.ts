@@ -7,16 +7,23 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import type { GraphQLFormattedError } from 'graphql';
 import { GraphQLError } from 'graphql';
 import type { Logger } from 'pino';
-import { DomainError, SagaAbortedError, type DomainErrorCode } from '../errors.js';
+import { DomainError, OutcomeUnknownError, SagaAbortedError, type DomainErrorCode } from '../errors.js';
 import { PagingArgumentError } from '../paging/types.js';
 import { DeadlineExceededError, RequestAbortedError } from '../store/deadline.js';
-import { StoreUnavailableError } from '../store/port.js';
+import { StoreOutcomeUnknownError, StoreUnavailableError } from '../store/port.js';
 import { PresenceLapsedError } from '../background/presence.js';
 
 /** What a client is told when the store could not answer: retryable, nothing half-done. */
 const UNAVAILABLE_MESSAGE = 'The data store is unavailable right now; retry the request';
 /** What a client is told when this server's presence lapsed: retryable (another server will serve it), nothing half-done. */
 const LAPSED_MESSAGE = 'This server is not serving writes right now (it is rejoining its cluster); retry the request';
+
+/**
+ * What a client is told when a write may or may not have taken effect: retrying with the
+ * same key makes it take effect once (docs/api.md, "Retries and idempotency keys").
+ */
+export const OUTCOME_UNKNOWN_MESSAGE =
+  'The server cannot tell whether this mutation took effect; retry it with the same clientMutationId (it takes effect at most once)';
 
 /** A GraphQL error with one of the API's codes. */
 export function apiError(code: DomainErrorCode, message: string, argumentName?: string): GraphQLError {
@@ -68,6 +75,13 @@ export function createFormatError(logger: Logger) {
       // Nobody reads it (the client has gone), but every error has its code.
       return { ...base, message: original.message, extensions: { code: 'UNAVAILABLE' } };
     }
+    if (original instanceof OutcomeUnknownError) {
+      return { ...base, message: original.message, extensions: { code: 'OUTCOME_UNKNOWN' } };
+    }
+    if (original instanceof StoreOutcomeUnknownError) {
+      logger.warn({ err: original, path: formatted.path }, 'write outcome unknown');
+      return { ...base, message: OUTCOME_UNKNOWN_MESSAGE, extensions: { code: 'OUTCOME_UNKNOWN' } };
+    }
     if (original instanceof StoreUnavailableError) {
       // Retryable: the store did not answer (a lightweight transaction's outcome included).
       logger.warn({ err: original, path: formatted.path }, 'store unavailable');
@@ -77,8 +91,14 @@ export function createFormatError(logger: Logger) {
       // The cause is logged; the message only says what happened to the data. A store
       // that did not answer makes it retryable.
       logger.error({ err: original.cause, kind: original.kind, compensated: original.compensated }, 'saga aborted');
-      const code = original.cause instanceof StoreUnavailableError ? 'UNAVAILABLE' : 'INTERNAL_SERVER_ERROR';
-      return { ...base, message: original.message, extensions: { code } };
+      // A store that failed makes it retryable. A write whose outcome is unknown, left to
+      // recovery (not compensated), makes its outcome unknown too: recovery finishes or
+      // rolls it back later, and a retry with the same key learns which.
+      const storeFailed = original.cause instanceof StoreUnavailableError;
+      const unknown = !original.compensated && original.cause instanceof StoreOutcomeUnknownError;
+      const code = !storeFailed ? 'INTERNAL_SERVER_ERROR' : unknown ? 'OUTCOME_UNKNOWN' : 'UNAVAILABLE';
+      const message = code === 'OUTCOME_UNKNOWN' ? `${original.message} Retry it with the same clientMutationId to learn its outcome.` : original.message;
+      return { ...base, message, extensions: { code } };
     }
     const code = formatted.extensions?.code;
     if (typeof code === 'string' && REQUEST_CODES.has(code)) {

@@ -14,6 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../store/clock.js';
+import type { IdSource } from '../store/id-source.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { Row, TableSpec } from '../store/table.js';
 import { microsOfTimeuuid, minTimeuuidOfMicros, timeuuidOfMicros } from '../store/timeuuid.js';
@@ -231,4 +232,19 @@ export async function readNewestChange(store: Store, feed: string, from: bigint,
     if (row) return changeFromRow(row);
   }
   return null;
+}
+
+/**
+ * `writer` for one request: while the request runs a mutation's plan (an idempotency
+ * key's, store/id-source.ts), change ids come from the plan, so a redo announces the
+ * same change (the same row) instead of a second one; otherwise from the process clock.
+ */
+export function plannedChangeWriter(writer: ChangeWriter, ids: IdSource): ChangeWriter {
+  return {
+    nextId(after) {
+      const micros = ids.plannedMicros(after === undefined ? undefined : microsOfTimeuuid(after));
+      return micros === null ? writer.nextId(after) : timeuuidOfMicros(micros, (n) => ids.bytes(n));
+    },
+    mutations: (change) => writer.mutations(change),
+  };
 }

@@ -155,12 +155,12 @@ export interface StoreWarning {
 }
 
 /**
- * The store could not answer now (replicas unavailable, a timeout, no host reachable,
- * or a lightweight transaction whose outcome could not be learned). Nothing is known
- * to have been written; the request may be retried.
+ * The store could not answer now (replicas unavailable, a read timeout, no host
+ * reachable, a write never sent). Nothing was written (`StoreOutcomeUnknownError`, a
+ * subclass, says when a write may have been); the request may be retried.
  */
 export class StoreUnavailableError extends Error {
-  override readonly name = 'StoreUnavailableError';
+  override readonly name: string = 'StoreUnavailableError';
   /** The store gave up waiting (a driver or replica timeout), rather than refusing at once. */
   readonly timedOut: boolean;
 
@@ -168,6 +168,18 @@ export class StoreUnavailableError extends Error {
     super(message, options);
     this.timedOut = options?.timedOut ?? false;
   }
+}
+
+/**
+ * A write was sent and its outcome is unknown: the store may have applied it, may apply
+ * it later, or may never (a write timeout of any write type but `BATCH_LOG`, a
+ * lightweight transaction whose outcome could not be learned, the connection lost after
+ * sending). Retrying it blindly may apply it twice; a mutation retried under the same
+ * idempotency key takes effect once. A subclass of `StoreUnavailableError`, so what
+ * treats every store failure alike (sagas compensate, jobs retry their pass) still does.
+ */
+export class StoreOutcomeUnknownError extends StoreUnavailableError {
+  override readonly name = 'StoreOutcomeUnknownError';
 }
 
 /**

@@ -24,7 +24,7 @@ export const STORE_ERROR_KINDS: readonly StoreErrorKind[] = ['unavailable', 'tim
 /**
  * How a lightweight transaction ended: applied or not, or its response was lost
  * (a timeout) and a serial read then learned the outcome (`unknown_settled`) or could
- * not (`unknown_given_up`: the caller got an unavailable error).
+ * not (`unknown_given_up`: the caller got an error saying the outcome is unknown).
  */
 export type LwtOutcome = 'applied' | 'not_applied' | 'unknown_settled' | 'unknown_given_up';
 

@@ -7,6 +7,7 @@ import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { cassandraClientFrom } from '../../src/store/cassandra/cassandra-connect.js';
+import { BoundedWriteRetryPolicy, ReadOnlySpeculation } from '../../src/store/cassandra/cassandra-policies.js';
 
 const { policies, types } = cassandra;
 
@@ -28,11 +29,12 @@ function clientOptionsFor(env: Record<string, string>): cassandra.ClientOptions 
 }
 
 describe('Cassandra driver settings', () => {
-  it('default to the driver’s own: one connection per host, 12 s, no speculation, default retries and balancing', () => {
+  it('default to the driver’s own: one connection per host, 12 s, no speculation, default retries and balancing; writes wait 2 s', () => {
     expect(loadConfig({}).cassandra.driver).toEqual({
       connectionsPerHost: 1,
       connectionsPerRemoteHost: 1,
       requestTimeoutMs: 12_000,
+      writeTimeoutMs: 2_000,
       speculativeExecutions: 0,
       speculativeDelayMs: 100,
       retryPolicy: 'default',
@@ -41,11 +43,12 @@ describe('Cassandra driver settings', () => {
   });
 
   it('reads every variable', () => {
-    const driver = loadConfig(EVERY_SETTING).cassandra.driver;
+    const driver = loadConfig({ ...EVERY_SETTING, STORE_WRITE_TIMEOUT_MS: '2500' }).cassandra.driver;
     expect(driver).toEqual({
       connectionsPerHost: 4,
       connectionsPerRemoteHost: 2,
       requestTimeoutMs: 3_000,
+      writeTimeoutMs: 2_500,
       speculativeExecutions: 2,
       speculativeDelayMs: 50,
       retryPolicy: 'never',
@@ -74,14 +77,14 @@ describe('Cassandra driver settings', () => {
     expect(loadConfig({ CASSANDRA_SPECULATIVE_DELAY_MS: '5000', CASSANDRA_REQUEST_TIMEOUT_MS: '2000' }).cassandra.driver.speculativeExecutions).toBe(0);
   });
 
-  it('builds the client with the driver’s default policies when nothing is set', () => {
+  it('builds the client with the driver’s default policies when nothing is set, but for writes (never re-sent once they may have reached a coordinator)', () => {
     const options = clientOptionsFor({});
     expect(options.contactPoints).toEqual(['127.0.0.1']);
     expect(options.localDataCenter).toBe('datacenter1');
     expect(options.pooling?.coreConnectionsPerHost).toEqual({ [types.distance.local]: 1, [types.distance.remote]: 1, [types.distance.ignored]: 0 });
     expect(options.socketOptions?.readTimeout).toBe(12_000);
     expect(options.policies?.loadBalancing).toBeInstanceOf(policies.loadBalancing.DefaultLoadBalancingPolicy);
-    expect(options.policies?.retry?.constructor).toBe(policies.retry.RetryPolicy);
+    expect(options.policies?.retry?.constructor).toBe(BoundedWriteRetryPolicy);
     expect(options.policies?.speculativeExecution).toBeInstanceOf(policies.speculativeExecution.NoSpeculativeExecutionPolicy);
   });
 
@@ -91,7 +94,8 @@ describe('Cassandra driver settings', () => {
     expect(options.pooling?.coreConnectionsPerHost).toEqual({ [types.distance.local]: 4, [types.distance.remote]: 2, [types.distance.ignored]: 0 });
     expect(options.socketOptions?.readTimeout).toBe(3_000);
     const speculation = options.policies!.speculativeExecution!;
-    expect(speculation).toBeInstanceOf(policies.speculativeExecution.ConstantSpeculativeExecutionPolicy);
+    // Constant speculation, on reads only.
+    expect(speculation).toBeInstanceOf(ReadOnlySpeculation);
     expect(Object.fromEntries(speculation.getOptions())).toEqual({ delay: 50, maxSpeculativeExecutions: 2 });
     expect(options.policies?.retry).toBeInstanceOf(policies.retry.FallthroughRetryPolicy);
     const balancing = options.policies!.loadBalancing!;

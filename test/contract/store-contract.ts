@@ -785,6 +785,26 @@ export function defineStoreContract(
         }
       });
 
+      it('keeps a plain upsert of a column the insert-if-not-exists did not write beside the claim, even from a clock an hour behind', async () => {
+        // What an idempotency key's result relies on (features/idempotency): the claim is a
+        // Paxos round, the result a plain write of another column, whatever its timestamp.
+        const behind = await createStore({ clock: skewedClock(-AN_HOUR_MICROS) });
+        try {
+          await behind.store.ensureTables([kv]);
+          const id = randomUUID();
+          expect((await behind.store.insertIfNotExists(kv, { id, name: 'claimed' }, { ttl: 3_600 })).applied).toBe(true);
+          await behind.store.upsert(kv, { id, score: 7 }, { ttl: 3_600 });
+          expect(await behind.store.get(kv, { id })).toMatchObject({ name: 'claimed', score: 7 });
+          const second = await behind.store.insertIfNotExists(kv, { id, name: 'theirs' });
+          expect(second.applied).toBe(false);
+          expect(second.existing).toMatchObject({ name: 'claimed', score: 7 });
+          expect(await behind.store.deleteIf(kv, { id }, { name: 'claimed' })).toBe(true);
+          expect(await behind.store.get(kv, { id })).toBeNull();
+        } finally {
+          await behind.dispose();
+        }
+      });
+
       it('lets a plain delete from a clock an hour ahead hide the next insert-if-not-exists; a conditional delete does not', async () => {
         const ahead = await createStore({ clock: skewedClock(AN_HOUR_MICROS) });
         try {

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { usersByStatusTable } from '../../src/features/suspensions/suspensions-tables.js';
+import { StoreOutcomeUnknownError } from '../../src/store/port.js';
 import { FaultyStore } from '../support/faulty-store.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 import { describeEachStore } from '../support/stores.js';
@@ -117,6 +118,27 @@ describeEachStore('suspended users over HTTP', (target) => {
     expect(large.extensions?.storeRoundTrips).toBeLessThanOrEqual(4);
     expect(large.extensions?.storeRoundTrips).toBe(small.extensions?.storeRoundTrips);
     for (const id of ids) await server.gql(UNSUSPEND, { input: { userId: id } }, admin);
+  });
+
+  it('answers OUTCOME_UNKNOWN when a saga could not be rolled back either; after recovery, a retry with its key suspends once', async () => {
+    const u = await newUser();
+    // Every write of the reverse lookup times out with an unknown outcome: the step and its compensation.
+    faulty.failWhen(
+      (c) => c.table === usersByStatusTable.name && !['get', 'getMany', 'slice', 'readCells'].includes(c.operation),
+      () => new StoreOutcomeUnknownError('injected write timeout', { timedOut: true }),
+    );
+    const input = { userId: u.id, reason: 'outcome unknown', clientMutationId: 'suspend-once' };
+    const res = await server.gql(SUSPEND, { input }, admin);
+    faulty.heal();
+    expect(res.errors?.[0]).toMatchObject({
+      message: 'suspendUser could not be completed; it will be finished or rolled back automatically. Retry it with the same clientMutationId to learn its outcome.',
+      extensions: { code: 'OUTCOME_UNKNOWN' },
+    });
+    await server.app.recoverSagas();
+    const retry = await server.gql(SUSPEND, { input }, admin);
+    expect(retry.errors).toBeUndefined();
+    expect(retry.data?.suspendUser).toMatchObject({ suspension: { reason: 'outcome unknown' }, clientMutationId: 'suspend-once' });
+    expect(await server.gql(SUSPEND, { input }, admin)).toMatchObject({ data: retry.data });
   });
 
   it('answers a failed saga with a code, having rolled it back', async () => {

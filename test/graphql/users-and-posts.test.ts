@@ -90,7 +90,8 @@ describeEachStore('users, posts and authentication over HTTP', (target) => {
     it('answers a retryable UNAVAILABLE, not an internal error, and the retry succeeds', async () => {
       const input = aUser();
       const token = await server.token(input.username);
-      // As a lightweight transaction whose outcome could not be learned reports itself.
+      // As the adapter reports a lightweight transaction refused before anything was written
+      // (one whose outcome is unknown is OUTCOME_UNKNOWN: test/graphql/idempotency-http.test.ts).
       faulty.failWhen(
         (call) => call.operation === 'insertIfNotExists',
         () => new StoreUnavailableError('a lightweight transaction on users_by_username failed and its outcome could not be learned'),

@@ -2,6 +2,7 @@
  * A store that fails chosen calls: the fault-injecting wrapper the style guide asks
  * for, built on the same decorator as round-trip counting.
  */
+import { StoreOutcomeUnknownError } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 
 /** Decides whether a call fails. */
@@ -105,5 +106,58 @@ export class RendezvousStore extends StoreDecorator {
       await arrived;
     }
     return run();
+  }
+}
+
+/**
+ * How a write's answer goes wrong: `applied-then-timeout`, the write lands and the
+ * caller is told it timed out (the answer was lost); `timeout-then-applied`, the caller
+ * is told it timed out at once, and the write lands later, when the test calls `land()`
+ * (a batchlog replay or a hint past the window).
+ */
+export type OutcomeFault = 'applied-then-timeout' | 'timeout-then-applied';
+
+/** The write operations of the port: what an outcome fault can hit. */
+const WRITES = new Set<StoreCall['operation']>(['upsert', 'delete', 'deleteRange', 'batch', 'insertIfNotExists', 'deleteIf', 'increment']);
+
+/**
+ * Makes the next write a rule matches have an unknown outcome, as Cassandra reports a
+ * write timeout (`StoreOutcomeUnknownError`), in one of the two `OutcomeFault` modes.
+ */
+export class OutcomeFaultStore extends StoreDecorator {
+  private armed: { mode: OutcomeFault; match: (call: StoreCall) => boolean } | null = null;
+  private held: Array<() => Promise<unknown>> = [];
+  /** How many faults were injected since the store was made. */
+  injected = 0;
+
+  /** Fault the next write `match` accepts, once. */
+  faultNextWrite(mode: OutcomeFault, match: (call: StoreCall) => boolean = () => true): void {
+    this.armed = { mode, match };
+  }
+
+  /** Apply the writes held back by `timeout-then-applied`, in order. */
+  async land(): Promise<void> {
+    const held = this.held;
+    this.held = [];
+    for (const apply of held) await apply();
+  }
+
+  /** Whether a fault is still waiting for its write. */
+  get pending(): boolean {
+    return this.armed !== null;
+  }
+
+  protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+    const armed = this.armed;
+    if (!armed || !WRITES.has(call.operation) || !armed.match(call)) return run();
+    this.armed = null;
+    this.injected++;
+    const timeout = new StoreOutcomeUnknownError(`injected write timeout (${armed.mode}) on ${call.operation} ${call.tables.join(', ')}`, { timedOut: true });
+    if (armed.mode === 'applied-then-timeout') {
+      await run();
+      throw timeout;
+    }
+    this.held.push(run);
+    throw timeout;
   }
 }

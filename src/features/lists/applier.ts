@@ -476,12 +476,9 @@ export class ListApplier {
    */
   private async apply(listId: string, tx: ListTx): Promise<boolean> {
     const { store } = this;
-    // An add is applied exactly once (its mark is in its batch): its item has no index
-    // row yet, so no write time to stay above.
-    const cells =
-      tx.kind === 'add'
-        ? { row: null, writetime: {} as Record<string, bigint | null> }
-        : await store.readCells(listItemIndexTable, { item_id: tx.itemId }, ['label']);
+    // Every kind reads where its item stands: an add too, since its item may be in the
+    // list already (see the add case).
+    const cells = await store.readCells(listItemIndexTable, { item_id: tx.itemId }, ['label']);
     const index = cells.row;
     const stamp = { timestamp: timestampAbove(this.clock, cells.writetime.label ?? null) };
     const at = index && index.list_id === listId ? { weight: index.weight as bigint, seq: index.seq as bigint } : null;
@@ -507,6 +504,10 @@ export class ListApplier {
     };
     switch (tx.kind) {
       case 'add':
+        // An add of an item the list already holds: the same item added again by a redo
+        // under its idempotency key (which draws the same item id), or the first attempt's
+        // add landing after it. The item stays where it is, once; only the mark is written.
+        if (at) return finalBatch([], []);
         return finalBatch(
           [
             { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label: tx.label } },

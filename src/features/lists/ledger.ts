@@ -375,6 +375,8 @@ export async function readLedger(store: Store, listId: string, query: LedgerQuer
     const at = position.get(tx.itemId) ?? null;
     switch (tx.kind) {
       case 'add': {
+        // An item the list holds already is not added twice (the applier skips it too).
+        if (at) break;
         const existing = local.get(rowKey(tx.to, tx.itemId, false));
         if (!existing) local.set(rowKey(tx.to, tx.itemId, false), { ...tx.to, itemId: tx.itemId, deleted: false, label: tx.label });
         position.set(tx.itemId, tx.to);

@@ -4,7 +4,6 @@
  * they read, and the background applier makes them permanent. Pages are exact while
  * transactions are pending.
  */
-import { randomUUID } from 'node:crypto';
 import type { Counted, CountWriter } from '../../counts/connection-counts.js';
 import { scanRows, type Membership } from '../../counts/recount.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
@@ -14,6 +13,7 @@ import type { CursorCodec } from '../../paging/cursor.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import type { CursorKey, Direction, Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { Clock } from '../../store/clock.js';
+import type { IdSource } from '../../store/id-source.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { isUuid, validateValue } from '../../store/values.js';
@@ -78,6 +78,8 @@ export interface ListsDeps {
   readonly onAppend?: (listId: string) => void;
   /** Records items added and removed in the list's `items` count. */
   readonly counts: CountWriter;
+  /** New ids and "now": fresh, or an idempotency key's plan (a redo makes the same list, item, transaction). */
+  readonly ids: IdSource;
 }
 
 /** A page of a list's items, with the key its `totalCount` is read by. */
@@ -244,8 +246,8 @@ export class Lists {
    * isolated across partitions, so `ofOwner` still skips a lookup row whose list it
    * cannot see yet.
    */
-  async create(title: string, ownerId: string, now = new Date()): Promise<OrderedList> {
-    const list: OrderedList = { listId: randomUUID(), title: checkText('title', title, 1, 200), ownerId, createdAt: now };
+  async create(title: string, ownerId: string, now = this.deps.ids.now()): Promise<OrderedList> {
+    const list: OrderedList = { listId: this.deps.ids.uuid(), title: checkText('title', title, 1, 200), ownerId, createdAt: now };
     await this.deps.store.batch([
       { kind: 'upsert', table: listsByOwnerTable, row: { owner_id: ownerId, created_at: now, list_id: list.listId } },
       { kind: 'upsert', table: listsTable, row: { list_id: list.listId, title: list.title, owner_id: ownerId, created_at: now } },
@@ -303,7 +305,7 @@ export class Lists {
     const { to, crowded } = beforeItemId
       ? await this.slotNextTo(listId, await this.requireItem(listId, beforeItemId, 'beforeItemId'), 'backward', undefined)
       : await this.slotAtEnd(listId, 'BOTTOM');
-    const itemId = randomUUID();
+    const itemId = this.deps.ids.uuid();
     await this.append(listId, [{ kind: 'add', itemId, to, label: text, ...(crowded && { crowded }) }]);
     return { listId, itemId, label: text, ...to };
   }

@@ -6,7 +6,7 @@
  * connection counts (counts/connection-counts.ts): its verifier makes it exact on any
  * number of servers, and `acceptedBy.totalCount` is the same number.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { DomainError, checkText } from '../../errors.js';
 import type { Change, ChangeWriter } from '../../live/change-log.js';
 import type { Admission, FeedSpec } from '../../live/live-hub.js';
@@ -16,6 +16,7 @@ import { sliceSource } from '../../paging/slice-source.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
 import type { Clock } from '../../store/clock.js';
+import type { IdSource } from '../../store/id-source.js';
 import { MAX_TIMESTAMP, type Mutation, type Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { requireAdmin, type Actor } from '../actor.js';
@@ -84,6 +85,8 @@ export interface MeetingsDeps {
   readonly changes: ChangeWriter;
   /** Records each acceptance in the meeting's count. */
   readonly counts: CountWriter;
+  /** New ids, token bytes and "now": fresh, or an idempotency key's plan (a redo makes the same). */
+  readonly ids: IdSource;
 }
 
 /** A page of a meeting's acceptors, with the key its `totalCount` is read by. */
@@ -144,10 +147,19 @@ export class TokenSequence {
   private next = 0n;
   private static readonly TOP = (1n << 64n) - 1n;
 
-  /** A token: 16 hex digits decreasing per call, then random hex for uniqueness across processes. */
-  take(): string {
+  /**
+   * A token: 16 hex digits decreasing per call, then random hex (`random`'s 8 bytes) for
+   * uniqueness across processes: the part an idempotent redo draws again alike
+   * (`sameAttempt`).
+   */
+  take(random: (n: number) => Buffer = randomBytes): string {
     const seq = TokenSequence.TOP - this.next++;
-    return `${seq.toString(16).padStart(16, '0')}${randomBytes(8).toString('hex')}`;
+    return `${seq.toString(16).padStart(16, '0')}${random(8).toString('hex')}`;
+  }
+
+  /** Whether two tokens share their random part: one attempt and its redo under one idempotency key. */
+  static sameAttempt(a: unknown, b: string): boolean {
+    return typeof a === 'string' && a.length === b.length && a.slice(16) === b.slice(16);
   }
 }
 
@@ -183,9 +195,9 @@ export class Meetings {
    * Create a meeting. The meeting row and its creator's lookup row go in one logged
    * batch: both or neither, so a meeting is never unreachable from `User.meetings`.
    */
-  async create(input: { title: string }, createdBy: string, now = new Date()): Promise<Meeting> {
+  async create(input: { title: string }, createdBy: string, now = this.deps.ids.now()): Promise<Meeting> {
     const title = checkText('title', input.title, 1, 200);
-    const meeting: Meeting = { meetingId: randomUUID(), title, createdBy, createdAt: now };
+    const meeting: Meeting = { meetingId: this.deps.ids.uuid(), title, createdBy, createdAt: now };
     await this.deps.store.batch([
       { kind: 'upsert', table: meetingsByUserTable, row: userMeetingRow(createdBy, meeting) },
       { kind: 'upsert', table: meetingsTable, row: { meeting_id: meeting.meetingId, title, created_by: createdBy, created_at: now } },
@@ -222,7 +234,7 @@ export class Meetings {
     // Only the winner moves the live count, so a repeated accept shows no change even
     // before the verifier settles (which would rule the repeat out anyway). An upsert:
     // retried or lost, it never counts twice; a lost one is made up by the settlement.
-    if (won) {
+    if (won && attempt) {
       const { table, row, options } = this.deps.counts.live(attempt) as Mutation & { kind: 'upsert' };
       await store.upsert(table, row, options);
     }
@@ -234,7 +246,7 @@ export class Meetings {
    * One acceptance written and decided (seed 001, or the LWT): whether it won, and its
    * count attempt (none when nothing was written).
    */
-  private async attempt(meetingId: string, userId: string): Promise<{ won: true; attempt: CountAttempt } | { won: false; attempt: CountAttempt | null }> {
+  private async attempt(meetingId: string, userId: string): Promise<{ won: boolean; attempt: CountAttempt | null }> {
     const { store } = this.deps;
     const key = { meeting_id: meetingId, user_id: userId };
     // An acceptance acknowledged before this request began must keep winning, whatever
@@ -244,8 +256,13 @@ export class Meetings {
     // repeat that finds the acceptance writes nothing; only concurrent first acceptances
     // are left for the timestamps to decide (docs/how-it-works.md, "Ordering writes
     // across servers").
-    if (this.deps.strategy !== 'lwt' && (await store.get(meetingUsersTable, key))) return { won: false, attempt: null };
-    const token = this.deps.tokens.take();
+    const token = this.deps.tokens.take((n) => this.deps.ids.bytes(n));
+    if (this.deps.strategy !== 'lwt') {
+      const existing = await store.get(meetingUsersTable, key);
+      // Unless it is this idempotency key's own earlier attempt, found by a redo: that one
+      // counted (its live count, if it was lost, the settlement makes up).
+      if (existing) return { won: this.deps.ids.redo && TokenSequence.sameAttempt(existing.write_token, token), attempt: null };
+    }
     // One clock reading gives the timestamp, `accepted_at` and the count's attempt, so
     // the count's ledger keeps the same attempt as the acceptance row (the first).
     const micros = this.deps.clock.nowMicros();
@@ -266,7 +283,9 @@ export class Meetings {
     if (this.deps.strategy === 'lwt') {
       await store.batch([...marks, ...announced]);
       const result = await store.insertIfNotExists(meetingUsersTable, { ...key, accepted_at: acceptedAt, write_token: token });
-      return { won: result.applied, attempt };
+      // A redo finds the acceptance of the attempt it redoes: that one counted.
+      const redone = this.deps.ids.redo && TokenSequence.sameAttempt(result.existing?.write_token, token);
+      return { won: result.applied || redone, attempt };
     }
     // seed 001: the earlier the write, the higher its timestamp, so the first write wins.
     // The verifier's marks travel in the same logged batch: if the acceptance lands,
@@ -280,7 +299,12 @@ export class Meetings {
     // Did my write win? Its write time and its token must both be mine: two requests
     // in one microsecond share a timestamp, and then the token decides.
     const cells = await store.readCells(meetingUsersTable, key, ['write_token']);
-    return { won: cells.writetime.write_token === timestamp && cells.row?.write_token === token, attempt };
+    // A redo (an idempotency key's attempt after one whose outcome is unknown) takes a
+    // later clock reading, so it loses to the attempt it redoes if that one landed: the
+    // acceptance standing is then this key's own, and it counted.
+    const mine = cells.writetime.write_token === timestamp && cells.row?.write_token === token;
+    const redone = this.deps.ids.redo && TokenSequence.sameAttempt(cells.row?.write_token, token);
+    return { won: mine || redone, attempt };
   }
 
   /**

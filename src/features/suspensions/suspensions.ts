@@ -17,6 +17,7 @@ import { openSagaIds } from '../../saga/saga-log.js';
 import type { SagaRunner } from '../../saga/saga-runner.js';
 import type { Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
+import type { IdSource } from '../../store/id-source.js';
 import { newTimeuuid } from '../../store/timeuuid.js';
 import { requireAdmin, signedIn, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
@@ -57,6 +58,8 @@ export interface SuspensionsDeps {
   /** Shared by every request of the process: serialises sagas per user. */
   readonly lock: KeyedLock;
   readonly granularity: BucketGranularity;
+  /** "Now": the clock's, or an idempotency key's plan (a redo suspends at the same time). */
+  readonly ids: IdSource;
 }
 
 /** A change to the suspended users, as a subscriber sees it. */
@@ -129,7 +132,7 @@ export class Suspensions {
    * Suspend a user (admins only). `suspendedAt` defaults to now and may lie in the past
    * (imports). CONFLICT when already suspended, NOT_FOUND for an unknown user.
    */
-  async suspend(input: { userId: string; reason: string; suspendedAt?: Date | null }, now = new Date()): Promise<Suspension> {
+  async suspend(input: { userId: string; reason: string; suspendedAt?: Date | null }, now = this.deps.ids.now()): Promise<Suspension> {
     requireAdmin(this.deps.actor);
     const reason = checkText('reason', input.reason, 1, MAX_REASON_LENGTH, { multiline: true });
     const at = input.suspendedAt ?? now;
@@ -139,13 +142,21 @@ export class Suspensions {
     const user = await this.deps.loaders.userById.load(input.userId);
     if (!user) throw new DomainError('NOT_FOUND', 'no such user', 'userId');
     const bucket = bucketOf(at, this.deps.granularity);
-    await this.deps.lock.with(input.userId, () => {
-      // The id is made once the lock is ours: a saga starts within moments of its id (saga-log.ts).
-      const sagaId = newTimeuuid();
-      const payload: SuspensionPayload = { userId: input.userId, reason, occurredOn: at.getTime(), bucket, ownerSagaId: sagaId };
-      return this.deps.sagas.run(suspendSaga, payload, sagaId);
-    });
     const suspension: Suspension = { userId: input.userId, reason, suspendedAt: at, bucket };
+    try {
+      await this.deps.lock.with(input.userId, () => {
+        // The id is made once the lock is ours: a saga starts within moments of its id (saga-log.ts).
+        const sagaId = newTimeuuid();
+        const payload: SuspensionPayload = { userId: input.userId, reason, occurredOn: at.getTime(), bucket, ownerSagaId: sagaId };
+        return this.deps.sagas.run(suspendSaga, payload, sagaId);
+      });
+    } catch (err) {
+      // A redo under an idempotency key whose first attempt's suspension stands (the same
+      // reason, at the plan's time): that suspension is this request's, not a conflict.
+      if (!(err instanceof DomainError && err.code === 'CONFLICT' && this.deps.ids.redo)) throw err;
+      const [standing] = await readSuspensions(this.deps.store, [input.userId]);
+      if (standing?.reason !== reason || standing.suspendedAt.getTime() !== at.getTime()) throw err;
+    }
     this.deps.loaders.suspensionByUserId.clear(suspension.userId);
     this.deps.loaders.suspensionByUserId.prime(suspension.userId, suspension);
     return suspension;

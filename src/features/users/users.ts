@@ -3,8 +3,8 @@
  * username (batched per request by the loaders, through `readUsers` / `readUserIds`).
  * Users own the user row; the directory plans its index entries for them.
  */
-import { randomUUID } from 'node:crypto';
 import { newestOf, timestampAbove, type Clock } from '../../store/clock.js';
+import type { IdSource } from '../../store/id-source.js';
 import type { Mutation, Store } from '../../store/port.js';
 import type { Row } from '../../store/table.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
@@ -53,6 +53,8 @@ export interface UsersDeps {
   readonly directory: ProfileIndexes;
   /** The process clock: a change's version and the write time of all its cells. */
   readonly clock: Clock;
+  /** New ids and "now": fresh, or an idempotency key's plan (a redo makes the same user). */
+  readonly ids: IdSource;
 }
 
 const USERNAME = /^[a-z0-9_]{3,32}$/;
@@ -187,7 +189,7 @@ export class Users {
    * A crash after 1 leaves a row nothing can reach; a crash after 2 a user without the
    * directory fields of this request (which was never acknowledged).
    */
-  async create(input: { username: string; displayName: string; firstName?: string | null } & IndexedValues, now: Date = new Date()): Promise<User> {
+  async create(input: { username: string; displayName: string; firstName?: string | null } & IndexedValues, now: Date = this.deps.ids.now()): Promise<User> {
     const actor = signedIn(this.deps.actor);
     if (!actor.isAdmin && actor.username !== input.username) {
       throw new DomainError('FORBIDDEN', "a token may only create the user named by its subject (or be an admin's)");
@@ -196,14 +198,15 @@ export class Users {
     const username = checkUsername('username', input.username);
     const displayName = checkDisplayName(input.displayName);
     const firstName = checkFirstName(input.firstName) ?? null;
-    const id = randomUUID();
+    const id = this.deps.ids.uuid();
     const version = this.deps.clock.nowMicros();
     // Validate the indexed fields before claiming anything.
     const index = this.deps.directory.plan(id, input, []);
     const base: Row = { user_id: id, username, display_name: displayName, created_at: now };
     await store.upsert(usersTable, base);
     const claim = await store.insertIfNotExists(usersByUsernameTable, { username, user_id: id });
-    if (!claim.applied) {
+    // The name held by this very id is this key's own earlier attempt (a redo): go on.
+    if (!claim.applied && claim.existing?.user_id !== id) {
       // Only this request knows the id: removing the row is tidiness, not correctness.
       await store.delete(usersTable, { user_id: id }).catch(() => undefined);
       throw new DomainError('CONFLICT', `the username "${username}" is taken`, 'username');

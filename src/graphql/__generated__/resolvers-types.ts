@@ -28,7 +28,7 @@ export type Scalars = {
 
 /** The arguments of `acceptMeeting`. */
 export type AcceptMeetingInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of the meeting. */
   meetingId: Scalars['ID']['input'];
@@ -65,7 +65,7 @@ export type AcceptorConnection = {
 export type AddListItemInput = {
   /** Insert before this item of the same list; omitted: at the end. */
   beforeItemId?: InputMaybe<Scalars['ID']['input']>;
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 200 characters. */
   label: Scalars['String']['input'];
@@ -84,7 +84,7 @@ export type AddListItemPayload = {
 
 /** The arguments of `createList`. */
 export type CreateListInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 200 characters. */
   title: Scalars['String']['input'];
@@ -101,7 +101,7 @@ export type CreateListPayload = {
 
 /** The arguments of `createMeeting`. */
 export type CreateMeetingInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 200 characters. */
   title: Scalars['String']['input'];
@@ -118,7 +118,7 @@ export type CreateMeetingPayload = {
 
 /** The arguments of `createPost`. */
 export type CreatePostInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 5000 characters. */
   content: Scalars['String']['input'];
@@ -135,7 +135,7 @@ export type CreatePostPayload = {
 
 /** The arguments of `createUser`. */
 export type CreateUserInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 80 characters. */
   displayName: Scalars['String']['input'];
@@ -160,7 +160,7 @@ export type CreateUserPayload = {
 
 /** The arguments of `deletePost`. */
 export type DeletePostInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of a post of the viewer's. */
   id: Scalars['ID']['input'];
@@ -320,7 +320,7 @@ export type MoveListItemInput = {
   afterItemId?: InputMaybe<Scalars['ID']['input']>;
   /** Move right before this item (before the first item: to the top). Exactly one of the three. */
   beforeItemId?: InputMaybe<Scalars['ID']['input']>;
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of the item to move. */
   itemId: Scalars['ID']['input'];
@@ -722,7 +722,7 @@ export type RateLimit = {
 
 /** The arguments of `reconcileMeeting`. */
 export type ReconcileMeetingInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of the meeting to recount. */
   meetingId: Scalars['ID']['input'];
@@ -741,7 +741,7 @@ export type ReconcileMeetingPayload = {
 
 /** The arguments of `removeListItem`. */
 export type RemoveListItemInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of the item to remove. */
   itemId: Scalars['ID']['input'];
@@ -758,7 +758,7 @@ export type RemoveListItemPayload = {
 
 /** The arguments of `renameListItem`. */
 export type RenameListItemInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of the item to rename. */
   itemId: Scalars['ID']['input'];
@@ -866,7 +866,7 @@ export type SubscriptionSuspensionsChangedArgs = {
 
 /** The arguments of `suspendUser`. */
 export type SuspendUserInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** 1 to 500 characters. */
   reason: Scalars['String']['input'];
@@ -934,7 +934,7 @@ export type SuspensionsChange = {
 
 /** The arguments of `unsuspendUser`. */
 export type UnsuspendUserInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** The global ID of a suspended user. */
   userId: Scalars['ID']['input'];
@@ -951,7 +951,7 @@ export type UnsuspendUserPayload = {
 
 /** The arguments of `updateUser`. */
 export type UpdateUserInput = {
-  /** Any string; returned unchanged in the payload, so a client can match responses to requests. */
+  /** The idempotency key: any string, returned unchanged in the payload. Retried with the same key and input, the mutation takes effect once and answers its first payload (see the API guide, "Retries and idempotency keys"). */
   clientMutationId?: InputMaybe<Scalars['String']['input']>;
   /** Omitted or null: unchanged. */
   displayName?: InputMaybe<Scalars['String']['input']>;

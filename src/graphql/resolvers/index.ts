@@ -1,6 +1,7 @@
 /** Every resolver of schema.graphql, checked against the generated resolver types. */
 import type { Resolvers } from '../__generated__/resolvers-types.js';
 import { DateTimeScalar } from '../scalars.js';
+import { keyedMutations } from './idempotent.js';
 import { acceptorConnectionType, listItemConnectionType, postConnectionType, suspensionConnectionType } from './count-resolvers.js';
 import { listItemType, listMutations, orderedListEdgeType, orderedListType } from './list-resolvers.js';
 import { meetingEdgeType, meetingMutations, meetingType, userEdgeType } from './meeting-resolvers.js';
@@ -15,7 +16,8 @@ export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Node: nodeInterface,
   Query: { ...nodeQueries, ...userQueries, ...suspensionQueries, ...rateLimitQueries },
-  Mutation: { ...userMutations, ...timelineMutations, ...suspensionMutations, ...meetingMutations, ...listMutations },
+  // Each mutation runs once per `clientMutationId` of its viewer (idempotent.ts).
+  Mutation: keyedMutations({ ...userMutations, ...timelineMutations, ...suspensionMutations, ...meetingMutations, ...listMutations }),
   Subscription: subscriptionType,
   User: { ...userType, ...userSuspensionField },
   Post: postType,

@@ -6,6 +6,7 @@ import { edgeNodeFrom } from './edge-node.js';
 import { listGlobalId, listItemGlobalId, listItemRefOf, localIdOf } from '../ids.js';
 import { itemsCountKey } from '../../features/lists/lists.js';
 import { prefetchCount } from './count-resolvers.js';
+import { removal } from './idempotent.js';
 
 /** An item id that must belong to `listId`: another list's item is BAD_USER_INPUT. */
 function sameListItem(id: string | null | undefined, argument: string, listId: string): string | null {
@@ -48,7 +49,7 @@ export const listMutations: Pick<
   removeListItem: async (_root, { input }, ctx) => {
     const ref = listItemRefOf(input.itemId, 'itemId');
     requireViewer(ctx);
-    await ctx.lists.remove(ref.listId, ref.itemId);
+    await removal(ctx, () => ctx.lists.remove(ref.listId, ref.itemId));
     return { removedItemId: listItemGlobalId(ref), clientMutationId: input.clientMutationId ?? null };
   },
 };

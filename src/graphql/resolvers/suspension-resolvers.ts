@@ -8,6 +8,7 @@ import type {
 import { requireViewer } from '../context.js';
 import { apiError } from '../errors.js';
 import { localIdOf } from '../ids.js';
+import { removal } from './idempotent.js';
 
 const userIdOf = (id: string) => localIdOf(id, 'userId', 'User');
 
@@ -28,7 +29,7 @@ export const suspensionMutations: Pick<MutationResolvers, 'suspendUser' | 'unsus
   unsuspendUser: async (_root, { input }, ctx) => {
     requireViewer(ctx);
     const userId = userIdOf(input.userId);
-    await ctx.suspensions.unsuspend(userId);
+    await removal(ctx, () => ctx.suspensions.unsuspend(userId));
     const user = await ctx.loaders.userById.load(userId);
     if (!user) throw apiError('NOT_FOUND', 'no such user', 'userId');
     return { user, clientMutationId: input.clientMutationId ?? null };

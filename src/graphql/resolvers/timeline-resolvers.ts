@@ -2,6 +2,7 @@
 import type { MutationResolvers, PostResolvers } from '../__generated__/resolvers-types.js';
 import { requireViewerId } from '../context.js';
 import { parseGlobalId, postGlobalId } from '../ids.js';
+import { removal } from './idempotent.js';
 
 export const timelineMutations: Pick<MutationResolvers, 'createPost' | 'deletePost'> = {
   createPost: async (_root, { input }, ctx) => {
@@ -13,7 +14,7 @@ export const timelineMutations: Pick<MutationResolvers, 'createPost' | 'deletePo
     const ref = parseGlobalId(input.id, 'id', 'Post');
     if (ref.type !== 'Post') throw new Error('unreachable');
     const viewerId = await requireViewerId(ctx);
-    await ctx.timeline.deletePost(viewerId, ref);
+    await removal(ctx, () => ctx.timeline.deletePost(viewerId, ref));
     return { deletedPostId: postGlobalId(ref), clientMutationId: input.clientMutationId ?? null };
   },
 };

@@ -15,13 +15,15 @@ import type { StoreWarning } from '../port.js';
 import { bundleFailureOf, connectFailureOf } from './cassandra-errors.js';
 import { CassandraStore, type CassandraClientLike } from './cassandra-store.js';
 import type { CassandraDriverSettings, CassandraSettings, CassandraTlsSettings } from './cassandra-settings.js';
+import { BoundedWriteRetryPolicy, ReadOnlySpeculation } from './cassandra-policies.js';
 
 const { auth, policies, types } = cassandra;
 
 /**
  * The driver's client options for `settings`. Speculative executions and retries after a
- * timeout apply only to statements the adapter marks idempotent (reads, and writes that
- * carry their own timestamp); counter increments and lightweight transactions are not.
+ * timeout apply to reads only: a write is never sent again once it may have reached a
+ * coordinator, nor twice at once (cassandra-policies.ts), so it lands within the time the
+ * late-write window assumes, or is answered as unknown.
  */
 export function cassandraClientOptions(settings: Omit<CassandraSettings, 'keyspace' | 'replication' | 'consistency' | 'serialConsistency' | 'autoSchema' | 'connectTimeoutS'>): cassandra.ClientOptions {
   const bundle = settings.secureConnectBundle ?? null;
@@ -34,6 +36,7 @@ export function cassandraClientOptions(settings: Omit<CassandraSettings, 'keyspa
     encoding: { useBigIntAsLong: true, useBigIntAsVarint: true },
     ...(settings.credentials ? { authProvider: new auth.PlainTextAuthProvider(settings.credentials.username, settings.credentials.password) } : {}),
     ...(settings.tls && bundle === null ? { sslOptions: sslOptionsOf(settings.tls) } : {}),
+    policies: { retry: new BoundedWriteRetryPolicy() },
   };
   const driver = settings.driver;
   if (!driver) return options;
@@ -51,10 +54,10 @@ export function cassandraClientOptions(settings: Omit<CassandraSettings, 'keyspa
     socketOptions: { readTimeout: driver.requestTimeoutMs },
     policies: {
       loadBalancing: loadBalancingOf(driver.loadBalancing, localDataCenter),
-      retry: driver.retryPolicy === 'never' ? new policies.retry.FallthroughRetryPolicy() : new policies.retry.RetryPolicy(),
+      retry: driver.retryPolicy === 'never' ? new policies.retry.FallthroughRetryPolicy() : new BoundedWriteRetryPolicy(),
       speculativeExecution:
         driver.speculativeExecutions > 0
-          ? new policies.speculativeExecution.ConstantSpeculativeExecutionPolicy(driver.speculativeDelayMs, driver.speculativeExecutions)
+          ? new ReadOnlySpeculation(new policies.speculativeExecution.ConstantSpeculativeExecutionPolicy(driver.speculativeDelayMs, driver.speculativeExecutions))
           : new policies.speculativeExecution.NoSpeculativeExecutionPolicy(),
     },
   };
@@ -134,6 +137,7 @@ export function cassandraStoreFrom(
     connectFailure: settings.secureConnectBundle
       ? (err) => bundleFailureOf(err, settings.secureConnectBundle!) ?? connectFailureOf(err)
       : connectFailureOf,
+    writeTimeoutMs: settings.driver?.writeTimeoutMs,
     log: options.log,
     warn: options.warn,
     clock: options.clock,

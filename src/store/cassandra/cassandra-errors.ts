@@ -2,11 +2,16 @@
  * Every driver error becomes a store error, here and only here: the caller's mistake
  * (`StoreRequestError`, as the embedded store throws for the same request), a read the
  * replicas refused to finish (`StoreReadFailureError`: too many tombstones, as the
- * embedded store throws above its failure threshold), or the cluster's state
- * (`StoreUnavailableError`: unavailable replicas, timeouts, no host, overload). The SQLite adapter has no counterpart: its errors are its own.
+ * embedded store throws above its failure threshold), or the cluster's state. For the
+ * cluster's state, a write is told apart by what is known of its outcome: nothing was
+ * written (`StoreUnavailableError`: unavailable replicas, overload, no host, a request
+ * never sent, a batch the batchlog refused), or it may have been
+ * (`StoreOutcomeUnknownError`: a write timeout of any other write type, a client timeout
+ * or a connection lost after sending). The SQLite adapter has no counterpart: its errors
+ * are its own.
  */
 import cassandra from 'cassandra-driver';
-import { StoreReadFailureError, StoreRequestError, StoreUnavailableError } from '../port.js';
+import { StoreOutcomeUnknownError, StoreReadFailureError, StoreRequestError, StoreUnavailableError } from '../port.js';
 
 const { errors, types } = cassandra;
 const codes = types.responseErrorCodes;
@@ -22,8 +27,11 @@ const INVALID_REQUEST = new Set<number>([
   codes.clientWriteFailure,
 ]);
 
-/** The store error a driver error stands for (store errors pass through unchanged). */
-export function storeErrorFrom(err: unknown): Error {
+/**
+ * The store error a driver error stands for (store errors pass through unchanged).
+ * `write`: the statement was a write, whose outcome the error may leave unknown.
+ */
+export function storeErrorFrom(err: unknown, options: { readonly write?: boolean } = {}): Error {
   if (err instanceof StoreRequestError || err instanceof StoreUnavailableError || err instanceof StoreReadFailureError) return err;
   const message = oneLine(err);
   if (isInvalidRequest(err)) return new StoreRequestError(message, { cause: err });
@@ -32,7 +40,41 @@ export function storeErrorFrom(err: unknown): Error {
   if (err instanceof errors.ResponseError && err.code === codes.readFailure) {
     return new StoreReadFailureError(`Cassandra failed the read: ${message}`, { cause: err });
   }
+  if (options.write && mayHaveBeenApplied(err)) {
+    return new StoreOutcomeUnknownError(`Cassandra may or may not have applied the write: ${message}`, { cause: err, timedOut: isTimeout(err) });
+  }
   return new StoreUnavailableError(`Cassandra could not answer: ${message}`, { cause: err, timedOut: isTimeout(err) });
+}
+
+/**
+ * True for a write timeout whose write type says the batch was never applied: the
+ * coordinator could not write the batchlog, so nothing of the batch reached a replica
+ * and it may be sent again at once.
+ */
+export function isBatchlogTimeout(err: unknown): boolean {
+  return err instanceof errors.ResponseError && err.code === codes.writeTimeout && (err as { writeType?: unknown }).writeType === 'BATCH_LOG';
+}
+
+/**
+ * Whether a write that failed with `err` may have been applied, now or later. A write
+ * timeout says so by its write type: `BATCH_LOG`, nothing was applied; `SIMPLE`, `BATCH`,
+ * `UNLOGGED_BATCH`, `CAS`, `COUNTER` (and any other), unknown. A write failure reached
+ * some replicas. A client timeout or a connection lost after the request was written
+ * leaves the coordinator free to go on. Nothing was written for an unavailable or
+ * overloaded coordinator, a request the driver never wrote to a socket, or no host at
+ * all; "no host available" is unknown when one of the hosts it tried is.
+ */
+function mayHaveBeenApplied(err: unknown): boolean {
+  if (err instanceof errors.NoHostAvailableError) {
+    return Object.values((err.innerErrors ?? {}) as Record<string, unknown>).some(mayHaveBeenApplied);
+  }
+  if (err instanceof errors.OperationTimedOutError) return true;
+  if (err instanceof errors.ResponseError) {
+    if (err.code === codes.writeTimeout) return !isBatchlogTimeout(err);
+    return err.code === codes.writeFailure || err.code === codes.readTimeout || err.code === codes.serverError;
+  }
+  const socket = err as { isSocketError?: boolean; requestNotWritten?: boolean } | null;
+  return socket?.isSocketError === true && socket.requestNotWritten !== true;
 }
 
 /** True when the driver or the replicas gave up waiting (as opposed to refusing: unavailable, overloaded, no host). */

@@ -68,13 +68,23 @@ export interface CassandraDriverSettings {
   readonly connectionsPerHost: number;
   /** Connections to each host of remote data centres (`CASSANDRA_CONNECTIONS_PER_REMOTE_HOST`). */
   readonly connectionsPerRemoteHost: number;
-  /** How long the driver waits for a node's answer before trying the next (`CASSANDRA_REQUEST_TIMEOUT_MS`). */
+  /** How long the driver waits for a node's answer to a read before trying the next (`CASSANDRA_REQUEST_TIMEOUT_MS`). */
   readonly requestTimeoutMs: number;
-  /** Extra executions of an idempotent statement sent to other replicas while the first is slow; 0: off (`CASSANDRA_SPECULATIVE_EXECUTIONS`). */
+  /**
+   * How long the driver waits for a write's answer (`STORE_WRITE_TIMEOUT_MS`, the time the
+   * late-write window assumes): past it the write's outcome is unknown and it is never
+   * sent again; the cluster's `write_request_timeout` must not exceed it (checked at start).
+   */
+  readonly writeTimeoutMs: number;
+  /** Extra executions of a read sent to other replicas while the first is slow, never of a write; 0: off (`CASSANDRA_SPECULATIVE_EXECUTIONS`). */
   readonly speculativeExecutions: number;
   /** How long to wait before each speculative execution (`CASSANDRA_SPECULATIVE_DELAY_MS`). */
   readonly speculativeDelayMs: number;
-  /** `default`: the driver's retry policy (non-idempotent statements are never retried on a timeout); `never`: no retries (`CASSANDRA_RETRY_POLICY`). */
+  /**
+   * `default`: the driver's retry policy for reads, and for writes only what cannot apply
+   * a write twice or late (an unavailable coordinator, a request never sent); `never`: no
+   * retries (`CASSANDRA_RETRY_POLICY`).
+   */
   readonly retryPolicy: 'default' | 'never';
   /**
    * Which node coordinates a statement (`CASSANDRA_LOAD_BALANCING`): `default`, the driver's
@@ -85,11 +95,16 @@ export interface CassandraDriverSettings {
   readonly loadBalancing: 'default' | 'token-aware' | 'round-robin';
 }
 
-/** The driver settings' defaults: the driver's own (one connection per host, 12 s, no speculation). */
+/**
+ * The driver settings' defaults: the driver's own (one connection per host, 12 s, no
+ * speculation), and writes bounded by Cassandra's default write timeout (2 s, also
+ * `STORE_WRITE_TIMEOUT_MS`'s default).
+ */
 export const DEFAULT_CASSANDRA_DRIVER_SETTINGS: CassandraDriverSettings = Object.freeze({
   connectionsPerHost: 1,
   connectionsPerRemoteHost: 1,
   requestTimeoutMs: 12_000,
+  writeTimeoutMs: 2_000,
   speculativeExecutions: 0,
   speculativeDelayMs: 100,
   retryPolicy: 'default',

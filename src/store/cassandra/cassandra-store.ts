@@ -19,7 +19,7 @@ import type {
   StoreWarning,
   WriteOptions,
 } from '../port.js';
-import { StoreRequestError, StoreStartupError, StoreUnavailableError } from '../port.js';
+import { StoreOutcomeUnknownError, StoreRequestError, StoreStartupError, StoreUnavailableError } from '../port.js';
 import type { Clock } from '../clock.js';
 import { MonotonicClock } from '../clock.js';
 import { activeTally, countStatements, noteLwtUnknown, noteTombstoneWarning, type StatementTally } from '../statements.js';
@@ -40,7 +40,7 @@ import {
   writeTimestampOf,
 } from '../validate.js';
 import { sameValue } from '../values.js';
-import { connectFailureOf, oneLine, storeErrorFrom, type ConnectFailure } from './cassandra-errors.js';
+import { connectFailureOf, isBatchlogTimeout, oneLine, storeErrorFrom, type ConnectFailure } from './cassandra-errors.js';
 import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-ranges.js';
 import { existingKeyOf, keyDifferences, schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
 import { fromDriver, toDriver } from './cassandra-values.js';
@@ -106,6 +106,13 @@ export interface CassandraStoreOptions {
   readonly log?: (message: string) => void;
   /** The server's warnings on a statement (tombstones, batch sizes); `log`, without key values, when absent. */
   readonly warn?: (warning: StoreWarning) => void;
+  /**
+   * How long the driver waits for a write's answer, in ms (the configuration's
+   * `STORE_WRITE_TIMEOUT_MS`): past it the write's outcome is unknown, and it is never
+   * sent again. Also the budget within which a batch the batchlog refused is re-sent.
+   * Absent: the driver's own request timeout, and the default budget.
+   */
+  readonly writeTimeoutMs?: number;
 }
 
 /** The command the one-line refusal names when the schema is missing. */
@@ -113,6 +120,9 @@ const SCHEMA_HINT = 'create it with `npm run schema` (`node dist/scripts/schema.
 
 /** Serial reads tried to learn the outcome of a lightweight transaction that failed. */
 const SERIAL_READ_ATTEMPTS = 3;
+
+/** The budget for re-sending a batch the batchlog refused, without `writeTimeoutMs`: Cassandra's default write timeout. */
+const DEFAULT_BATCHLOG_BUDGET_MS = 2_000;
 
 /** A statement and its bound values. */
 /** One CQL statement and its bound values. */
@@ -145,6 +155,8 @@ interface TablePlan {
 /** How a statement is sent: idempotent or not, and the rare exceptions (paging state, page size, consistency, unprepared DDL). */
 interface RunOptions {
   readonly idempotent: boolean;
+  /** A write: sent with the write timeout, and its errors say whether it may have been applied. */
+  readonly write?: boolean;
   readonly pageState?: string;
   readonly fetchSize?: number;
   readonly consistency?: cassandra.types.consistencies;
@@ -170,6 +182,9 @@ export class CassandraStore implements Store {
   /** The driver options of the two common cases, built once (the driver only reads them). */
   private readonly idempotentOptions: cassandra.QueryOptions;
   private readonly nonIdempotentOptions: cassandra.QueryOptions;
+  private readonly idempotentWriteOptions: cassandra.QueryOptions;
+  private readonly nonIdempotentWriteOptions: cassandra.QueryOptions;
+  private readonly writeTimeoutMs: number | undefined;
 
   constructor(options: CassandraStoreOptions) {
     checkIdentifier(`keyspace "${options.keyspace}"`, options.keyspace);
@@ -189,8 +204,11 @@ export class CassandraStore implements Store {
     this.connectFailure = options.connectFailure ?? connectFailureOf;
     this.log = options.log ?? (() => undefined);
     this.warn = options.warn ?? ((warning) => this.log(warning.message));
+    this.writeTimeoutMs = options.writeTimeoutMs === undefined ? undefined : positiveInteger('writeTimeoutMs', options.writeTimeoutMs);
     this.idempotentOptions = this.queryOptions({ idempotent: true });
     this.nonIdempotentOptions = this.queryOptions({ idempotent: false });
+    this.idempotentWriteOptions = this.queryOptions({ idempotent: true, write: true });
+    this.nonIdempotentWriteOptions = this.queryOptions({ idempotent: false, write: true });
   }
 
   /**
@@ -201,6 +219,7 @@ export class CassandraStore implements Store {
   async ensureTables(tables: readonly TableSpec[]): Promise<void> {
     checkDeclarations(tables);
     await this.connect();
+    if (this.writeTimeoutMs !== undefined) await this.checkWriteTimeout(this.writeTimeoutMs);
     let existing = await this.existingSchema();
     if (this.schema === 'create') {
       if (!existing.keyspace && this.replication === null) {
@@ -342,12 +361,12 @@ export class CassandraStore implements Store {
 
   async upsert(table: TableSpec, row: Row, options?: WriteOptions): Promise<void> {
     const tally = activeTally();
-    await this.run(tally, this.upsertStatement(table, row, options), { idempotent: true });
+    await this.run(tally, this.upsertStatement(table, row, options), { idempotent: true, write: true });
   }
 
   async delete(table: TableSpec, key: Row, options?: DeleteOptions): Promise<void> {
     const tally = activeTally();
-    await this.run(tally, this.deleteStatement(table, key, options), { idempotent: true });
+    await this.run(tally, this.deleteStatement(table, key, options), { idempotent: true, write: true });
   }
 
   async deleteRange(table: TableSpec, partition: Row, range: ClusteringRange, options?: DeleteOptions): Promise<void> {
@@ -355,7 +374,7 @@ export class CassandraStore implements Store {
     const statements = this.rangeDeleteStatements(table, partition, range, options);
     if (statements.length === 0) return;
     // A mixed-order range is several statements on one partition: one atomic batch.
-    if (statements.length === 1) await this.run(tally, statements[0]!, { idempotent: true });
+    if (statements.length === 1) await this.run(tally, statements[0]!, { idempotent: true, write: true });
     else await this.runBatch(tally, statements);
   }
 
@@ -372,7 +391,7 @@ export class CassandraStore implements Store {
         query: `UPDATE ${this.name(table)} SET ${cols.map((c) => `${c} = ${c} + ?`).join(', ')} WHERE ${where}`,
         params: [...cols.map((c) => d[c]), ...params],
       },
-      { idempotent: false },
+      { idempotent: false, write: true },
     );
   }
 
@@ -490,6 +509,7 @@ export class CassandraStore implements Store {
       consistency: options.consistency ?? this.consistency,
       serialConsistency: this.serialConsistency,
       isIdempotent: options.idempotent,
+      ...(options.write && this.writeTimeoutMs !== undefined ? { readTimeout: this.writeTimeoutMs } : {}),
       fetchSize: options.fetchSize ?? this.fetchSize,
       ...(options.pageState ? { pageState: options.pageState } : {}),
     };
@@ -499,12 +519,12 @@ export class CassandraStore implements Store {
   private async run(tally: StatementTally | undefined, statement: Statement, options: RunOptions): Promise<CassandraResultLike> {
     countStatements(tally);
     const common = options.pageState === undefined && options.fetchSize === undefined && options.consistency === undefined && options.prepare === undefined;
-    const driverOptions = common ? (options.idempotent ? this.idempotentOptions : this.nonIdempotentOptions) : this.queryOptions(options);
+    const driverOptions = common ? this.commonOptions(options) : this.queryOptions(options);
     let result: CassandraResultLike;
     try {
       result = await this.client.execute(statement.query, statement.params, driverOptions);
     } catch (err) {
-      throw storeErrorFrom(err);
+      throw storeErrorFrom(err, { write: options.write });
     }
     this.reportWarnings(tally, result, [statement]);
     return result;
@@ -527,16 +547,44 @@ export class CassandraStore implements Store {
     }
   }
 
-  /** A logged batch: one statement sent, applied all or nothing. */
+  /** The prebuilt driver options of a statement with no exceptions. */
+  private commonOptions(options: RunOptions): cassandra.QueryOptions {
+    if (options.write) return options.idempotent ? this.idempotentWriteOptions : this.nonIdempotentWriteOptions;
+    return options.idempotent ? this.idempotentOptions : this.nonIdempotentOptions;
+  }
+
+  /**
+   * A logged batch: one statement sent, applied all or nothing. A write timeout of type
+   * `BATCH_LOG` means the coordinator could not write the batchlog, so nothing of the
+   * batch was applied: it is sent again at once (a new query plan, so most often another
+   * coordinator), while the write budget lasts, each time with what is left of it as its
+   * timeout, so that the batch still lands within the window its timestamps assume.
+   */
   private async runBatch(tally: StatementTally | undefined, statements: Statement[]): Promise<void> {
-    countStatements(tally);
-    let result: CassandraResultLike;
-    try {
-      result = await this.client.batch(statements, { prepare: true, logged: true, consistency: this.consistency, isIdempotent: true });
-    } catch (err) {
-      throw storeErrorFrom(err);
+    const budget = this.writeTimeoutMs ?? DEFAULT_BATCHLOG_BUDGET_MS;
+    const started = Date.now();
+    for (;;) {
+      countStatements(tally);
+      const left = budget - (Date.now() - started);
+      let result: CassandraResultLike;
+      try {
+        result = await this.client.batch(statements, {
+          prepare: true,
+          logged: true,
+          consistency: this.consistency,
+          isIdempotent: true,
+          ...(this.writeTimeoutMs !== undefined ? { readTimeout: Math.max(1, left) } : {}),
+        });
+      } catch (err) {
+        if (isBatchlogTimeout(err) && budget - (Date.now() - started) > 0) {
+          this.log(`batchlog write timed out, nothing applied; sending the batch again (${oneLine(err)})`);
+          continue;
+        }
+        throw storeErrorFrom(err, { write: true });
+      }
+      this.reportWarnings(tally, result, statements);
+      return;
     }
-    this.reportWarnings(tally, result, statements);
   }
 
   /**
@@ -553,7 +601,7 @@ export class CassandraStore implements Store {
     resolve: (current: Row | null) => T | null,
   ): Promise<CassandraResultLike | T> {
     try {
-      return await this.run(tally, statement, { idempotent: false });
+      return await this.run(tally, statement, { idempotent: false, write: true });
     } catch (err) {
       if (err instanceof StoreRequestError) throw err;
       let answer: T | null = null;
@@ -570,10 +618,13 @@ export class CassandraStore implements Store {
       }
       if (answer === null) {
         noteLwtUnknown(tally, 'given-up');
-        throw new StoreUnavailableError(
-          `a lightweight transaction on ${table.name} failed and its outcome could not be learned: ${oneLine(err)}`,
-          { cause: err, timedOut: err instanceof StoreUnavailableError && err.timedOut },
-        );
+        // Unknown only if the transaction may have been applied (a CAS timeout, say); one
+        // refused before anything was written stays unavailable.
+        const Failure = err instanceof StoreOutcomeUnknownError ? StoreOutcomeUnknownError : StoreUnavailableError;
+        throw new Failure(`a lightweight transaction on ${table.name} failed and its outcome could not be learned: ${oneLine(err)}`, {
+          cause: err,
+          timedOut: err instanceof StoreUnavailableError && err.timedOut,
+        });
       }
       noteLwtUnknown(tally, 'settled');
       return answer;
@@ -635,6 +686,41 @@ export class CassandraStore implements Store {
       abandon.abort();
       // The attempt given up may still fail later: that failure is nobody's.
       connecting.catch(() => undefined);
+    }
+  }
+
+  /**
+   * Refuse to start when the cluster's coordinators wait longer for a write
+   * (`write_request_timeout` in cassandra.yaml, read from `system_views.settings`) than
+   * this server's write timeout: the driver would give up on writes the coordinator is
+   * still applying, so they would land later than the late-write window assumes, and no
+   * `BATCH_LOG` answer would ever arrive in time to be retried. A cluster without the
+   * settings view (before Cassandra 4.0) is not checked, and the log says so.
+   */
+  private async checkWriteTimeout(writeTimeoutMs: number): Promise<void> {
+    let coordinatorMs: number | null = null;
+    try {
+      const result = await this.run(
+        undefined,
+        {
+          query: "SELECT name, value FROM system_views.settings WHERE name IN ('write_request_timeout', 'write_request_timeout_in_ms')",
+          params: [],
+        },
+        { idempotent: true, prepare: false },
+      );
+      for (const row of result.rows) {
+        const ms = millisecondsOf(String(row.get('value')));
+        if (ms !== null) coordinatorMs = Math.max(coordinatorMs ?? 0, ms);
+      }
+    } catch (err) {
+      this.log(`the cluster's write_request_timeout could not be read (${oneLine(err)}); the write timeout is not checked against it`);
+      return;
+    }
+    if (coordinatorMs !== null && coordinatorMs > writeTimeoutMs) {
+      throw new StoreStartupError(
+        `the cluster's write_request_timeout (cassandra.yaml) is ${coordinatorMs} ms, above this server's write timeout of ${writeTimeoutMs} ms ` +
+          `(STORE_WRITE_TIMEOUT_MS): set STORE_WRITE_TIMEOUT_MS to at least ${coordinatorMs}, or lower write_request_timeout`,
+      );
     }
   }
 
@@ -850,3 +936,16 @@ export function storeWarningOf(text: string, statements: readonly Statement[]): 
   return { table, kind: 'other', message, keyValues };
 }
 
+
+/**
+ * A duration as `system_views.settings` shows it, in ms: `2000ms`, `2s`, or a bare
+ * number of ms (Cassandra 4.0's `write_request_timeout_in_ms`); null for anything else.
+ */
+export function millisecondsOf(text: string): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|us|µs)?\s*$/i.exec(text);
+  if (!m) return null;
+  const n = Number(m[1]);
+  const unit = (m[2] ?? 'ms').toLowerCase();
+  const factor: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, us: 0.001, 'µs': 0.001 };
+  return n * factor[unit]!;
+}
