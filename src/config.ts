@@ -272,6 +272,55 @@ export interface ClusterSettings {
    * (`CLOCK_SKEW_UNREADY_MS`; observability/clock-skew.ts). Absent: `unreadySkewMsOf`.
    */
   readonly unreadySkewMs?: number;
+  /**
+   * The trailing passes that pick up writes landing after the window above (batchlog
+   * replay, hints, a coordinator cut off): each re-reads the last `horizonMs` every
+   * `intervalMs` (`LATE_WRITE_PASSES`). Absent: `latePassesOf`'s defaults.
+   */
+  readonly latePasses?: readonly LatePass[];
+}
+
+/** One trailing pass over late writes: how far back it looks, and how often it runs (ms). */
+export interface LatePass {
+  readonly horizonMs: number;
+  readonly intervalMs: number;
+}
+
+/**
+ * The default trailing passes: the last hour every minute, and Cassandra's default
+ * `max_hint_window` (3 h) every 15 minutes.
+ */
+export const DEFAULT_LATE_PASSES: readonly LatePass[] = Object.freeze([
+  Object.freeze({ horizonMs: 3_600_000, intervalMs: 60_000 }),
+  Object.freeze({ horizonMs: 10_800_000, intervalMs: 900_000 }),
+]);
+
+/** The trailing passes of `settings` (`LATE_WRITE_PASSES`, or the defaults). */
+export function latePassesOf(settings: ClusterSettings): readonly LatePass[] {
+  return settings.latePasses ?? DEFAULT_LATE_PASSES;
+}
+
+/**
+ * `LATE_WRITE_PASSES`: comma-separated `horizon/interval` pairs in seconds, such as
+ * `3600/60,10800/900`; each horizon longer than the write window, each interval shorter
+ * than its horizon; `off` for none.
+ */
+function latePasses(env: NodeJS.ProcessEnv, windowMs: number): readonly LatePass[] {
+  const raw = env.LATE_WRITE_PASSES?.trim();
+  if (raw === undefined || raw === '') return DEFAULT_LATE_PASSES;
+  if (raw === 'off') return Object.freeze([]);
+  const passes = raw.split(',').map((part) => {
+    const m = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(part);
+    const horizonMs = m ? Number(m[1]) * 1000 : NaN;
+    const intervalMs = m ? Number(m[2]) * 1000 : NaN;
+    if (!m || !(horizonMs > windowMs) || !(intervalMs >= 1000) || !(intervalMs < horizonMs) || horizonMs > 30 * 86_400_000) {
+      throw new ConfigError(
+        `LATE_WRITE_PASSES must be comma-separated horizon/interval pairs in seconds (such as 3600/60,10800/900), each horizon above CLOCK_SKEW_MS + STORE_WRITE_TIMEOUT_MS (${windowMs} ms) and at most 30 days, each interval at least 1 and below its horizon, or "off"; got "${raw}"`,
+      );
+    }
+    return Object.freeze({ horizonMs, intervalMs });
+  });
+  return Object.freeze(passes);
 }
 
 /** How many times `CLOCK_SKEW_MS` the readiness bound is by default. */
@@ -290,7 +339,8 @@ function clusterSettings(env: NodeJS.ProcessEnv): ClusterSettings {
   const clockSkewMs = int(env, 'CLOCK_SKEW_MS', DEFAULT_CLUSTER_SETTINGS.clockSkewMs, 0, 600_000);
   const writeTimeoutMs = int(env, 'STORE_WRITE_TIMEOUT_MS', DEFAULT_CLUSTER_SETTINGS.writeTimeoutMs, 1, 600_000);
   const unreadySkewMs = int(env, 'CLOCK_SKEW_UNREADY_MS', UNREADY_SKEW_FACTOR * clockSkewMs, clockSkewMs, 6_000_000);
-  return Object.freeze({ clockSkewMs, writeTimeoutMs, unreadySkewMs });
+  const passes = latePasses(env, clockSkewMs + writeTimeoutMs);
+  return Object.freeze({ clockSkewMs, writeTimeoutMs, unreadySkewMs, latePasses: passes });
 }
 
 /** A configuration error: names the variable, the rule, and what was received. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEV_AUTH_SECRET, loadConfig, parseReplication } from '../../src/config.js';
+import { ConfigError, DEFAULT_LATE_PASSES, DEV_AUTH_SECRET, loadConfig, parseReplication } from '../../src/config.js';
 
 describe('configuration', () => {
   it('defaults to the embedded store with development secrets, and says so', () => {
@@ -20,17 +20,33 @@ describe('configuration', () => {
 
   it('reads the cluster bounds apart from the HTTP write timeout, and the instance name', () => {
     const c = loadConfig({ PORT: '4100' });
-    expect(c.cluster).toEqual({ clockSkewMs: 1_000, writeTimeoutMs: 2_000, unreadySkewMs: 5_000 });
+    expect(c.cluster).toEqual({ clockSkewMs: 1_000, writeTimeoutMs: 2_000, unreadySkewMs: 5_000, latePasses: DEFAULT_LATE_PASSES });
     expect(c.writeTimeoutMs).toBe(10_000);
     expect(c.instanceId).toMatch(/:4100$/);
     // STORE_WRITE_TIMEOUT_MS bounds a store write's landing; WRITE_TIMEOUT_MS a response's drain.
     const set = loadConfig({ CLOCK_SKEW_MS: '300', STORE_WRITE_TIMEOUT_MS: '5000', WRITE_TIMEOUT_MS: '700', INSTANCE_ID: 'api-1' });
-    expect(set.cluster).toEqual({ clockSkewMs: 300, writeTimeoutMs: 5_000, unreadySkewMs: 1_500 });
+    expect(set.cluster).toEqual({ clockSkewMs: 300, writeTimeoutMs: 5_000, unreadySkewMs: 1_500, latePasses: DEFAULT_LATE_PASSES });
     // The readiness bound: five times the skew bound by default, never below it, refused with the rule.
     expect(loadConfig({ CLOCK_SKEW_MS: '300', CLOCK_SKEW_UNREADY_MS: '300' }).cluster.unreadySkewMs).toBe(300);
     expect(() => loadConfig({ CLOCK_SKEW_MS: '300', CLOCK_SKEW_UNREADY_MS: '299' })).toThrow('CLOCK_SKEW_UNREADY_MS must be an integer between 300 and 6000000, got "299"');
     expect(set.writeTimeoutMs).toBe(700);
     expect(set.instanceId).toBe('api-1');
+  });
+
+  it('reads the trailing passes over late writes, refusing a horizon inside the write window', () => {
+    expect(DEFAULT_LATE_PASSES).toEqual([
+      { horizonMs: 3_600_000, intervalMs: 60_000 },
+      { horizonMs: 10_800_000, intervalMs: 900_000 },
+    ]);
+    expect(loadConfig({ LATE_WRITE_PASSES: '120/5, 600/30' }).cluster.latePasses).toEqual([
+      { horizonMs: 120_000, intervalMs: 5_000 },
+      { horizonMs: 600_000, intervalMs: 30_000 },
+    ]);
+    expect(loadConfig({ LATE_WRITE_PASSES: 'off' }).cluster.latePasses).toEqual([]);
+    // 3 s is not beyond the 1 s + 2 s window; an interval as long as its horizon never catches up.
+    for (const bad of ['3/1', '60/60', '60/0', '60', 'hourly', '60/5,'])
+      expect(() => loadConfig({ LATE_WRITE_PASSES: bad })).toThrow(`LATE_WRITE_PASSES must be comma-separated horizon/interval pairs`);
+    expect(() => loadConfig({ LATE_WRITE_PASSES: '3/1' })).toThrow('got "3/1"');
   });
 
   it('parses both replication strategies', () => {
