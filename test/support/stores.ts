@@ -145,11 +145,11 @@ export async function cassandraClient(contactPoints: readonly string[], policies
   return client;
 }
 
-/** Drop `keyspace` (if it exists) through a client of its own. */
+/** Drop `keyspace` (if it exists) through a client of its own, waiting as long as a schema change may take on a busy node. */
 export async function dropKeyspace(contactPoints: readonly string[], keyspace: string): Promise<void> {
   const admin = await cassandraClient(contactPoints);
   try {
-    await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+    await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`, [], { readTimeout: 60_000 });
   } finally {
     await admin.shutdown();
   }
