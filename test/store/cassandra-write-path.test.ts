@@ -15,6 +15,7 @@ import { cassandraClientFrom } from '../../src/store/cassandra/cassandra-connect
 import { BoundedWriteRetryPolicy, ReadOnlySpeculation } from '../../src/store/cassandra/cassandra-policies.js';
 import { CassandraStore, millisecondsOf, type CassandraClientLike, type CassandraResultLike } from '../../src/store/cassandra/cassandra-store.js';
 import { StoreOutcomeUnknownError, StoreStartupError, StoreUnavailableError } from '../../src/store/port.js';
+import { withTally } from '../../src/store/statements.js';
 import { defineTable } from '../../src/store/table.js';
 
 const { errors, policies, types } = cassandra;
@@ -140,10 +141,13 @@ describe('a logged batch', () => {
     let down = true;
     client.hosts = { values: () => [{ isUp: () => true }, { isUp: () => !down }, { isUp: () => true }] };
     const store = storeOver(client, 2_000);
-    await store.batch(twoRows);
-    await store.batch(twoRows);
+    // Each call's round trips count into the request's tally: the minute's mark (once), the log row, the batch, the row's deletion.
+    const tallies = [{ statements: 0 }, { statements: 0 }, { statements: 0 }];
+    await withTally(tallies[0], () => store.batch(twoRows));
+    await withTally(tallies[1], () => store.batch(twoRows));
     down = false;
-    await store.batch(twoRows);
+    await withTally(tallies[2], () => store.batch(twoRows));
+    expect(tallies.map((t) => t.statements)).toEqual([4, 3, 1]);
     expect(client.batches.map((o) => o.logged)).toEqual([false, false, true]);
     // The minute is marked once; each batch's row is written, then deleted.
     expect(ownLog(client)).toEqual([

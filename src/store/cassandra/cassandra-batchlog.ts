@@ -26,6 +26,7 @@
  */
 import cassandra from 'cassandra-driver';
 import type { Store } from '../port.js';
+import { withTally, type StatementTally } from '../statements.js';
 import { defineTable } from '../table.js';
 import { dateOfTimeuuid, newTimeuuid } from '../timeuuid.js';
 
@@ -66,8 +67,8 @@ export interface LoggedStatement {
 /** What the adapter's log needs of the adapter: its port (for its own rows) and an unlogged batch. */
 export interface BatchlogDeps {
   readonly store: Pick<Store, 'upsert' | 'delete' | 'slice' | 'deleteRange'>;
-  /** Send `statements` as one unlogged batch, waiting at most `timeoutMs` for its answer (the write timeout when absent). */
-  readonly unlogged: (statements: readonly LoggedStatement[], timeoutMs?: number) => Promise<void>;
+  /** Send `statements` as one unlogged batch, waiting at most `timeoutMs` for its answer (the write timeout when absent), counted into `tally`. */
+  readonly unlogged: (statements: readonly LoggedStatement[], timeoutMs?: number, tally?: StatementTally) => Promise<void>;
   /** Rows older than this, in ms, are replayed (their writer had time to finish). */
   readonly replayAfterMs: number;
   readonly log: (message: string) => void;
@@ -85,20 +86,21 @@ export class ClientBatchlog {
    * batch itself is sent with what is left until `deadline` (ms) as its timeout, so it
    * lands within the window its timestamps assume, or is left to the replay.
    */
-  async apply(statements: readonly LoggedStatement[], deadline: number): Promise<void> {
+  async apply(statements: readonly LoggedStatement[], deadline: number, tally?: StatementTally): Promise<void> {
     const now = Date.now();
     const minute = Math.floor(now / 60_000);
     const { store } = this.deps;
+    // Each round trip counts into the request's tally, as the logged batch would have.
     if (!this.marked.has(minute)) {
-      await store.upsert(storeBatchlogMinutesTable, { shard: 0, minute: BigInt(minute) }, { ttl: ROW_TTL_SECONDS });
+      await withTally(tally, () => store.upsert(storeBatchlogMinutesTable, { shard: 0, minute: BigInt(minute) }, { ttl: ROW_TTL_SECONDS }));
       this.marked.add(minute);
       for (const m of this.marked) if (m < minute - 60) this.marked.delete(m);
     }
     const key = { minute: BigInt(minute), id: newTimeuuid(now) };
-    await store.upsert(storeBatchlogTable, { ...key, statements: encodeStatements(statements) }, { ttl: ROW_TTL_SECONDS });
-    await this.deps.unlogged(statements, Math.max(1, deadline - Date.now()));
+    await withTally(tally, () => store.upsert(storeBatchlogTable, { ...key, statements: encodeStatements(statements) }, { ttl: ROW_TTL_SECONDS }));
+    await this.deps.unlogged(statements, Math.max(1, deadline - Date.now()), tally);
     // Applied: the row may go. If this delete is lost, a replay applies the batch again (harmless).
-    await store.delete(storeBatchlogTable, key).catch(() => undefined);
+    await withTally(tally, () => store.delete(storeBatchlogTable, key)).catch(() => undefined);
   }
 
   /**

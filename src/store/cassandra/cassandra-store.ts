@@ -221,7 +221,7 @@ export class CassandraStore implements Store {
     this.nonIdempotentWriteOptions = this.queryOptions({ idempotent: false, write: true });
     this.batchlog = new ClientBatchlog({
       store: this,
-      unlogged: (statements, timeoutMs) => this.runUnlogged(activeTally(), [...statements], timeoutMs ?? this.writeTimeoutMs),
+      unlogged: (statements, timeoutMs, tally) => this.runUnlogged(tally, [...statements], timeoutMs ?? this.writeTimeoutMs),
       // Cassandra replays its batchlog after twice the write timeout; a little more here.
       replayAfterMs: Math.max(10_000, 4 * (this.writeTimeoutMs ?? DEFAULT_BATCHLOG_BUDGET_MS)),
       log: this.log,
@@ -588,7 +588,7 @@ export class CassandraStore implements Store {
     const budget = this.writeTimeoutMs ?? DEFAULT_BATCHLOG_BUDGET_MS;
     const started = Date.now();
     for (;;) {
-      if (this.ownBatchlogNeeded()) return this.batchlog.apply(statements, started + budget);
+      if (this.ownBatchlogNeeded()) return this.batchlog.apply(statements, started + budget, tally);
       const left = budget - (Date.now() - started);
       try {
         return await this.sendBatch(tally, statements, true, this.writeTimeoutMs !== undefined ? Math.max(1, left) : undefined);
