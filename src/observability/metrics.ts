@@ -132,6 +132,8 @@ export class Metrics {
   private readonly livePollReads: Series;
   private readonly liveDelivered: Series;
   private readonly liveTooSlow: Series;
+  private readonly latePassReads: MetricFamily;
+  private readonly lateChanges: MetricFamily;
 
   /** Per store operation: its round-trip and statement series and its latency series, resolved once. */
   private readonly byOperation: ReadonlyMap<string, { readonly trips: Series; readonly statements: Series; readonly duration: Series }>;
@@ -224,6 +226,8 @@ export class Metrics {
     this.livePollReads = counter('relay_live_poll_reads_total', 'Store reads the live polls made.').of();
     this.liveDelivered = counter('relay_live_changes_delivered_total', 'Changes delivered to subscribers (one per subscriber).').of();
     this.liveTooSlow = counter('relay_live_sockets_closed_too_slow_total', 'Sockets closed because their reader did not keep up (send buffer or queue full).').of();
+    this.latePassReads = counter('relay_late_pass_reads_total', 'Store reads of the trailing passes over late writes (LATE_WRITE_PASSES), by component and pass horizon (s).', ['component', 'horizon']);
+    this.lateChanges = counter('relay_late_changes_total', 'Writes the trailing passes found landed past CLOCK_SKEW_MS + STORE_WRITE_TIMEOUT_MS, by component.', ['component']);
   }
 
   /** Tell the gauges where to read (once the app has built what they count). */
@@ -357,6 +361,12 @@ export class Metrics {
     this.liveFeedsPolled.value += report.feeds;
     this.livePollReads.value += report.reads;
     this.liveDelivered.value += report.delivered;
+  }
+
+  /** A trailing pass over late writes of `component` finished: its store reads and the late writes it found. */
+  latePass(component: string, horizonMs: number, reads: number, found: number): void {
+    this.latePassReads.of(component, String(horizonMs / 1000)).value += reads;
+    this.lateChanges.of(component).value += found;
   }
 
   /** A socket was closed because its reader did not keep up. */
