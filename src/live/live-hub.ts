@@ -364,6 +364,9 @@ class Subscriber implements AsyncIterableIterator<Delivery> {
   }
 }
 
+/** What the hub made of a change's admission (LiveFeed.decided). */
+type Decision = 'deliver' | 'skip' | 'expired';
+
 /** A feed with subscribers on this server. */
 interface LiveFeed {
   readonly spec: FeedSpec;
@@ -371,8 +374,11 @@ interface LiveFeed {
   readonly subscribers: Set<Subscriber>;
   /** Its subscribers still reading their own catch-up (not yet polled for). */
   readonly catchingUp: Set<Subscriber>;
-  /** Final admissions of changes still in the window, by change id. */
-  readonly decided: Map<string, 'deliver' | 'skip'>;
+  /**
+   * Final admissions of changes still in the window, by change id; 'expired': still
+   * waiting when the window passed it, so the polls move on (a trailing pass asks again).
+   */
+  readonly decided: Map<string, Decision>;
   /**
    * The changes this server's polls and trailing passes handled, over the longest
    * horizon: key → item (null: its admission said skip). Empty without trailing passes.
@@ -543,12 +549,12 @@ export class LiveHub {
   /**
    * The changes of a read that began at `started` to deliver, in order, and below which
    * point everything read was decided: a change the feature asks to wait for holds the
-   * floor below it, until nothing can land below it any more (then it is never
-   * delivered: what it waited for will not come).
+   * floor below it until the window has passed it; then the polls move on ('expired'),
+   * and what it waited for, landing late, is the trailing passes' to find.
    */
   private async admitted(
     spec: FeedSpec,
-    decided: Map<string, 'deliver' | 'skip'>,
+    decided: Map<string, Decision>,
     read: LogRead,
     started: bigint,
   ): Promise<{ deliverable: Change[]; completeBelow: bigint }> {
@@ -562,7 +568,7 @@ export class LiveHub {
           const at = microsOfTimeuuid(c.id);
           const answer = answers[i]!;
           if (answer !== 'wait') decided.set(c.id, answer);
-          else if (at < settled) decided.set(c.id, 'skip');
+          else if (at < settled) decided.set(c.id, 'expired');
           else if (at < completeBelow) completeBelow = at;
         });
       }
@@ -806,7 +812,8 @@ export class LiveHub {
     let delivered = 0;
     for (const { feed, read } of results) {
       const { deliverable, completeBelow } = await this.admitted(feed.spec, feed.decided, read, started);
-      const decided = feed.spec.admit ? read.changes.filter((c) => feed.decided.has(c.id)) : read.changes;
+      // Handled now: what admission decided for good (an expired wait is left to the passes).
+      const decided = feed.spec.admit ? read.changes.filter((c) => feed.decided.has(c.id) && feed.decided.get(c.id) !== 'expired') : read.changes;
       delivered += this.handle(feed, read.changes, deliverable, decided, { started, completeBelow }).delivered;
       // Forget admissions below every subscriber's floor: they are not read again.
       if (feed.subscribers.size > 0) {

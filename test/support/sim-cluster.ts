@@ -10,6 +10,10 @@
  *   as by a Paxos ballot;
  * - a logged batch lands one partition at a time, each part after its own delay, other
  *   calls landing in between; once any part has landed, all of it lands;
+ * - with `lateLandingMs`, some logged batches time out for their caller (a
+ *   `StoreOutcomeUnknownError`, as a Cassandra write timeout) and land whole past the
+ *   write window, up to `lateLandingMs` of simulated time later (a batchlog replay, a
+ *   hint), whatever becomes of the instance: `settle` lands them as time passes it;
  * - an instance crashes before one of its calls: its pending calls land or never land
  *   (chosen at random), no promise of it ever settles again (its code is frozen), its
  *   timers stop and its in-memory state is gone. `restart` starts a new process in
@@ -34,7 +38,7 @@ import type { WindowedJob } from '../../src/background/windowed-job.js';
 import type { RequestContext } from '../../src/graphql/context.js';
 import { Presence } from '../../src/background/presence.js';
 import { MonotonicClock, type Clock } from '../../src/store/clock.js';
-import type { ClusteringRange, DeleteOptions, Mutation, Store, WriteOptions } from '../../src/store/port.js';
+import { StoreOutcomeUnknownError, type ClusteringRange, type DeleteOptions, type Mutation, type Store, type WriteOptions } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import type { Row, TableSpec } from '../../src/store/table.js';
 import { memorySqliteStore } from './stores.js';
@@ -80,6 +84,8 @@ export class SimStore extends StoreDecorator {
     private readonly random: () => number,
     private readonly maxDelayMs: number,
     private readonly onCrash: () => void,
+    /** Where batches that land late go (SimCluster's `lateLandingMs`); absent: none do. */
+    private readonly lateLanding?: LateLanding,
   ) {
     super(inner);
   }
@@ -151,6 +157,15 @@ export class SimStore extends StoreDecorator {
       parts.set(id, [...(parts.get(id) ?? []), m]);
     }
     const call: StoreCall = { operation: 'batch', table: stamped[0]?.table.name ?? null, tables: [] };
+    if (this.lateLanding?.chosen()) {
+      return this.around(call, async () => {
+        // Past the batch log, but the caller's answer times out: it all lands much later.
+        this.lateLanding!.hold(async () => {
+          for (const part of parts.values()) await this.inner.batch(part);
+        });
+        throw new StoreOutcomeUnknownError('simulated write timeout: the batch lands past the window', { timedOut: true });
+      });
+    }
     return this.around(call, async () => {
       // The batch log is written: every part lands, in any order, interleaved with other calls.
       const landing = [...parts.values()].map(async (part, n) => {
@@ -184,6 +199,14 @@ export class SimStore extends StoreDecorator {
     if (this.dead || !outcome.landed) return never();
     return outcome.value;
   }
+}
+
+/** How a cluster makes some batches land late (SimOptions.lateLandingMs). */
+interface LateLanding {
+  /** Whether this batch lands late (at random, while the cluster is not settling). */
+  chosen(): boolean;
+  /** Keep `land` until its time comes. */
+  hold(land: () => Promise<void>): void;
 }
 
 /** What an operation on an instance came to. */
@@ -220,7 +243,7 @@ export class SimInstance {
   static async launch(name: string, offsetMs: number, cluster: SimCluster): Promise<SimInstance> {
     const clock = new MonotonicClock({ now: () => cluster.time.now() + offsetMs });
     let instance: SimInstance | undefined;
-    const store = new SimStore(cluster.base, clock, cluster.random, cluster.maxDelayMs, () => instance?.died());
+    const store = new SimStore(cluster.base, clock, cluster.random, cluster.maxDelayMs, () => instance?.died(), cluster.lateLanding);
     const presence = await Presence.claim(store, name, { random: cluster.random });
     clock.useNode(presence.identity.node);
     instance = new SimInstance(name, offsetMs, cluster, store, clock, presence);
@@ -277,6 +300,11 @@ export interface SimOptions {
   readonly maxDelayMs?: number;
   readonly seed: number;
   readonly settings?: Partial<FeatureSettings>;
+  /**
+   * Some logged batches (one in four, outside `settle`) time out for their caller and
+   * land past the write window, up to this many ms of simulated time later. Absent: none.
+   */
+  readonly lateLandingMs?: number;
 }
 
 /** Several instances over one in-memory store. */
@@ -289,6 +317,12 @@ export class SimCluster {
   readonly instances: SimInstance[] = [];
   /** Recovery waits this long for sagas it cannot prove abandoned (virtual ms). */
   readonly recoveryGraceMs = 10_000;
+  /** The batches landing late, each with its time (true ms). */
+  private readonly held: Array<{ atMs: number; land: () => Promise<void> }> = [];
+  private settling = false;
+  /** Batches land up to this late (SimOptions.lateLandingMs; 0: none). A test may change it, after its setup say. */
+  lateLandingMs: number;
+  readonly lateLanding: LateLanding;
 
   private constructor(options: SimOptions) {
     this.random = prng(options.seed);
@@ -300,6 +334,12 @@ export class SimCluster {
       // Offsets within ±1 s put two clocks up to 2 s apart; a call lands within ms.
       cluster: { clockSkewMs: 2_000, writeTimeoutMs: 1_000 },
       ...options.settings,
+    };
+    this.lateLandingMs = options.lateLandingMs ?? 0;
+    const { clockSkewMs, writeTimeoutMs } = this.settings.cluster!;
+    this.lateLanding = {
+      chosen: () => this.lateLandingMs > 0 && !this.settling && this.random() < 0.25,
+      hold: (land) => this.held.push({ atMs: this.time.now() + clockSkewMs + writeTimeoutMs + this.random() * this.lateLandingMs, land }),
     };
     // The store's own clocks are the coordinators': true time (TTLs, Paxos ballots).
     const coordinator = () => new MonotonicClock({ now: () => this.time.now() });
@@ -340,14 +380,38 @@ export class SimCluster {
    * background jobs.
    */
   async settle(options: { stepMs?: number; rounds?: number } = {}): Promise<void> {
-    for (const instance of this.instances) instance.store.disarm();
-    await this.quiesce();
-    for (let i = 0; i < this.instances.length; i++) if (this.instances[i]!.isDead) await this.restart(i);
-    for (let round = 0; round < (options.rounds ?? 3); round++) {
-      this.time.advance(options.stepMs ?? 4_000);
-      for (const instance of this.instances) await instance.backgroundPass();
+    this.settling = true;
+    try {
+      for (const instance of this.instances) instance.store.disarm();
       await this.quiesce();
+      for (let i = 0; i < this.instances.length; i++) if (this.instances[i]!.isDead) await this.restart(i);
+      for (let round = 0; round < (options.rounds ?? 3); round++) {
+        this.time.advance(options.stepMs ?? 4_000);
+        await this.landLate();
+        for (const instance of this.instances) await instance.backgroundPass();
+        await this.quiesce();
+      }
+    } finally {
+      this.settling = false;
     }
+  }
+
+  /** Land the late batches whose time has come, oldest first. */
+  async landLate(): Promise<void> {
+    const due = this.held.filter((h) => h.atMs <= this.time.now()).sort((a, b) => a.atMs - b.atMs);
+    for (const h of due) {
+      this.held.splice(this.held.indexOf(h), 1);
+      await h.land();
+      this.landedLate++;
+    }
+  }
+
+  /** Batches that landed late so far. */
+  landedLate = 0;
+
+  /** Batches still to land late. */
+  get heldBack(): number {
+    return this.held.length;
   }
 
   /**
