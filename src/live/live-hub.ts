@@ -53,8 +53,8 @@ import type { CursorCodec } from '../paging/cursor.js';
 import type { Clock } from '../store/clock.js';
 import type { Store } from '../store/port.js';
 import { microsOfTimeuuid } from '../store/timeuuid.js';
-import { CHANGE_SHARDS } from './change-log-tables.js';
-import { readFeed, readShards, type Change, type LogRead } from './change-log.js';
+import { CHANGE_SHARDS, FEED_BUCKET_MS, SHARD_BUCKET_MS } from './change-log-tables.js';
+import { feedBucketOf, readFeed, readShards, shardBucketOf, type Change, type LogRead } from './change-log.js';
 import { changeKey, encodeFeedCursor, type FeedPosition } from './feed-cursor.js';
 
 /** What a feature says of a change read from its feed: deliver it, never deliver it, or ask again next poll. */
@@ -835,7 +835,6 @@ export class LiveHub {
    */
   async latePass(pass: LatePass): Promise<LatePassReport> {
     const feeds = [...this.feeds.values()].filter((f) => f.subscribers.size > 0);
-    const mode = this.options.fanout === 'auto' ? this.mode : this.options.fanout;
     const now = this.options.clock.nowMicros();
     const horizonFrom = now - BigInt(pass.horizonMs) * 1000n;
     this.forget(now - this.longestHorizonMicros);
@@ -846,6 +845,7 @@ export class LiveHub {
       const below = floorOf(feed);
       if (from < below) ranges.set(feed, { from, below });
     }
+    const mode = this.lateMode(ranges);
     let reads = 0;
     let rows = 0;
     const results: Array<{ feed: LiveFeed; changes: Change[] }> = [];
@@ -909,6 +909,31 @@ export class LiveHub {
     const report: LatePassReport = { horizonMs: pass.horizonMs, mode, feeds: ranges.size, reads, rows, found, delivered };
     this.options.onLatePass?.(report);
     return report;
+  }
+
+  /**
+   * Which layout a trailing pass reads: the operator's, or with `fanout: 'auto'` the
+   * feeds unless the polls read the shards and the shards cost less over the pass's
+   * span too (the cost model of `chooseMode`: partitions read, plus the rows the last
+   * shard poll read, scaled from a poll's span to the pass's).
+   */
+  private lateMode(ranges: ReadonlyMap<LiveFeed, { from: bigint; below: bigint }>): 'feeds' | 'shards' {
+    const { fanout } = this.options;
+    if (fanout !== 'auto') return fanout;
+    if (this.mode === 'feeds' || ranges.size === 0 || this.lastRows.shards === null) return 'feeds';
+    let from: bigint | null = null;
+    let below: bigint | null = null;
+    let feedReads = 0n;
+    for (const range of ranges.values()) {
+      feedReads += (feedBucketOf(range.below) - feedBucketOf(range.from)) / BigInt(FEED_BUCKET_MS) + 1n;
+      if (from === null || range.from < from) from = range.from;
+      if (below === null || range.below > below) below = range.below;
+    }
+    const shardReads = BigInt(CHANGE_SHARDS) * ((shardBucketOf(below!) - shardBucketOf(from!)) / BigInt(SHARD_BUCKET_MS) + 1n);
+    const scale = Number(below! - from!) / Number(this.windowMicros + BigInt(this.options.pollMs) * 1000n);
+    const feedCost = Number(feedReads) + (scale * (this.lastRows.shardRowsOfOurFeeds ?? 0)) / ROWS_PER_READ;
+    const shardCost = Number(shardReads) + (scale * this.lastRows.shards) / ROWS_PER_READ;
+    return shardCost < feedCost ? 'shards' : 'feeds';
   }
 
   /** Forget, in every feed and subscriber, what lies below `micros` (past the longest horizon). */

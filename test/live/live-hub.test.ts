@@ -313,6 +313,26 @@ describe('the live hub', () => {
     expect((await hub.pollOnce()).mode).toBe('feeds');
   });
 
+  it('reads the shards in a trailing pass only where they cost less than the feeds over its span', async () => {
+    const pass = { horizonMs: 3_600_000, intervalMs: 60_000 };
+    const modes: Array<[number, string, string, number]> = [];
+    for (const feeds of [12, 40]) {
+      const { hub, time } = await aHub({ fanout: 'auto' });
+      for (let i = 0; i < feeds; i++) hub.subscribe({ feed: `posts:h${i}` }, { kind: 'now' });
+      // Ten minutes of polls: one hour bucket per feed against three 5-minute ones per shard.
+      for (let t = 0; t < 20; t++) {
+        time.ms += 30_000;
+        await hub.pollOnce();
+      }
+      const report = await hub.latePass(pass);
+      modes.push([feeds, (await hub.pollOnce()).mode, report.mode, report.reads]);
+    }
+    expect(modes).toEqual([
+      [12, 'shards', 'feeds', 12],
+      [40, 'shards', 'shards', 3 * CHANGE_SHARDS],
+    ]);
+  });
+
   it('refuses a position older than the retention, and drops a subscriber that does not keep up', async () => {
     const { hub, writer, write, time } = await aHub({ retentionSeconds: 3_600, maxQueued: 2 });
     const spec: FeedSpec = { feed: 'posts:old' };
