@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { CHANGE_SHARDS, liveTables } from '../../src/live/change-log-tables.js';
 import { ChangeClock, createChangeWriter, type Change } from '../../src/live/change-log.js';
 import { changeKey, decodeFeedCursor, encodeFeedCursor } from '../../src/live/feed-cursor.js';
-import { CursorExpiredError, LiveHub, type Delivery, type Fanout, type FeedSpec } from '../../src/live/live-hub.js';
+import type { LatePass } from '../../src/config.js';
+import { CursorExpiredError, LiveHub, type Delivery, type Fanout, type FeedSpec, type LatePassReport } from '../../src/live/live-hub.js';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { MonotonicClock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
@@ -23,7 +24,7 @@ const codec = createCursorCodec('live-hub-test-secret-0123456789');
 const CLUSTER = { clockSkewMs: 1_000, writeTimeoutMs: 2_000 };
 
 /** A hub and writers over one in-memory store, with a wall clock the test moves. */
-async function aHub(options: { fanout?: Fanout; maxQueued?: number; retentionSeconds?: number } = {}) {
+async function aHub(options: { fanout?: Fanout; maxQueued?: number; retentionSeconds?: number; latePasses?: readonly LatePass[]; onLatePass?: (report: LatePassReport) => void } = {}) {
   // Off every bucket's edge: a window reaches back into no earlier partition.
   const time = { ms: Date.UTC(2026, 5, 1, 12, 32) };
   const base = memorySqliteStore({ now: () => time.ms });
@@ -35,12 +36,13 @@ async function aHub(options: { fanout?: Fanout; maxQueued?: number; retentionSec
       store,
       codec,
       clock: new MonotonicClock({ now: () => time.ms }),
-      cluster: CLUSTER,
+      cluster: options.latePasses ? { ...CLUSTER, latePasses: options.latePasses } : CLUSTER,
       pollMs: 500,
       retentionSeconds: options.retentionSeconds ?? 86_400,
       fanout: options.fanout ?? 'feeds',
       maxQueued: options.maxQueued ?? 1_000,
       logger: pino({ level: 'silent' }),
+      onLatePass: options.onLatePass,
     });
   const hub = server(counted);
   /** A writer whose clock is `offsetMs` off the true time. */
@@ -331,6 +333,30 @@ describe('the live hub', () => {
       [12, 'shards', 'feeds', 12],
       [40, 'shards', 'shards', 3 * CHANGE_SHARDS],
     ]);
+  });
+
+  it('runs each trailing pass on its own timer once started, only while a feed is live, and none once stopped', async () => {
+    const reports: LatePassReport[] = [];
+    const { hub, time } = await aHub({
+      latePasses: [
+        { horizonMs: 3_600_000, intervalMs: 40 },
+        { horizonMs: 10_800_000, intervalMs: 60 },
+      ],
+      onLatePass: (report) => reports.push(report),
+    });
+    hub.start();
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(reports).toEqual([]);
+    hub.subscribe({ feed: 'posts:timed' }, { kind: 'now' });
+    time.ms += 10_000;
+    await hub.pollOnce();
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    hub.stop();
+    const horizons = new Set(reports.map((r) => r.horizonMs));
+    expect([...horizons].sort((a, b) => a - b)).toEqual([3_600_000, 10_800_000]);
+    const made = reports.length;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(reports.length).toBe(made);
   });
 
   it('refuses a position older than the retention, and drops a subscriber that does not keep up', async () => {
