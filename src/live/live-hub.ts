@@ -157,6 +157,8 @@ const READ_LIMIT = 1_000;
 const READ_CONCURRENCY = 32;
 /** In feed mode with many feeds, how often (in polls) the shards are read once to price them. */
 const PROBE_EVERY_POLLS = 120;
+/** How often (in polls) a poll prunes the memories of what was handled, given, missed. */
+const FORGET_EVERY_POLLS = 120;
 /** The other layout must cost this fraction of the current one or less before the hub switches. */
 const SWITCH_RATIO = 0.8;
 
@@ -417,6 +419,8 @@ export class LiveHub {
   private stopped = false;
   private mode: 'feeds' | 'shards' = 'feeds';
   private pollsSinceProbe = 0;
+  /** Polls since the memories were last pruned (the passes prune them too). */
+  private pollsSinceForget = 0;
   /** Rows the last poll of each layout read, and how many of them were changes of our feeds. */
   private lastRows: { feeds: number | null; shards: number | null; shardRowsOfOurFeeds: number | null } = {
     feeds: null,
@@ -820,6 +824,11 @@ export class LiveHub {
         const floor = floorOf(feed);
         for (const id of feed.decided.keys()) if (microsOfTimeuuid(id) < floor) feed.decided.delete(id);
       }
+    }
+    // Pruned here too, so a hub whose passes do not run (not started) stays bounded.
+    if (this.remembers && ++this.pollsSinceForget >= FORGET_EVERY_POLLS) {
+      this.pollsSinceForget = 0;
+      this.forget(started - this.longestHorizonMicros);
     }
     const report: PollReport = { mode, feeds: feeds.length, reads, rows, delivered };
     this.options.onPoll?.(report);
