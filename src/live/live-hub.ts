@@ -138,7 +138,7 @@ export interface LatePassReport {
   /** Store reads the pass made. */
   readonly reads: number;
   readonly rows: number;
-  /** Changes no read of this server had handled: landed past the window, handled now. */
+  /** Late changes the pass found and gave (to one subscriber or more): landed past the window. */
   readonly found: number;
   /** Late deliveries made (one per subscriber). */
   readonly delivered: number;
