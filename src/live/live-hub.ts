@@ -163,19 +163,36 @@ const FORGET_EVERY_POLLS = 120;
 const SWITCH_RATIO = 0.8;
 
 /**
- * Read a range to its end: a read cut at its limit is continued from where it stopped,
- * so a burst of more changes than one read takes still moves on within the poll.
+ * Read a range to its end, part by part: a read cut at its limit is continued from where
+ * it stopped, so a burst of more changes than one read takes still moves on. `use` sees
+ * each part before the next is read (a trailing pass's span stays out of memory); the
+ * reads made are returned.
  */
-async function readToEnd(from: bigint, through: bigint, read: (from: bigint) => Promise<LogRead & { reads?: number }>): Promise<LogRead & { reads: number }> {
-  const changes: Change[] = [];
+async function forEachPart(
+  from: bigint,
+  through: bigint,
+  read: (from: bigint) => Promise<LogRead & { reads?: number }>,
+  use: (part: LogRead) => Promise<void> | void,
+): Promise<number> {
   let reads = 0;
   for (let start = from; ; ) {
     const part = await read(start);
     reads += part.reads ?? 1;
-    changes.push(...part.changes);
-    if (part.completeBelow > through) return { changes, completeBelow: part.completeBelow, reads };
+    await use(part);
+    if (part.completeBelow > through) return reads;
     start = part.completeBelow;
   }
+}
+
+/** Read a range to its end, within the poll (forEachPart), as one read. */
+async function readToEnd(from: bigint, through: bigint, read: (from: bigint) => Promise<LogRead & { reads?: number }>): Promise<LogRead & { reads: number }> {
+  const changes: Change[] = [];
+  let completeBelow = from;
+  const reads = await forEachPart(from, through, read, (part) => {
+    changes.push(...part.changes);
+    completeBelow = part.completeBelow;
+  });
+  return { changes, completeBelow, reads };
 }
 
 /** The µs of a change key (feed-cursor.ts's `changeKey`). */
@@ -857,16 +874,25 @@ export class LiveHub {
     const mode = this.lateMode(ranges);
     let reads = 0;
     let rows = 0;
-    const results: Array<{ feed: LiveFeed; changes: Change[] }> = [];
+    let found = 0;
+    let delivered = 0;
+    const settle = async (feed: LiveFeed, changes: readonly Change[]) => {
+      const done = await this.lateChanges(feed, changes);
+      found += done.late;
+      delivered += done.delivered;
+    };
     if (mode === 'feeds') {
       const queue = [...ranges];
       const worker = async () => {
         for (let next = queue.shift(); next; next = queue.shift()) {
           const [feed, { from, below }] = next;
-          const read = await readToEnd(from, below - 1n, (start) => readFeed(this.options.store, feed.spec.feed, start, below - 1n, READ_LIMIT, below));
-          reads += read.reads;
-          rows += read.changes.length;
-          results.push({ feed, changes: read.changes });
+          const read = (start: bigint) => readFeed(this.options.store, feed.spec.feed, start, below - 1n, READ_LIMIT, below);
+          // Awaited first: `reads += await …` would read `reads` before the other workers add theirs.
+          const made = await forEachPart(from, below - 1n, read, (part) => {
+            rows += part.changes.length;
+            return settle(feed, part.changes);
+          });
+          reads += made;
         }
       };
       await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, queue.length) }, worker));
@@ -877,47 +903,53 @@ export class LiveHub {
         if (from === null || range.from < from) from = range.from;
         if (below === null || range.below > below) below = range.below;
       }
-      const read = await readToEnd(from!, below! - 1n, (start) => readShards(this.options.store, start, below! - 1n, READ_LIMIT, below!));
-      reads += read.reads;
-      rows += read.changes.length;
-      const byFeed = new Map<string, Change[]>();
-      for (const change of read.changes) {
-        let list = byFeed.get(change.feed);
-        if (!list) byFeed.set(change.feed, (list = []));
-        list.push(change);
-      }
-      for (const [feed, range] of ranges) {
-        const changes = (byFeed.get(feed.spec.feed) ?? []).filter((c) => {
-          const at = microsOfTimeuuid(c.id);
-          return at >= range.from && at < range.below;
-        });
-        results.push({ feed, changes });
-      }
-    }
-    let found = 0;
-    let delivered = 0;
-    for (const { feed, changes } of results) {
-      // What the feed handled keeps its answer; the rest is asked (a 'wait' stays open).
-      const answers = new Map<string, Admission>();
-      const open = changes.filter((c) => !feed.handled.has(changeKey(c.id)));
-      if (feed.spec.admit && open.length > 0) {
-        const said = await feed.spec.admit(open);
-        open.forEach((c, i) => answers.set(c.id, said[i]!));
-      }
-      const answerOf = (c: Change): Admission => {
-        const item = feed.handled.get(changeKey(c.id));
-        if (item !== undefined) return item === null ? 'skip' : 'deliver';
-        return feed.spec.admit ? (answers.get(c.id) ?? 'wait') : 'deliver';
+      // One 5-minute bucket of every shard per part: a part holds at most READ_LIMIT rows a shard.
+      const read = (start: bigint) => {
+        const bucketEnd = (shardBucketOf(start) + BigInt(SHARD_BUCKET_MS)) * 1000n;
+        return readShards(this.options.store, start, (bucketEnd < below! ? bucketEnd : below!) - 1n, READ_LIMIT, below!);
       };
-      const deliverable = changes.filter((c) => answerOf(c) === 'deliver');
-      const decided = changes.filter((c) => answerOf(c) !== 'wait');
-      const done = this.handle(feed, changes, deliverable, decided, null);
-      found += done.late;
-      delivered += done.delivered;
+      reads = await forEachPart(from!, below! - 1n, read, async (part) => {
+        rows += part.changes.length;
+        const byFeed = new Map<string, Change[]>();
+        for (const change of part.changes) {
+          let list = byFeed.get(change.feed);
+          if (!list) byFeed.set(change.feed, (list = []));
+          list.push(change);
+        }
+        for (const [feed, range] of ranges) {
+          const changes = (byFeed.get(feed.spec.feed) ?? []).filter((c) => {
+            const at = microsOfTimeuuid(c.id);
+            return at >= range.from && at < range.below;
+          });
+          if (changes.length > 0) await settle(feed, changes);
+        }
+      });
     }
     const report: LatePassReport = { horizonMs: pass.horizonMs, mode, feeds: ranges.size, reads, rows, found, delivered };
     this.options.onLatePass?.(report);
     return report;
+  }
+
+  /**
+   * Hand changes a trailing pass read of `feed` to its subscribers: what the feed handled
+   * keeps its answer; the rest is asked of admission, and a 'wait' stays open for the
+   * next pass.
+   */
+  private async lateChanges(feed: LiveFeed, changes: readonly Change[]): Promise<{ delivered: number; late: number }> {
+    const answers = new Map<string, Admission>();
+    const open = changes.filter((c) => !feed.handled.has(changeKey(c.id)));
+    if (feed.spec.admit && open.length > 0) {
+      const said = await feed.spec.admit(open);
+      open.forEach((c, i) => answers.set(c.id, said[i]!));
+    }
+    const answerOf = (c: Change): Admission => {
+      const item = feed.handled.get(changeKey(c.id));
+      if (item !== undefined) return item === null ? 'skip' : 'deliver';
+      return feed.spec.admit ? (answers.get(c.id) ?? 'wait') : 'deliver';
+    };
+    const deliverable = changes.filter((c) => answerOf(c) === 'deliver');
+    const decided = changes.filter((c) => answerOf(c) !== 'wait');
+    return this.handle(feed, changes, deliverable, decided, null);
   }
 
   /**
