@@ -3,10 +3,10 @@
  * (`OutcomeFaultStore`'s 'timeout-then-applied', landed by hand) lies below every
  * subscriber's floor, so no poll delivers it; the next trailing pass gives it once to
  * the subscriber on the server that wrote it (reading each feed) and to one on another
- * server (reading the shards), and no pass
- * gives again what a poll delivered. A change that lands later than the longest horizon
- * is not delivered (the documented limit), and a subscription resumed from a cursor is
- * owed the late changes above that cursor's floor, not those below it.
+ * server (reading the shards), and no pass gives again what a poll delivered. A change
+ * that lands later than the longest horizon is not delivered (the documented limit),
+ * and a subscription resumed from a cursor is owed the late changes above that cursor's
+ * floor, not those below it.
  */
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
