@@ -9,7 +9,7 @@
  * floor, not those below it.
  */
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ALL_TABLES, createRequestContext, createServices, type Services } from '../../src/composition-root.js';
 import { DEFAULT_LIVE_SETTINGS, type LatePass } from '../../src/config.js';
 import { postsFeedOf } from '../../src/features/timeline/timeline.js';
