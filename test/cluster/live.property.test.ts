@@ -6,8 +6,8 @@
  * item), a post's addition before its deletion, a suspension before its lifting, a
  * list's changes in the ledger's order; a client applying them holds what the server
  * shows; and resuming from any change's cursor on another instance gives exactly the
- * changes after it. With a quarter of the writers' batches landing minutes past the
- * window (`lateLandingMs`), subscribers on two servers each get every change the log
+ * changes after it. With some of the writers' batches landing minutes past the window
+ * (`lateLandingMs`), subscribers on two servers each get every change the log
  * holds from their start on, once per item, once the trailing passes have run.
  */
 import fc from 'fast-check';
@@ -18,10 +18,11 @@ import { postsFeedOf } from '../../src/features/timeline/timeline.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { decodeFeedCursor } from '../../src/live/feed-cursor.js';
 import { readFeed } from '../../src/live/change-log.js';
+import { StoreOutcomeUnknownError } from '../../src/store/port.js';
 import type { Delivery, FeedSpec, LiveHub } from '../../src/live/live-hub.js';
 import { collectDeliveries } from '../support/live-client.js';
 import { assertSim, crashPoint, offsets, runAll, scheduled } from '../support/sim-arbitraries.js';
-import { SimCluster, type SimInstance } from '../support/sim-cluster.js';
+import { SimCluster, type Outcome, type SimInstance } from '../support/sim-cluster.js';
 
 const USERS = 3;
 const ITEMS = 3;
@@ -112,9 +113,9 @@ async function runLiveOps(
   cluster: SimCluster,
   fixture: Awaited<ReturnType<typeof liveFixture>>,
   ops: ReadonlyArray<{ instance: number; startMs: number; what: string; n: number }>,
-): Promise<void> {
+): Promise<Array<Outcome<void>>> {
   const { users, listId, items, meetingId, posts } = fixture;
-  await runAll(cluster, ops, (op, instance) =>
+  return runAll(cluster, ops, (op, instance) =>
     instance.run(async (ctx) => {
       const user = users[op.n % USERS]!;
       const item = items[op.n % ITEMS]!;
@@ -247,17 +248,17 @@ describe('live connections on a simulated cluster', () => {
   }, 180_000);
 
   it('with writes landing minutes past the window, gives each subscriber on two servers each change once after the trailing passes', async () => {
-    let landedLate = 0;
+    let timedOut = 0;
     await assertSim(
       'live-late',
       fc.asyncProperty(fc.integer(), offsets, crashPoint, liveOps, async (seed, offsetsMs, crash, ops) => {
-        // Instances 0 and 1 subscribe and are never crashed; the others write, a quarter
-        // of their batches landing up to three minutes past the window.
-        const cluster = await SimCluster.create({ seed, offsetsMs: [0, 250, ...offsetsMs] });
+        // Instances 0 and 1 subscribe and are never crashed; the others write, some of
+        // their batches landing three minutes past the window.
+        const cluster = await SimCluster.create({ seed, offsetsMs: [0, 250, ...offsetsMs], lateLandingMs: 180_000 });
         const watchers = [cluster.at(0), cluster.at(1)];
         try {
           const fixture = await liveFixture(cluster, watchers[0]!);
-          cluster.lateLandingMs = 180_000;
+          cluster.armLate();
           const { specs } = fixture;
           const skewMicros = BigInt(cluster.settings.cluster!.clockSkewMs) * 1000n;
           const subscriptions = watchers.map((w) => ({
@@ -268,11 +269,10 @@ describe('live connections on a simulated cluster', () => {
           }));
           const stopPolling = watchers.map((w) => pollLoop(w.services.live));
           if (crash) cluster.at(2 + (crash.instance % offsetsMs.length)).store.crashBeforeCall(crash.beforeCall);
-          await runLiveOps(cluster, fixture, ops.map((op, i) => ({ ...op, instance: 2 + (i % offsetsMs.length) })));
-          // Minutes pass: every late batch lands, far below every poll's floor.
+          const outcomes = await runLiveOps(cluster, fixture, ops.map((op, i) => ({ ...op, instance: 2 + (i % offsetsMs.length) })));
+          timedOut += outcomes.filter((o) => o.kind === 'error' && o.error instanceof StoreOutcomeUnknownError).length;
+          // Minutes pass (more than `lateLandingMs`): every late batch lands, far below every poll's floor.
           await cluster.settle({ stepMs: 60_000, rounds: 4 });
-          expect(cluster.heldBack, 'batches still held').toBe(0);
-          landedLate += cluster.landedLate;
           for (let round = 0; round < 3; round++) {
             for (const w of watchers) await w.services.live.pollOnce();
             await settleTicks();
@@ -301,7 +301,7 @@ describe('live connections on a simulated cluster', () => {
         }
       }),
     );
-    // The runs did make batches land late.
-    expect(landedLate).toBeGreaterThan(0);
+    // The runs did make writes time out (and land late).
+    expect(timedOut).toBeGreaterThan(0);
   }, 300_000);
 });

@@ -10,10 +10,10 @@
  *   as by a Paxos ballot;
  * - a logged batch lands one partition at a time, each part after its own delay, other
  *   calls landing in between; once any part has landed, all of it lands;
- * - with `lateLandingMs`, some logged batches time out for their caller (a
- *   `StoreOutcomeUnknownError`, as a Cassandra write timeout) and land whole past the
- *   write window, up to `lateLandingMs` of simulated time later (a batchlog replay, a
- *   hint), whatever becomes of the instance: `settle` lands them as time passes it;
+ * - with `lateLandingMs`, now and then a batch that carries a background job's mark (a
+ *   write the trailing passes answer for) has an unknown outcome: its caller is told it
+ *   timed out, and it lands, with its timestamps, that long (virtual ms) later, once
+ *   `settle` gets there (a batchlog replay, a hint past the window);
  * - an instance crashes before one of its calls: its pending calls land or never land
  *   (chosen at random), no promise of it ever settles again (its code is frozen), its
  *   timers stop and its in-memory state is gone. `restart` starts a new process in
@@ -34,7 +34,7 @@ import {
 } from '../../src/composition-root.js';
 import { readConnectionCounts } from '../../src/counts/connection-counts.js';
 import type { ListApplier } from '../../src/features/lists/applier.js';
-import type { WindowedJob } from '../../src/background/windowed-job.js';
+import { windowMarksTable, type WindowedJob } from '../../src/background/windowed-job.js';
 import type { RequestContext } from '../../src/graphql/context.js';
 import { Presence } from '../../src/background/presence.js';
 import { MonotonicClock, type Clock } from '../../src/store/clock.js';
@@ -57,6 +57,16 @@ export class SimTime {
     this.jumpMs += ms;
   }
 }
+
+/** Where a `SimStore` holds batches back to land late. */
+interface LateLanding {
+  /** Whether to hold some back now. */
+  readonly armed: boolean;
+  hold(land: () => Promise<void>): void;
+}
+
+/** The share of marked batches that land late when the cluster has `lateLandingMs`. */
+const LATE_SHARE = 1 / 6;
 
 /** A promise that never settles: what a dead process's code waits on. */
 const never = <T>() => new Promise<T>(() => undefined);
@@ -84,8 +94,8 @@ export class SimStore extends StoreDecorator {
     private readonly random: () => number,
     private readonly maxDelayMs: number,
     private readonly onCrash: () => void,
-    /** Where batches that land late go (SimCluster's `lateLandingMs`); absent: none do. */
-    private readonly lateLanding?: LateLanding,
+    /** Holds batches back to land late (the cluster's `lateLandingMs`), or null. */
+    private readonly late: LateLanding | null = null,
   ) {
     super(inner);
   }
@@ -157,13 +167,11 @@ export class SimStore extends StoreDecorator {
       parts.set(id, [...(parts.get(id) ?? []), m]);
     }
     const call: StoreCall = { operation: 'batch', table: stamped[0]?.table.name ?? null, tables: [] };
-    if (this.lateLanding?.chosen()) {
+    const late = this.late;
+    if (late?.armed && stamped.some((m) => m.table.name === windowMarksTable.name) && this.random() < LATE_SHARE) {
       return this.around(call, async () => {
-        // Past the batch log, but the caller's answer times out: it all lands much later.
-        this.lateLanding!.hold(async () => {
-          for (const part of parts.values()) await this.inner.batch(part);
-        });
-        throw new StoreOutcomeUnknownError('simulated write timeout: the batch lands past the window', { timedOut: true });
+        late.hold(() => this.inner.batch(stamped));
+        throw new StoreOutcomeUnknownError('simulated write timeout: the batch lands late', { timedOut: true });
       });
     }
     return this.around(call, async () => {
@@ -201,14 +209,6 @@ export class SimStore extends StoreDecorator {
   }
 }
 
-/** How a cluster makes some batches land late (SimOptions.lateLandingMs). */
-interface LateLanding {
-  /** Whether this batch lands late (at random, while the cluster is not settling). */
-  chosen(): boolean;
-  /** Keep `land` until its time comes. */
-  hold(land: () => Promise<void>): void;
-}
-
 /** What an operation on an instance came to. */
 export type Outcome<T> = { readonly kind: 'ok'; readonly value: T } | { readonly kind: 'error'; readonly error: unknown } | { readonly kind: 'died' };
 
@@ -243,7 +243,7 @@ export class SimInstance {
   static async launch(name: string, offsetMs: number, cluster: SimCluster): Promise<SimInstance> {
     const clock = new MonotonicClock({ now: () => cluster.time.now() + offsetMs });
     let instance: SimInstance | undefined;
-    const store = new SimStore(cluster.base, clock, cluster.random, cluster.maxDelayMs, () => instance?.died(), cluster.lateLanding);
+    const store = new SimStore(cluster.base, clock, cluster.random, cluster.maxDelayMs, () => instance?.died(), cluster.late);
     const presence = await Presence.claim(store, name, { random: cluster.random });
     clock.useNode(presence.identity.node);
     instance = new SimInstance(name, offsetMs, cluster, store, clock, presence);
@@ -300,10 +300,7 @@ export interface SimOptions {
   readonly maxDelayMs?: number;
   readonly seed: number;
   readonly settings?: Partial<FeatureSettings>;
-  /**
-   * Some logged batches (one in four, outside `settle`) time out for their caller and
-   * land past the write window, up to this many ms of simulated time later. Absent: none.
-   */
+  /** When set, some batches land this long (virtual ms) after their caller was told they timed out (see the file comment). */
   readonly lateLandingMs?: number;
 }
 
@@ -317,14 +314,28 @@ export class SimCluster {
   readonly instances: SimInstance[] = [];
   /** Recovery waits this long for sagas it cannot prove abandoned (virtual ms). */
   readonly recoveryGraceMs = 10_000;
-  /** The batches landing late, each with its time (true ms). */
-  private readonly held: Array<{ atMs: number; land: () => Promise<void> }> = [];
-  private settling = false;
-  /** Batches land up to this late (SimOptions.lateLandingMs; 0: none). A test may change it, after its setup say. */
-  lateLandingMs: number;
-  readonly lateLanding: LateLanding;
+  /** How late held-back batches land (virtual ms); null: none is held back. */
+  readonly lateLandingMs: number | null;
+  /** Batches held back, with when (true time) they land. */
+  private readonly held: Array<{ readonly dueAt: number; readonly land: () => Promise<void> }> = [];
+  /** Whether batches are held back now (`armLate`; `settle` disarms, as it does crashes). */
+  private lateArmed = false;
+  /** Where instances' stores hold batches back; null without `lateLandingMs`. */
+  readonly late: LateLanding | null;
 
   private constructor(options: SimOptions) {
+    this.lateLandingMs = options.lateLandingMs ?? null;
+    const lateMs = this.lateLandingMs;
+    const cluster = this;
+    this.late =
+      lateMs === null
+        ? null
+        : {
+            get armed() {
+              return cluster.lateArmed;
+            },
+            hold: (land) => void this.held.push({ dueAt: this.time.now() + lateMs, land }),
+          };
     this.random = prng(options.seed);
     this.maxDelayMs = options.maxDelayMs ?? 4;
     this.settings = {
@@ -334,12 +345,6 @@ export class SimCluster {
       // Offsets within ±1 s put two clocks up to 2 s apart; a call lands within ms.
       cluster: { clockSkewMs: 2_000, writeTimeoutMs: 1_000 },
       ...options.settings,
-    };
-    this.lateLandingMs = options.lateLandingMs ?? 0;
-    const { clockSkewMs, writeTimeoutMs } = this.settings.cluster!;
-    this.lateLanding = {
-      chosen: () => this.lateLandingMs > 0 && !this.settling && this.random() < 0.25,
-      hold: (land) => this.held.push({ atMs: this.time.now() + clockSkewMs + writeTimeoutMs + this.random() * this.lateLandingMs, land }),
     };
     // The store's own clocks are the coordinators': true time (TTLs, Paxos ballots).
     const coordinator = () => new MonotonicClock({ now: () => this.time.now() });
@@ -380,38 +385,29 @@ export class SimCluster {
    * background jobs.
    */
   async settle(options: { stepMs?: number; rounds?: number } = {}): Promise<void> {
-    this.settling = true;
-    try {
-      for (const instance of this.instances) instance.store.disarm();
+    for (const instance of this.instances) instance.store.disarm();
+    this.lateArmed = false;
+    await this.quiesce();
+    for (let i = 0; i < this.instances.length; i++) if (this.instances[i]!.isDead) await this.restart(i);
+    for (let round = 0; round < (options.rounds ?? 3); round++) {
+      this.time.advance(options.stepMs ?? 4_000);
+      await this.landDue();
+      for (const instance of this.instances) await instance.backgroundPass();
       await this.quiesce();
-      for (let i = 0; i < this.instances.length; i++) if (this.instances[i]!.isDead) await this.restart(i);
-      for (let round = 0; round < (options.rounds ?? 3); round++) {
-        this.time.advance(options.stepMs ?? 4_000);
-        await this.landLate();
-        for (const instance of this.instances) await instance.backgroundPass();
-        await this.quiesce();
-      }
-    } finally {
-      this.settling = false;
     }
   }
 
-  /** Land the late batches whose time has come, oldest first. */
-  async landLate(): Promise<void> {
-    const due = this.held.filter((h) => h.atMs <= this.time.now()).sort((a, b) => a.atMs - b.atMs);
-    for (const h of due) {
-      this.held.splice(this.held.indexOf(h), 1);
-      await h.land();
-      this.landedLate++;
-    }
+  /** From now until the next `settle`, hold some batches back (with `lateLandingMs`). */
+  armLate(): void {
+    this.lateArmed = true;
   }
 
-  /** Batches that landed late so far. */
-  landedLate = 0;
-
-  /** Batches still to land late. */
-  get heldBack(): number {
-    return this.held.length;
+  /** Land the held-back batches that are due, in the order they were held. */
+  private async landDue(): Promise<void> {
+    const now = this.time.now();
+    const due = this.held.filter((h) => h.dueAt <= now);
+    this.held.splice(0, this.held.length, ...this.held.filter((h) => h.dueAt > now));
+    for (const h of due) await h.land();
   }
 
   /**
