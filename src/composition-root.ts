@@ -273,7 +273,7 @@ export function createServices(
       maxQueued: liveSettings.maxQueued,
       logger: deps.logger,
       onPoll: onLivePoll,
-      onLatePass: metrics ? (pass) => metrics.latePass('live', pass.horizonMs, pass.reads, pass.found) : undefined,
+      onLatePass: metrics ? (report) => metrics.latePass('live', report) : undefined,
     }),
     liveSettings,
     metrics,

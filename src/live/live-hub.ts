@@ -139,7 +139,7 @@ export interface LatePassReport {
   readonly reads: number;
   readonly rows: number;
   /** Late changes the pass found and gave (to one subscriber or more): landed past the window. */
-  readonly found: number;
+  readonly late: number;
   /** Late deliveries made (one per subscriber). */
   readonly delivered: number;
 }
@@ -874,11 +874,11 @@ export class LiveHub {
     const mode = this.lateMode(ranges);
     let reads = 0;
     let rows = 0;
-    let found = 0;
+    let late = 0;
     let delivered = 0;
     const settle = async (feed: LiveFeed, changes: readonly Change[]) => {
       const done = await this.lateChanges(feed, changes);
-      found += done.late;
+      late += done.late;
       delivered += done.delivered;
     };
     if (mode === 'feeds') {
@@ -925,7 +925,7 @@ export class LiveHub {
         }
       });
     }
-    const report: LatePassReport = { horizonMs: pass.horizonMs, mode, feeds: ranges.size, reads, rows, found, delivered };
+    const report: LatePassReport = { horizonMs: pass.horizonMs, mode, feeds: ranges.size, reads, rows, late, delivered };
     this.options.onLatePass?.(report);
     return report;
   }

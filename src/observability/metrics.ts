@@ -20,7 +20,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GraphQLRequestContextWillSendResponse } from '@apollo/server';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { MetricFamily, type Series } from './metric-families.js';
+import { LATE_PASS_FAMILIES, MetricFamily, type Series } from './metric-families.js';
 import type { PollReport } from '../live/live-hub.js';
 import type { RecoveryReport } from '../saga/saga-runner.js';
 import type { StoreOperation } from '../store/store-decorator.js';
@@ -124,6 +124,8 @@ export class Metrics {
   private readonly backgroundPasses: MetricFamily;
   private readonly applierDelay: MetricFamily;
   private readonly registryPrunes: MetricFamily;
+  private readonly latePassReads: MetricFamily;
+  private readonly lateChanges: MetricFamily;
   private readonly clockBeyondBound: Series;
   /** The largest lead beyond the clock-skew bound of the last minute: its size (s) and when. */
   private clockAhead: { seconds: number; at: number } | null = null;
@@ -132,8 +134,6 @@ export class Metrics {
   private readonly livePollReads: Series;
   private readonly liveDelivered: Series;
   private readonly liveTooSlow: Series;
-  private readonly latePassReads: MetricFamily;
-  private readonly lateChanges: MetricFamily;
 
   /** Per store operation: its round-trip and statement series and its latency series, resolved once. */
   private readonly byOperation: ReadonlyMap<string, { readonly trips: Series; readonly statements: Series; readonly duration: Series }>;
@@ -189,6 +189,8 @@ export class Metrics {
     for (const outcome of ['forward', 'backward', 'failed']) this.sagaRecoveries.of(outcome);
     this.backgroundPasses = counter('relay_background_passes_total', 'Timer passes of the background jobs (list applier, saga recovery, count verifier, name sweeper), by outcome.', ['job', 'outcome']);
     for (const job of ['list_applier', 'saga_recovery', 'count_verifier', 'name_sweeper']) for (const outcome of ['ok', 'failed']) this.backgroundPasses.of(job, outcome);
+    this.latePassReads = counter(LATE_PASS_FAMILIES.reads.name, LATE_PASS_FAMILIES.reads.help, LATE_PASS_FAMILIES.reads.labels);
+    this.lateChanges = counter(LATE_PASS_FAMILIES.changes.name, LATE_PASS_FAMILIES.changes.help, LATE_PASS_FAMILIES.changes.labels);
     new Gauge({
       name: 'relay_list_applier_lag_seconds',
       help: 'Age of the oldest list transaction the last applier pass left pending (0: it settled every list it found).',
@@ -226,8 +228,6 @@ export class Metrics {
     this.livePollReads = counter('relay_live_poll_reads_total', 'Store reads the live polls made.').of();
     this.liveDelivered = counter('relay_live_changes_delivered_total', 'Changes delivered to subscribers (one per subscriber).').of();
     this.liveTooSlow = counter('relay_live_sockets_closed_too_slow_total', 'Sockets closed because their reader did not keep up (send buffer or queue full).').of();
-    this.latePassReads = counter('relay_late_pass_reads_total', 'Store reads of the trailing passes over late writes (LATE_WRITE_PASSES), by component and pass horizon (s).', ['component', 'horizon']);
-    this.lateChanges = counter('relay_late_changes_total', 'Writes the trailing passes found landed past CLOCK_SKEW_MS + STORE_WRITE_TIMEOUT_MS, by component.', ['component']);
   }
 
   /** Tell the gauges where to read (once the app has built what they count). */
@@ -337,6 +337,12 @@ export class Metrics {
     this.backgroundPasses.of(job, ok ? 'ok' : 'failed').value++;
   }
 
+  /** A trailing pass of `component` over the last `horizonMs` made `reads` store reads and found `late` late writes. */
+  latePass(component: string, report: { readonly horizonMs: number; readonly reads: number; readonly late: number }): void {
+    this.latePassReads.of(component, String(Math.round(report.horizonMs / 1000))).value += report.reads;
+    this.lateChanges.of(component).value += report.late;
+  }
+
   /** The list applier applied a transaction made `delaySeconds` ago. */
   listTransactionApplied(delaySeconds: number): void {
     this.applierDelay.observe(this.applierDelay.of(), Math.max(0, delaySeconds));
@@ -361,12 +367,6 @@ export class Metrics {
     this.liveFeedsPolled.value += report.feeds;
     this.livePollReads.value += report.reads;
     this.liveDelivered.value += report.delivered;
-  }
-
-  /** A trailing pass over late writes of `component` finished: its store reads and the late writes it found. */
-  latePass(component: string, horizonMs: number, reads: number, found: number): void {
-    this.latePassReads.of(component, String(horizonMs / 1000)).value += reads;
-    this.lateChanges.of(component).value += found;
   }
 
   /** A socket was closed because its reader did not keep up. */
