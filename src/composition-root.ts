@@ -273,6 +273,7 @@ export function createServices(
       maxQueued: liveSettings.maxQueued,
       logger: deps.logger,
       onPoll: onLivePoll,
+      onLatePass: metrics ? (report) => metrics.latePass('live', report) : undefined,
     }),
     liveSettings,
     metrics,

@@ -1,8 +1,8 @@
 /**
  * GET /metrics on a real server: off by default; on, its series move with real
  * requests (a named query counts once under its name, with the store round trips and
- * statements the response reports), errors count under their code, the live side and
- * the background jobs have their series; the bearer token rules; the production
+ * statements the response reports), errors count under their code, the live side (its
+ * trailing passes too) and the background jobs have their series; the bearer token rules; the production
  * refusal; and operation-name labels bounded however many names clients send.
  */
 import { spawn } from 'node:child_process';
@@ -189,6 +189,19 @@ describe('GET /metrics', () => {
       expect(valueOf(after, 'relay_live_changes_delivered_total') - valueOf(before, 'relay_live_changes_delivered_total')).toBe(1);
       expect(valueOf(after, 'relay_live_polls_total')).toBeGreaterThan(valueOf(before, 'relay_live_polls_total'));
       expect(valueOf(after, 'relay_live_feeds_polled_total')).toBeGreaterThan(valueOf(before, 'relay_live_feeds_polled_total'));
+      // A trailing pass reads once the polls' floor has moved past where the subscription began.
+      const pass = { horizonMs: 3_600_000, intervalMs: 60_000 };
+      let reads = 0;
+      for (const deadline = Date.now() + 10_000; reads === 0 && Date.now() < deadline; ) {
+        reads += (await server.app.services.live.latePass(pass)).reads;
+        if (reads === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(reads).toBeGreaterThan(0);
+      const passed = await scrape(base);
+      expect({
+        reads: valueOf(passed, 'relay_late_pass_reads_total', { component: 'live', horizon: '3600' }),
+        late: valueOf(passed, 'relay_late_changes_total', { component: 'live' }),
+      }).toEqual({ reads, late: 0 });
       sub.stop();
     } finally {
       await client.dispose();
