@@ -340,6 +340,7 @@ export function createListApplier(
     changes: deps.changes,
     onPass: metrics ? (ok) => metrics.backgroundPass('list_applier', ok) : undefined,
     onApplied: metrics ? (delay) => metrics.listTransactionApplied(delay) : undefined,
+    onLatePass: metrics ? (report) => metrics.latePass('list_applier', report) : undefined,
     runsWhen: whileHeld(deps.presence),
   });
 }

@@ -215,6 +215,8 @@ export interface LateContext {
   readonly through: number;
   /** The pass's clock (ms). */
   readonly nowMs: number;
+  /** Where its horizon starts (ms): the late marks lie at or after it. */
+  readonly from: number;
   readonly cluster: ClusterSettings;
 }
 
@@ -309,7 +311,7 @@ export class WindowedJob {
     const grown = groups.filter((g) => g.subjects.length > (seen.get(`${g.window}:${g.shard}`) ?? 0));
     const subjects = subjectsOf(grown);
     if (subjects.size > 0) {
-      if (spec.handleLate) await spec.handleLate(subjects, { store, through, nowMs, cluster: this.cluster });
+      if (spec.handleLate) await spec.handleLate(subjects, { store, through, nowMs, from, cluster: this.cluster });
       else await spec.handle(subjects, through);
       await writeSeen(store, spec.job, grown);
     }
@@ -323,16 +325,7 @@ export class WindowedJob {
   /** Run `runOnce` every `intervalMs`, and each trailing pass (`LATE_WRITE_PASSES`) every its interval, until stopped. */
   start(intervalMs: number = JOB_WINDOW_MS): void {
     if (this.timer) return;
-    this.lateTimers = latePassesOf(this.cluster).map((pass: LatePass) =>
-      startPeriodicTask({
-        intervalMs: pass.intervalMs,
-        runsWhen: this.options.runsWhen,
-        pass: async () => {
-          this.options.onLatePass?.(await this.runLate(pass.horizonMs));
-        },
-        onError: (err) => this.options.logger?.error({ err, job: this.spec.job, horizonMs: pass.horizonMs }, 'trailing pass failed; will retry'),
-      }),
-    );
+    this.startTrailing();
     this.timer = startPeriodicTask({
       intervalMs,
       runsWhen: this.options.runsWhen,
@@ -345,6 +338,21 @@ export class WindowedJob {
         this.options.logger?.error({ err, job: this.spec.job }, 'background pass failed; will retry');
       },
     });
+  }
+
+  /** Run only the trailing passes on their timers (a job whose own passes another task runs). */
+  startTrailing(): void {
+    if (this.lateTimers.length > 0) return;
+    this.lateTimers = latePassesOf(this.cluster).map((pass: LatePass) =>
+      startPeriodicTask({
+        intervalMs: pass.intervalMs,
+        runsWhen: this.options.runsWhen,
+        pass: async () => {
+          this.options.onLatePass?.(await this.runLate(pass.horizonMs));
+        },
+        onError: (err) => this.options.logger?.error({ err, job: this.spec.job, horizonMs: pass.horizonMs }, 'trailing pass failed; will retry'),
+      }),
+    );
   }
 
   stop(): void {
