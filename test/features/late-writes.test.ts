@@ -1,0 +1,158 @@
+/**
+ * Writes that land after the late-write window (#35), found by the trailing passes:
+ * a post created and one deleted, a list item added, and a rename, each in a batch the
+ * caller was told timed out and that lands once its window was settled, swept and cut
+ * (`OutcomeFaultStore`, 'timeout-then-applied'). Before the trailing passes the count,
+ * the list and the name index are wrong; after them the counts (and the offset pages
+ * read through the counted index) are exact, the item is in its list, and the name
+ * index finds the new name only; a second pass, on either server, changes nothing.
+ */
+import { afterEach, expect, it } from 'vitest';
+import { createListApplier } from '../../src/composition-root.js';
+import { nameEntriesOf } from '../../src/features/directory/name-index.js';
+import { itemsCountKey } from '../../src/features/lists/lists.js';
+import { postsCountKey } from '../../src/features/timeline/timeline.js';
+import { timelineTable } from '../../src/features/timeline/timeline-tables.js';
+import { aUser } from '../../src/features/users/user-mother.js';
+import { OutcomeFaultStore } from '../support/faulty-store.js';
+import { CLUSTER, twoServers } from '../support/count-servers.js';
+import { describeEachStore, StorePool } from '../support/stores.js';
+
+const HOUR_MS = 3_600_000;
+
+/** Two servers over a store whose writes can be held back and landed late. */
+async function lateWorld(pool: StorePool) {
+  const { store: base } = await pool.create();
+  const faults = new OutcomeFaultStore(base);
+  const w = await twoServers(faults);
+  // From the real time on: the store stamps what it is not given a time for with it.
+  w.at(Date.now());
+  return {
+    ...w,
+    base,
+    faults,
+    /** Run `write`, whose next batch writing `table` times out now and lands when `land()` is called. */
+    async heldBack(table: string, write: () => Promise<unknown>) {
+      faults.faultNextWrite('timeout-then-applied', (call) => call.operation === 'batch' && call.tables.includes(table));
+      await expect(write()).rejects.toThrow();
+      expect(faults.pending).toBe(false);
+    },
+  };
+}
+
+describeEachStore('writes landing after the window', (target) => {
+  const pool = new StorePool(target);
+  afterEach(() => pool.disposeAll());
+
+  it('settle counts and offset pages exact again once a trailing pass finds posts created and deleted late; a second pass on either server changes nothing', async () => {
+    const w = await lateWorld(pool);
+    const ctx = w.a.ctx();
+    const author = await ctx.users.create(aUser());
+    const key = postsCountKey(author.id);
+    await ctx.timeline.createPost(author.id, 'kept');
+    const doomed = await ctx.timeline.createPost(author.id, 'doomed');
+    await w.settle();
+    // Two posts and a deletion whose batches time out, on both servers.
+    await w.heldBack(timelineTable.name, () => w.a.ctx().timeline.createPost(author.id, 'late one'));
+    await w.heldBack(timelineTable.name, () => w.b.ctx().timeline.createPost(author.id, 'late two'));
+    await w.heldBack(timelineTable.name, () => w.b.ctx().timeline.deletePost(author.id, doomed));
+    await w.settle();
+    await w.settle();
+    expect(await w.a.read(key)).toBe(2);
+    // They land, minutes after their windows were settled: the verifiers alone miss them.
+    w.at(w.now() + 5 * 60_000);
+    await w.faults.land();
+    await w.settle();
+    const held = (await w.base.slice(timelineTable, { partition: { user_id: author.id }, limit: 100 })).map((r) => r.post_id as string);
+    expect(held).toHaveLength(3);
+    expect(await w.a.read(key)).toBe(2);
+    // The trailing pass finds the count; the verifiers then settle it in full.
+    const first = await w.a.services.countVerifier.runLate(HOUR_MS);
+    expect(first.late).toBe(1);
+    expect(first.reads).toBeGreaterThan(0);
+    await w.settle();
+    expect([await w.a.read(key), await w.b.read(key)]).toEqual([3, 3]);
+    // Offset pages through the counted index, rebuilt with the count: exact.
+    for (const offset of [0, 1, 2, 3]) {
+      const page = await w.a.ctx().timeline.posts(author.id, { first: 2, offset });
+      expect(page.edges.map((e) => e.node.postId)).toEqual(held.slice(offset, offset + 2));
+    }
+    // Again, on each server: nothing more is found, and the count stays.
+    expect((await w.a.services.countVerifier.runLate(HOUR_MS)).late).toBe(0);
+    expect((await w.b.services.countVerifier.runLate(3 * HOUR_MS)).late).toBe(0);
+    await w.settle();
+    expect(await w.b.read(key)).toBe(3);
+  }, target.ddlTimeoutMs);
+
+  it('apply a list item whose append landed behind the applier\'s cut, with its list counted exactly', async () => {
+    const w = await lateWorld(pool);
+    const ctx = w.a.ctx();
+    const owner = await ctx.users.create(aUser());
+    const list = await ctx.lists.create('Late', owner.id);
+    const applier = createListApplier({ ...w.a.services, cluster: CLUSTER });
+    const labels = async () => (await w.a.ctx().lists.items(list.listId, { first: 10 })).edges.map((e) => e.node.label);
+    await ctx.lists.add(list.listId, 'first');
+    w.at(w.now() + 1_000);
+    await w.heldBack('list_transactions', () => w.a.ctx().lists.add(list.listId, 'late'));
+    w.at(w.now() + 1_000);
+    await w.b.ctx().lists.add(list.listId, 'third');
+    // The applier applies and cuts past the late item's id (two passes: its trailing
+    // job's progress first), and the verifiers settle.
+    await w.settle();
+    await applier.runOnce();
+    await w.settle();
+    await applier.runOnce();
+    expect(await labels()).toEqual(['first', 'third']);
+    w.at(w.now() + 5 * 60_000);
+    await w.faults.land();
+    await applier.runOnce();
+    await w.settle();
+    // Landed below the cut: no reader sees it, the count still says two.
+    expect(await labels()).toEqual(['first', 'third']);
+    expect(await w.a.read(itemsCountKey(list.listId))).toBe(2);
+    const found = await applier.runLate(HOUR_MS);
+    expect(found.late).toBe(1);
+    expect(applier.lateApplied).toBe(1);
+    await w.a.services.countVerifier.runLate(HOUR_MS);
+    await w.settle();
+    expect(await labels()).toEqual(['first', 'late', 'third']);
+    expect([await w.a.read(itemsCountKey(list.listId)), await w.b.read(itemsCountKey(list.listId))]).toEqual([3, 3]);
+    // Another applier's pass over the longest horizon finds nothing more to apply.
+    const other = createListApplier({ ...w.b.services, cluster: CLUSTER });
+    expect((await other.runLate(3 * HOUR_MS)).late).toBe(0);
+    expect((await applier.runLate(HOUR_MS)).late).toBe(0);
+    expect(await labels()).toEqual(['first', 'late', 'third']);
+  }, target.ddlTimeoutMs);
+
+  it('sweep a rename that landed late, after a newer one, out of the name index', async () => {
+    const w = await lateWorld(pool);
+    const ctx = w.a.ctx();
+    const user = await ctx.users.create({ ...aUser(), firstName: 'Ada', lastName: 'Byron' });
+    const found = async (query: string) => (await w.b.ctx().directory.byName(query, { first: 5 })).edges.map((e) => e.node.userId);
+    /** The last names of the versions the user's entries table lists, oldest first. */
+    const lastNames = async () => (await nameEntriesOf(w.base, user.id)).map((e) => (JSON.parse(e.value) as { lastName: string }).lastName);
+    w.at(w.now() + 1_000);
+    // A rename whose batch lands late, after a newer rename went through.
+    await w.heldBack('user_name_index', () => w.a.ctx().users.update(user.id, { lastName: 'Lovelace' }));
+    w.at(w.now() + 1_000);
+    await w.b.ctx().users.update(user.id, { lastName: 'Babbage' });
+    await w.a.services.nameSweeper.runOnce();
+    w.closeWindows();
+    await w.a.services.nameSweeper.runOnce();
+    await w.b.services.nameSweeper.runOnce();
+    w.at(w.now() + 5 * 60_000);
+    await w.faults.land();
+    await w.a.services.nameSweeper.runOnce();
+    await w.b.services.nameSweeper.runOnce();
+    // Its entries stay beside the newer ones: the sweepers passed its window before it landed.
+    expect(await lastNames()).toEqual(['Lovelace', 'Babbage']);
+    const late = await w.b.services.nameSweeper.runLate(HOUR_MS);
+    expect(late.late).toBe(1);
+    expect(await lastNames()).toEqual(['Babbage']);
+    expect(await found('lovelace')).toEqual([]);
+    expect(await found('babbage')).toEqual([user.id]);
+    expect((await w.a.services.nameSweeper.runLate(3 * HOUR_MS)).late).toBe(0);
+    expect(await lastNames()).toEqual(['Babbage']);
+    expect(await found('babbage')).toEqual([user.id]);
+  }, target.ddlTimeoutMs);
+});
