@@ -1,6 +1,7 @@
 /**
  * Writes that land after the late-write window (#35), found by the trailing passes:
- * a post created and one deleted, a list item added, and a rename, each in a batch the
+ * posts created and deleted, a list item added, a suspension lifted, an acceptance, and
+ * a rename, each in a batch the
  * caller was told timed out and that lands once its window was settled, swept and cut
  * (`OutcomeFaultStore`, 'timeout-then-applied'). Before the trailing passes the count,
  * the list and the name index are wrong; after them the counts (and the offset pages
@@ -11,6 +12,10 @@ import { afterEach, expect, it } from 'vitest';
 import { createListApplier } from '../../src/composition-root.js';
 import { nameEntriesOf } from '../../src/features/directory/name-index.js';
 import { itemsCountKey } from '../../src/features/lists/lists.js';
+import { acceptanceCountKey } from '../../src/features/meetings/meetings.js';
+import { meetingUsersTable } from '../../src/features/meetings/meetings-tables.js';
+import { SUSPENSIONS_COUNT_KEY } from '../../src/features/suspensions/suspension-sagas.js';
+import { usersByStatusTable } from '../../src/features/suspensions/suspensions-tables.js';
 import { postsCountKey } from '../../src/features/timeline/timeline.js';
 import { timelineTable } from '../../src/features/timeline/timeline-tables.js';
 import { aUser } from '../../src/features/users/user-mother.js';
@@ -122,6 +127,40 @@ describeEachStore('writes landing after the window', (target) => {
     expect((await other.runLate(3 * HOUR_MS)).late).toBe(0);
     expect((await applier.runLate(HOUR_MS)).late).toBe(0);
     expect(await labels()).toEqual(['first', 'late', 'third']);
+  }, target.ddlTimeoutMs);
+
+  it('count exactly a suspension lifted and an acceptance whose batches landed late', async () => {
+    const w = await lateWorld(pool);
+    const ctx = w.a.ctx();
+    const [held, other, guest] = [await ctx.users.create(aUser()), await ctx.users.create(aUser()), await ctx.users.create(aUser())];
+    const meeting = await ctx.meetings.create({ title: 'Late' }, guest.id);
+    await ctx.suspensions.suspend({ userId: held.id, reason: 'spam' });
+    await ctx.suspensions.suspend({ userId: other.id, reason: 'spam' });
+    await w.settle();
+    // The lifting's batch (row, change and count) and the acceptance's time out, and land later.
+    await w.heldBack(usersByStatusTable.name, () => w.b.ctx().suspensions.unsuspend(held.id));
+    await w.heldBack(meetingUsersTable.name, () => w.a.ctx().meetings.accept(meeting.meetingId, guest.id));
+    await w.settle();
+    await w.settle();
+    w.at(w.now() + 5 * 60_000);
+    await w.faults.land();
+    await w.settle();
+    const shown = async () => ({
+      suspended: (await w.a.ctx().suspensions.page({ first: 10 })).edges.length,
+      acceptors: (await w.a.ctx().meetings.acceptedBy(meeting.meetingId, { first: 10 })).edges.length,
+    });
+    const counted = async (server: typeof w.a) => ({ suspended: await server.read(SUSPENSIONS_COUNT_KEY), acceptors: await server.read(acceptanceCountKey(meeting.meetingId)) });
+    const truth = await shown();
+    expect(truth).toEqual({ suspended: 1, acceptors: 1 });
+    // The verifiers had settled both windows before they landed: the counts miss them.
+    expect(await counted(w.a)).toEqual({ suspended: 2, acceptors: 0 });
+    expect((await w.b.services.countVerifier.runLate(HOUR_MS)).late).toBeGreaterThanOrEqual(1);
+    await w.settle();
+    expect([await counted(w.a), await counted(w.b)]).toEqual([truth, truth]);
+    expect(await shown()).toEqual(truth);
+    expect((await w.a.services.countVerifier.runLate(3 * HOUR_MS)).late).toBe(0);
+    await w.settle();
+    expect(await counted(w.a)).toEqual(truth);
   }, target.ddlTimeoutMs);
 
   it('sweep a rename that landed late, after a newer one, out of the name index', async () => {
