@@ -37,8 +37,10 @@
  *   landed before the cut passed it, which the cut's settle then applied;
  * - the job's trailing passes hand every list with a mark that landed after its window
  *   was read to `settleLate`, which applies, under the list's lease, every transaction
- *   between the horizon and the mark not applied yet, in id order, as `settle` applies
- *   a late one above the mark. A list held by another applier fails the pass, which the
+ *   from the horizon on not applied yet, in id order, as `settle` applies a late one
+ *   above the mark (one can also land above the mark but below a transaction applied
+ *   since, whose queue entry was cut: readers, who stop at the first applied one, would
+ *   not see it either). A list held by another applier fails the pass, which the
  *   next one retries (its marks are then still unread).
  * Past the longest horizon a late transaction is hidden by the next cut, as before.
  */
@@ -63,7 +65,7 @@ import {
   readPendingTransactions,
   readTransactionMark,
   visitTransactionsAbove,
-  visitTransactionsBetween,
+  visitTransactionsFrom,
   type ListTx,
 } from './ledger.js';
 import { listChangeOf, listFeedOf, readListItems } from './lists.js';
@@ -167,16 +169,15 @@ export class ListApplier {
   }
 
   /**
-   * Apply, under the list's lease, every transaction between `fromMs` and the list's
-   * mark not applied yet (late ones), in id order; returns how many. Throws when another
-   * applier holds the list: the trailing pass is then retried.
+   * Apply, under the list's lease, every transaction from `fromMs` on not applied yet
+   * (late ones, below the list's mark or below a transaction applied since), in id
+   * order; returns how many. Throws when another applier holds the list: the trailing
+   * pass is then retried.
    */
   async settleLate(listId: string, reads: Store, fromMs: number): Promise<number> {
     const outcome = await this.leased(listId, async (keep) => {
-      const mark = await readTransactionMark(reads, listId);
-      if (mark === null) return 0;
       let applied = 0;
-      await visitTransactionsBetween(reads, listId, minTimeuuidOfMicros(BigInt(fromMs) * 1000n), mark, async (page) => {
+      await visitTransactionsFrom(reads, listId, minTimeuuidOfMicros(BigInt(fromMs) * 1000n), async (page) => {
         for (const { tx, applied: done } of page) {
           if (done) continue;
           if (!(await keep())) return false;

@@ -168,36 +168,34 @@ export function visitTransactionsAbove(
   visit: (page: StoredTx[]) => Promise<boolean> | boolean,
   pageSize = 500,
 ): Promise<void> {
-  return visitTransactionRange(store, listId, mark ? { values: [mark], inclusive: false } : undefined, undefined, visit, pageSize);
+  return visitTransactionRange(store, listId, mark ? { values: [mark], inclusive: false } : undefined, visit, pageSize);
 }
 
 /**
- * The transactions of a list from `lower` up to `upper` (ids, inclusive), applied or
- * not, oldest first, a page at a time (`visit` returns false to stop): what a trailing
- * pass reads below the list's mark (applier.ts).
+ * The transactions of a list from `lower` on (an id, inclusive), applied or not, oldest
+ * first, a page at a time (`visit` returns false to stop): what a trailing pass reads,
+ * below the list's mark too (applier.ts).
  */
-export function visitTransactionsBetween(
+export function visitTransactionsFrom(
   store: Store,
   listId: string,
   lower: string,
-  upper: string,
   visit: (page: StoredTx[]) => Promise<boolean> | boolean,
   pageSize = 500,
 ): Promise<void> {
-  return visitTransactionRange(store, listId, { values: [lower], inclusive: true }, { values: [upper], inclusive: true }, visit, pageSize);
+  return visitTransactionRange(store, listId, { values: [lower], inclusive: true }, visit, pageSize);
 }
 
-/** The transactions of a list within bounds, oldest first, a page at a time. */
+/** The transactions of a list from a bound on, oldest first, a page at a time. */
 async function visitTransactionRange(
   store: Store,
   listId: string,
   lower: ClusteringBound | undefined,
-  upper: ClusteringBound | undefined,
   visit: (page: StoredTx[]) => Promise<boolean> | boolean,
   pageSize: number,
 ): Promise<void> {
   for (;;) {
-    const rows = await store.slice(listTransactionsTable, { partition: { list_id: listId }, limit: pageSize, ...(lower && { lower }), ...(upper && { upper }) });
+    const rows = await store.slice(listTransactionsTable, { partition: { list_id: listId }, limit: pageSize, ...(lower && { lower }) });
     if (rows.length && !(await visit(rows.map((r) => ({ tx: txFromRow(r), applied: r.applied === true }))))) return;
     if (rows.length < pageSize) return;
     lower = { values: [rows[rows.length - 1]!.tx_id!], inclusive: false };
