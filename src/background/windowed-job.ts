@@ -277,6 +277,9 @@ export class WindowedJob {
   async runOnce(): Promise<number> {
     const { store, spec } = this;
     const through = closedThrough(this.options.clock, this.cluster);
+    // No window closed since this process's last pass: nothing to read (a job run more
+    // often than a window, as the list applier's timer runs the `lists` job).
+    if (this.confirmed !== null && this.confirmed >= through) return 0;
     const row = await store.get(jobProgressTable, { job: spec.job });
     const last = row ? Number(row.through as bigint) : null;
     const from = windowOf(Math.max(last ?? -Infinity, through - MARK_TTL_SECONDS * 1000));
