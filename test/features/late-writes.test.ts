@@ -6,7 +6,9 @@
  * (`OutcomeFaultStore`, 'timeout-then-applied'). Before the trailing passes the count,
  * the list and the name index are wrong; after them the counts (and the offset pages
  * read through the counted index) are exact, the item is in its list, and the name
- * index finds the new name only; a second pass, on either server, changes nothing.
+ * index finds the new name only; a second pass, on either server, changes nothing. And
+ * a verifier that read a count before a trailing pass and writes its settlement after
+ * the full one cannot leave it wrong (the bound the late change raised is above it).
  */
 import { afterEach, expect, it } from 'vitest';
 import { createListApplier } from '../../src/composition-root.js';
@@ -19,16 +21,55 @@ import { usersByStatusTable } from '../../src/features/suspensions/suspensions-t
 import { postsCountKey } from '../../src/features/timeline/timeline.js';
 import { timelineTable } from '../../src/features/timeline/timeline-tables.js';
 import { aUser } from '../../src/features/users/user-mother.js';
+import { JOB_WINDOW_MS } from '../../src/background/windowed-job.js';
+import { connectionCountsTable } from '../../src/counts/count-tables.js';
+import type { WriteOptions } from '../../src/store/port.js';
+import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
+import type { Row, TableSpec } from '../../src/store/table.js';
 import { OutcomeFaultStore } from '../support/faulty-store.js';
 import { CLUSTER, twoServers } from '../support/count-servers.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
 
 const HOUR_MS = 3_600_000;
 
+/** Holds the next write of a count's settlement (its head) until released: a verifier slow to write. */
+class SettlementGate extends StoreDecorator {
+  private armed = false;
+  private held: (() => void) | null = null;
+
+  /** Hold the next settlement written. */
+  arm(): void {
+    this.armed = true;
+  }
+
+  /** Let the held settlement go on (it lands now). */
+  release(): void {
+    this.held?.();
+    this.held = null;
+  }
+
+  get holding(): boolean {
+    return this.held !== null;
+  }
+
+  override async upsert(table: TableSpec, row: Row, options?: WriteOptions): Promise<void> {
+    if (this.armed && table === connectionCountsTable && row.settled_count !== undefined) {
+      this.armed = false;
+      await new Promise<void>((resolve) => (this.held = resolve));
+    }
+    return super.upsert(table, row, options);
+  }
+
+  protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
+    return run();
+  }
+}
+
 /** Two servers over a store whose writes can be held back and landed late. */
 async function lateWorld(pool: StorePool) {
   const { store: base } = await pool.create();
-  const faults = new OutcomeFaultStore(base);
+  const gate = new SettlementGate(base);
+  const faults = new OutcomeFaultStore(gate);
   const w = await twoServers(faults);
   // From the real time on: the store stamps what it is not given a time for with it.
   w.at(Date.now());
@@ -36,6 +77,7 @@ async function lateWorld(pool: StorePool) {
     ...w,
     base,
     faults,
+    gate,
     /** Run `write`, whose next batch writing `table` times out now and lands when `land()` is called. */
     async heldBack(table: string, write: () => Promise<unknown>) {
       faults.faultNextWrite('timeout-then-applied', (call) => call.operation === 'batch' && call.tables.includes(table));
@@ -87,6 +129,44 @@ describeEachStore('writes landing after the window', (target) => {
     expect((await w.b.services.countVerifier.runLate(3 * HOUR_MS)).late).toBe(0);
     await w.settle();
     expect(await w.b.read(key)).toBe(3);
+  }, target.ddlTimeoutMs);
+
+  it('keep a count exact when a verifier that missed the late change writes its settlement after the full one', async () => {
+    const w = await lateWorld(pool);
+    const author = await w.a.ctx().users.create(aUser());
+    const key = postsCountKey(author.id);
+    await w.a.ctx().timeline.createPost(author.id, 'first');
+    await w.settle();
+    await w.heldBack(timelineTable.name, () => w.a.ctx().timeline.createPost(author.id, 'late'));
+    // A post after it, settled: the count's settlement passes the late one's window.
+    await w.a.ctx().timeline.createPost(author.id, 'between');
+    await w.settle();
+    w.at(w.now() + 5 * 60_000);
+    await w.faults.land();
+    await w.settle();
+    // Another post, in time; the second server's verifier settles it without the late
+    // one (it read the head before the trailing pass) and is slow to write. Its clock,
+    // 400 ms ahead, is made to close one window more than the first server's.
+    await w.b.ctx().timeline.createPost(author.id, 'in time');
+    w.closeWindows();
+    const t = w.now();
+    w.at(t - (t % JOB_WINDOW_MS) + JOB_WINDOW_MS + 2_800);
+    w.gate.arm();
+    const slow = w.b.services.countVerifier.runOnce();
+    while (!w.gate.holding) await new Promise((resolve) => setTimeout(resolve, 1));
+    expect((await w.a.services.countVerifier.runLate(HOUR_MS)).late).toBe(1);
+    // The first server settles in full at once, through a bound below the slow one's.
+    await w.a.services.countVerifier.runOnce();
+    expect(await w.a.read(key)).toBe(4);
+    // The slow settlement (3) lands last and wins for now; it lies below the bound the
+    // late change raised, so the next passes settle in full again, past it.
+    w.gate.release();
+    await slow;
+    await w.settle();
+    expect([await w.a.read(key), await w.b.read(key)]).toEqual([4, 4]);
+    await w.b.ctx().timeline.createPost(author.id, 'after');
+    await w.settle();
+    expect([await w.a.read(key), await w.b.read(key)]).toEqual([5, 5]);
   }, target.ddlTimeoutMs);
 
   it('apply a list item whose append landed behind the applier\'s cut, with its list counted exactly', async () => {
