@@ -68,7 +68,7 @@ import type { RequestDeadline } from './store/deadline.js';
 import { CallPermits, requestCallCapacity } from './store/call-permits.js';
 import type { RequestBudget } from './graphql/rate-limit.js';
 import type { TableSpec } from './store/table.js';
-import { WindowedJob, windowedJobTables } from './background/windowed-job.js';
+import { WindowedJob, windowedJobTables, type LatePassReport } from './background/windowed-job.js';
 
 /** Every table the product declares. */
 export const ALL_TABLES: readonly TableSpec[] = [
@@ -231,6 +231,15 @@ export function createServices(
   const cluster = settings.cluster ?? DEFAULT_CLUSTER_SETTINGS;
   const liveSettings = settings.live ?? DEFAULT_LIVE_SETTINGS;
   const clockSkew = new ClockSkewWatch({ boundMs: cluster.clockSkewMs, unreadyMs: unreadySkewMsOf(cluster), logger: deps.logger, report: metrics });
+  // A windowed job's options: its passes and trailing passes report as `job`.
+  const jobOptions = (job: 'count_verifier' | 'name_sweeper') => ({
+    clock,
+    cluster,
+    logger: deps.logger,
+    onPass: metrics ? (ok: boolean) => metrics.backgroundPass(job, ok) : undefined,
+    onLatePass: metrics ? (report: LatePassReport) => metrics.latePass(job, report) : undefined,
+    runsWhen: whileHeld(deps.presence),
+  });
   // The process clock reports each write time it observes ahead of it (timestampAbove).
   if (clock instanceof MonotonicClock) clock.onAhead = (aheadMs) => clockSkew.observe(aheadMs);
   return {
@@ -250,17 +259,11 @@ export function createServices(
     changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
-    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, rankedCounts), {
-      clock,
-      cluster,
-      logger: deps.logger,
-      onPass: metrics ? (ok) => metrics.backgroundPass('count_verifier', ok) : undefined,
-      runsWhen: whileHeld(deps.presence),
-    }),
+    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, rankedCounts), jobOptions('count_verifier')),
     nameSweeper: new WindowedJob(
       deps.store,
-      nameSweepJob({ store: deps.store, clock, readUser: (id) => readUserForChange(deps.store, id) }),
-      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined, runsWhen: whileHeld(deps.presence) },
+      nameSweepJob({ store: deps.store, clock, readUser: (id, store = deps.store) => readUserForChange(store, id) }),
+      jobOptions('name_sweeper'),
     ),
     live: new LiveHub({
       store: deps.store,
@@ -338,6 +341,7 @@ export function createListApplier(
     changes: deps.changes,
     onPass: metrics ? (ok) => metrics.backgroundPass('list_applier', ok) : undefined,
     onApplied: metrics ? (delay) => metrics.listTransactionApplied(delay) : undefined,
+    onLatePass: metrics ? (report) => metrics.latePass('list_applier', report) : undefined,
     runsWhen: whileHeld(deps.presence),
   });
 }

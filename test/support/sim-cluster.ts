@@ -13,7 +13,7 @@
  * - with `lateLandingMs`, now and then a batch that carries a background job's mark (a
  *   write the trailing passes answer for) has an unknown outcome: its caller is told it
  *   timed out, and it lands, with its timestamps, that long (virtual ms) later, once
- *   `settle` gets there (a batchlog replay, a hint past the window);
+ *   `settle` or `settleLate` gets there (a batchlog replay, a hint past the window);
  * - an instance crashes before one of its calls: its pending calls land or never land
  *   (chosen at random), no promise of it ever settles again (its code is frozen), its
  *   timers stop and its in-memory state is gone. `restart` starts a new process in
@@ -35,6 +35,7 @@ import {
 import { readConnectionCounts } from '../../src/counts/connection-counts.js';
 import type { ListApplier } from '../../src/features/lists/applier.js';
 import { windowMarksTable, type WindowedJob } from '../../src/background/windowed-job.js';
+import { latePassesOf } from '../../src/config.js';
 import type { RequestContext } from '../../src/graphql/context.js';
 import { Presence } from '../../src/background/presence.js';
 import { MonotonicClock, type Clock } from '../../src/store/clock.js';
@@ -285,6 +286,16 @@ export class SimInstance {
     await this.services.nameSweeper.runOnce();
   }
 
+  /** One trailing pass per configured horizon of every job that has them (`LATE_WRITE_PASSES`). */
+  async trailingPasses(): Promise<void> {
+    for (const pass of latePassesOf(this.services.cluster)) {
+      await this.verifier.runLate(pass.horizonMs);
+      await this.services.nameSweeper.runLate(pass.horizonMs);
+      await this.applier.runLate(pass.horizonMs);
+      await this.services.live.latePass(pass);
+    }
+  }
+
   /** The process died: its timers stop. */
   private died(): void {
     this.applier.stop();
@@ -408,6 +419,20 @@ export class SimCluster {
     const due = this.held.filter((h) => h.dueAt <= now);
     this.held.splice(0, this.held.length, ...this.held.filter((h) => h.dueAt > now));
     for (const h of due) await h.land();
+  }
+
+  /**
+   * Settle, then let every held-back batch land (`lateLandingMs` later, after the
+   * windows they belong to were settled, swept and cut), run every instance's trailing
+   * passes, and settle again: what the cluster comes to once late writes are found.
+   */
+  async settleLate(): Promise<void> {
+    await this.settle();
+    if (this.lateLandingMs === null) return;
+    await this.settle({ stepMs: this.lateLandingMs, rounds: 1 });
+    await this.settle();
+    for (const instance of this.instances) await instance.trailingPasses();
+    await this.settle();
   }
 
   /**
