@@ -41,7 +41,9 @@ import {
   visitTransactionsAbove,
   type ListTx,
 } from './ledger.js';
-import { listChangeOf, listFeedOf, readListItems } from './lists.js';
+import { itemsCountKey, listChangeOf, listFeedOf, placementEntry, readListItems } from './lists.js';
+import { indexChange } from '../../counts/count-ranks.js';
+import type { CountWriter } from '../../counts/connection-counts.js';
 import { planRebalance } from './rebalance.js';
 import {
   PENDING_SHARDS,
@@ -104,6 +106,11 @@ export class ListApplier {
       onApplied?: (delaySeconds: number) => void;
       /** Whether passes may run now (the process's presence holds its node); a wake while not is left to the timer. */
       runsWhen?: () => boolean;
+      /**
+       * Records each item's placements in the counted index of its list's items (`offset`;
+       * lists.ts, `placementEntry`); without it (tests of the applier alone) nothing is recorded.
+       */
+      counts?: CountWriter;
     } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
@@ -498,6 +505,10 @@ export class ListApplier {
       label: l,
     });
     const stamped = (mutations: Mutation[]) => mutations.map((m) => ({ ...m, options: stamp }));
+    // The item's placement entering (+1) or leaving (-1) the counted index, in the batch
+    // that makes the position permanent (or ends it), with the count's own timestamps.
+    const placed = (p: { weight: bigint; seq: bigint }, sign: 1 | -1): Mutation[] =>
+      this.options.counts ? indexChange(this.options.counts, itemsCountKey(listId), placementEntry(tx.itemId, p), sign) : [];
     const finalBatch = async (mutations: Mutation[], announced: Mutation[]) => {
       await store.batch([...stamped(mutations), ...announced, appliedMark(listId, tx.txId)]);
       return true;
@@ -513,7 +524,7 @@ export class ListApplier {
             { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label: tx.label } },
             { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, tx.label) },
           ],
-          await this.announce(listId, tx, { label: tx.label, ...tx.to }),
+          [...(await this.announce(listId, tx, { label: tx.label, ...tx.to })), ...placed(tx.to, 1)],
         );
       case 'move': {
         // A move of an item that no longer exists, or one already through step 2: nothing to do.
@@ -533,6 +544,8 @@ export class ListApplier {
             { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, label) },
           ]),
           ...(await this.announce(listId, tx, { label, ...tx.to })),
+          ...placed(at, -1),
+          ...placed(tx.to, 1),
         ]);
         break;
       }
@@ -553,7 +566,7 @@ export class ListApplier {
             { kind: 'delete', table: listItemsTable, key: row(at, true) },
             { kind: 'delete', table: listItemIndexTable, key: { item_id: tx.itemId } },
           ],
-          await this.announce(listId, tx, null),
+          [...(await this.announce(listId, tx, null)), ...placed(at, -1)],
         );
     }
     return false;
