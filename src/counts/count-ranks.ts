@@ -23,7 +23,7 @@ import type { PositionIndex } from '../paging/types.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { CountWriter } from './connection-counts.js';
 import type { Row } from '../store/table.js';
-import { countRanksTable } from './count-tables.js';
+import { countItemsTable, countRanksTable } from './count-tables.js';
 
 /** The rank of an item in its connection, for the count keys that have an index; null for the others. */
 export type RankOfItem = (countKey: string) => ((item: string) => bigint) | null;
@@ -58,6 +58,34 @@ export function indexEntry(rank: bigint, rest: string): string {
 /** The rank an index entry's name carries (`indexEntry`). */
 export function rankOfIndexEntry(entry: string): bigint {
   return BigInt(`0x${entry.slice(0, RANK_DIGITS)}`);
+}
+
+/** Generations of an entry probed per read. */
+const GENERATIONS = 4;
+
+/**
+ * The names under which the index entries `entries` of `countKey` stand now: each one's
+ * first generation (`entry`, `entry#1`, …) whose ledger holds no removal. The ledger
+ * counts a name once, from its first addition to its first removal, so an entry that
+ * comes back after it was removed (a list item moved back to the very position it
+ * left) takes the next generation; adding and removing one entry both name its current
+ * generation, and a retried change names the same. One read (more only past
+ * GENERATIONS removals of one entry).
+ */
+export async function currentEntries(store: Store, countKey: string, entries: readonly string[]): Promise<string[]> {
+  const key = indexKeyOf(countKey);
+  const named = (entry: string, generation: number) => (generation === 0 ? entry : `${entry}#${generation}`);
+  const found: Array<string | undefined> = entries.map(() => undefined);
+  for (let from = 0; found.includes(undefined); from += GENERATIONS) {
+    const open = entries.flatMap((entry, i) => (found[i] === undefined ? [i] : []));
+    const names = open.flatMap((i) => Array.from({ length: GENERATIONS }, (_, g) => named(entries[i]!, from + g)));
+    const rows = await store.getMany(countItemsTable, names.map((item) => ({ count_key: key, item })));
+    open.forEach((i, k) => {
+      const free = rows.slice(k * GENERATIONS, (k + 1) * GENERATIONS).findIndex((row) => row?.removed_at == null);
+      if (free >= 0) found[i] = named(entries[i]!, from + free);
+    });
+  }
+  return found as string[];
 }
 
 /**

@@ -42,7 +42,7 @@ import {
   type ListTx,
 } from './ledger.js';
 import { itemsCountKey, listChangeOf, listFeedOf, placementEntry, readListItems } from './lists.js';
-import { indexChange } from '../../counts/count-ranks.js';
+import { currentEntries, indexChange } from '../../counts/count-ranks.js';
 import type { CountWriter } from '../../counts/connection-counts.js';
 import { planRebalance } from './rebalance.js';
 import {
@@ -507,8 +507,14 @@ export class ListApplier {
     const stamped = (mutations: Mutation[]) => mutations.map((m) => ({ ...m, options: stamp }));
     // The item's placement entering (+1) or leaving (-1) the counted index, in the batch
     // that makes the position permanent (or ends it), with the count's own timestamps.
+    // Each entry under its current generation (`currentEntries`): one read, for the positions this transaction touches.
+    const { counts } = this.options;
+    const touched: Array<{ weight: bigint; seq: bigint }> =
+      tx.kind === 'add' ? (at ? [] : [tx.to]) : tx.kind === 'move' ? (at && (at.weight !== tx.to.weight || at.seq !== tx.to.seq) ? [at, tx.to] : []) : tx.kind === 'remove' && at ? [at] : [];
+    const countKey = itemsCountKey(listId);
+    const entries = counts && touched.length > 0 ? await currentEntries(store, countKey, touched.map((p) => placementEntry(tx.itemId, p))) : [];
     const placed = (p: { weight: bigint; seq: bigint }, sign: 1 | -1): Mutation[] =>
-      this.options.counts ? indexChange(this.options.counts, itemsCountKey(listId), placementEntry(tx.itemId, p), sign) : [];
+      counts ? indexChange(counts, countKey, entries[touched.indexOf(p)]!, sign) : [];
     const finalBatch = async (mutations: Mutation[], announced: Mutation[]) => {
       await store.batch([...stamped(mutations), ...announced, appliedMark(listId, tx.txId)]);
       return true;

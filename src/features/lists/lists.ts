@@ -6,7 +6,7 @@
  */
 import type { Counted, CountWriter } from '../../counts/connection-counts.js';
 import { scanRows, type Membership } from '../../counts/recount.js';
-import { countedIndex, indexEntry, indexKeyOf } from '../../counts/count-ranks.js';
+import { countedIndex, currentEntries, indexEntry, indexKeyOf } from '../../counts/count-ranks.js';
 import { BIGINT_BOUNDS, RANK_TOP, bigintAtRank, bigintRank, uuidAtRank } from '../../paging/rank-orders.js';
 import type { RankOrder } from '../../paging/ranked-index.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
@@ -114,7 +114,9 @@ export const listOrder: RankOrder = {
  * its rank, then the item and the position, under the count's index key (count-ranks.ts,
  * `indexKeyOf`). The applier, which makes positions permanent one transaction at a time
  * in order, adds the entry of an item's new position and removes its old one in the
- * batch that moves it (applier.ts), so the index follows the applied list exactly.
+ * batch that moves it (applier.ts), so the index follows the applied list exactly. An
+ * item moved back to a position it held before (a midpoint of the same two neighbours)
+ * takes the entry's next generation (`currentEntries`).
  */
 export function placementEntry(itemId: string, position: Position): string {
   return indexEntry(bigintRank(position.weight), `${itemId}@${position.weight}@${position.seq}`);
@@ -242,7 +244,8 @@ export async function* listMemberships(store: Store): AsyncGenerator<Membership>
         if (from !== undefined) items = items.filter((item) => source.compare(source.keyOf(item), from!) !== 0);
         if (items.length === 0) break;
         yield { key: itemsCountKey(row.list_id as string), items: items.map((i) => i.itemId) };
-        yield { key: indexKeyOf(itemsCountKey(row.list_id as string)), items: items.map((i) => placementEntry(i.itemId, i)) };
+        const countKey = itemsCountKey(row.list_id as string);
+        yield { key: indexKeyOf(countKey), items: await currentEntries(store, countKey, items.map((i) => placementEntry(i.itemId, i))) };
         from = source.keyOf(items[items.length - 1]!);
       }
     }
