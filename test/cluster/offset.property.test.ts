@@ -5,10 +5,6 @@
  * late and out of order, an instance may crash mid-write or mid-settlement. Once
  * settled, every offset page of every author's posts, from the start, the end or a
  * cursor, in both directions, equals the model's slice of what the timeline holds.
- * The same for the other three counted connections: a list's items added, moved (one
- * item by several servers at once) and removed; suspensions made (some in the past),
- * lifted and made again; a meeting's acceptances, some repeated. Their model is what
- * their plain pages show once settled.
  */
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
@@ -144,6 +140,12 @@ const USERS = 8;
 const suspensionOp = fc.record({ ...scheduled, user: fc.nat(USERS - 1), lift: fc.boolean(), daysAgo: fc.option(fc.integer({ min: 1, max: 90 }), { nil: undefined }) });
 const acceptanceOp = fc.record({ ...scheduled, user: fc.nat(19) });
 
+/**
+ * The same for the other three counted connections: a list's items added, moved (one
+ * item by several servers at once) and removed; suspensions made (some in the past),
+ * lifted and made again; a meeting's acceptances, some repeated. Their model is what
+ * their plain pages show once settled.
+ */
 describe('offset on the other counted connections on a simulated cluster', () => {
   it("gives a list's offset pages exactly once settled: adds, moves (one item by several servers at once) and removals, skewed clocks, late writes, crashes", async () => {
     await assertSim(

@@ -4,9 +4,7 @@
  * imported into the middle of the timeline and posts deleted twice; a settlement that
  * crashed between its bucket writes and its head, or that two verifiers ran at once,
  * leaves the counted index exact; a full settlement (a recount) rebuilds the same
- * buckets. And on the other three counted connections (a list's items, through moves;
- * the suspended users; a meeting's acceptors), the same, and a recount that rebuilds
- * their indexes from nothing.
+ * buckets.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
@@ -157,6 +155,11 @@ class BeforeTheIndex extends StoreDecorator {
   }
 }
 
+/**
+ * The other three counted connections (a list's items, through moves; the suspended
+ * users; a meeting's acceptors): the same, and a recount that builds their indexes for
+ * data written before them.
+ */
 describeEachStore('offset on the other counted connections', (target) => {
   const pool = new StorePool(target);
   afterEach(() => pool.disposeAll());
