@@ -506,11 +506,13 @@ export class ListApplier {
     });
     const stamped = (mutations: Mutation[]) => mutations.map((m) => ({ ...m, options: stamp }));
     // The item's placement entering (+1) or leaving (-1) the counted index, in the batch
-    // that makes the position permanent (or ends it), with the count's own timestamps.
-    // Each entry under its current generation (`currentEntries`): one read, for the positions this transaction touches.
+    // that makes the position permanent (or ends it), with the count's own timestamps;
+    // each entry under its current generation (`currentEntries`: one read).
     const { counts } = this.options;
-    const touched: Array<{ weight: bigint; seq: bigint }> =
-      tx.kind === 'add' ? (at ? [] : [tx.to]) : tx.kind === 'move' ? (at && (at.weight !== tx.to.weight || at.seq !== tx.to.seq) ? [at, tx.to] : []) : tx.kind === 'remove' && at ? [at] : [];
+    const touched: Array<{ weight: bigint; seq: bigint }> = [];
+    if (tx.kind === 'add' && !at) touched.push(tx.to);
+    if (tx.kind === 'move' && at && (at.weight !== tx.to.weight || at.seq !== tx.to.seq)) touched.push(at, tx.to);
+    if (tx.kind === 'remove' && at) touched.push(at);
     const countKey = itemsCountKey(listId);
     const entries = counts && touched.length > 0 ? await currentEntries(store, countKey, touched.map((p) => placementEntry(tx.itemId, p))) : [];
     const placed = (p: { weight: bigint; seq: bigint }, sign: 1 | -1): Mutation[] =>
