@@ -20,7 +20,7 @@ import {
 } from './config.js';
 import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
 import { countTables } from './counts/count-tables.js';
-import type { RankOfItem } from './counts/count-ranks.js';
+import { isIndexKey, rankOfIndexEntry, type RankOfItem } from './counts/count-ranks.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
@@ -31,7 +31,7 @@ import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
 import { meetingTables } from './features/meetings/meetings-tables.js';
-import { Meetings, TokenSequence } from './features/meetings/meetings.js';
+import { Meetings, TokenSequence, acceptorRank } from './features/meetings/meetings.js';
 import { suspensionSagas } from './features/suspensions/suspension-sagas.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
 import { Suspensions } from './features/suspensions/suspensions.js';
@@ -105,10 +105,13 @@ export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' |
  */
 /**
  * The counts that keep a counted index (`offset` without reading the edges skipped):
- * an author's posts, ranked by time. The other counted connections find an offset by
- * reading (paging/ranked-index.ts, `readingPositions`).
+ * an author's posts, ranked by time, and a meeting's acceptors, by user id, whose
+ * items are what they rank; and the index entries of the connections whose ranks are
+ * not a function of their counted items (a list's placements, the suspensions), each
+ * carrying its rank in its name (count-ranks.ts, `indexKeyOf`).
  */
-export const rankedCounts: RankOfItem = (countKey) => (countKey.startsWith('posts:') ? postRank : null);
+export const rankedCounts: RankOfItem = (countKey) =>
+  countKey.startsWith('posts:') ? postRank : countKey.startsWith('accepted:') ? acceptorRank : isIndexKey(countKey) ? rankOfIndexEntry : null;
 
 export function createStore(
   config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'> & Partial<Pick<Config, 'embeddedStore'>>,
@@ -331,7 +334,7 @@ export function createLiveLoaders(services: Services): Loaders {
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
 export function createListApplier(
-  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics' | 'presence'>>,
+  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes' | 'counts'> & Partial<Pick<Services, 'cluster' | 'metrics' | 'presence'>>,
 ): ListApplier {
   const metrics = deps.metrics ?? null;
   return new ListApplier(deps.store, {
@@ -339,6 +342,7 @@ export function createListApplier(
     logger: deps.logger,
     cluster: deps.cluster ?? DEFAULT_CLUSTER_SETTINGS,
     changes: deps.changes,
+    counts: deps.counts,
     onPass: metrics ? (ok) => metrics.backgroundPass('list_applier', ok) : undefined,
     onApplied: metrics ? (delay) => metrics.listTransactionApplied(delay) : undefined,
     onLatePass: metrics ? (report) => metrics.latePass('list_applier', report) : undefined,

@@ -68,7 +68,9 @@ import {
   visitTransactionsFrom,
   type ListTx,
 } from './ledger.js';
-import { listChangeOf, listFeedOf, readListItems } from './lists.js';
+import { itemsCountKey, listChangeOf, listFeedOf, placementEntry, readListItems } from './lists.js';
+import { currentEntries, indexChange } from '../../counts/count-ranks.js';
+import type { CountWriter } from '../../counts/connection-counts.js';
 import { planRebalance } from './rebalance.js';
 import {
   PENDING_SHARDS,
@@ -133,6 +135,11 @@ export class ListApplier {
       runsWhen?: () => boolean;
       /** Told what each trailing pass cost and found (metrics). */
       onLatePass?: (report: LatePassReport) => void;
+      /**
+       * Records each item's placements in the counted index of its list's items (`offset`;
+       * lists.ts, `placementEntry`); without it (tests of the applier alone) nothing is recorded.
+       */
+      counts?: CountWriter;
     } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
@@ -611,6 +618,18 @@ export class ListApplier {
       label: l,
     });
     const stamped = (mutations: Mutation[]) => mutations.map((m) => ({ ...m, options: stamp }));
+    // The item's placement entering (+1) or leaving (-1) the counted index, in the batch
+    // that makes the position permanent (or ends it), with the count's own timestamps;
+    // each entry under its current generation (`currentEntries`: one read).
+    const { counts } = this.options;
+    const touched: Array<{ weight: bigint; seq: bigint }> = [];
+    if (tx.kind === 'add' && !at) touched.push(tx.to);
+    if (tx.kind === 'move' && at && (at.weight !== tx.to.weight || at.seq !== tx.to.seq)) touched.push(at, tx.to);
+    if (tx.kind === 'remove' && at) touched.push(at);
+    const countKey = itemsCountKey(listId);
+    const entries = counts && touched.length > 0 ? await currentEntries(store, countKey, touched.map((p) => placementEntry(tx.itemId, p))) : [];
+    const placed = (p: { weight: bigint; seq: bigint }, sign: 1 | -1): Mutation[] =>
+      counts ? indexChange(counts, countKey, entries[touched.indexOf(p)]!, sign) : [];
     const finalBatch = async (mutations: Mutation[], announced: Mutation[]) => {
       await store.batch([...stamped(mutations), ...announced, appliedMark(listId, tx.txId)]);
       return true;
@@ -626,7 +645,7 @@ export class ListApplier {
             { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label: tx.label } },
             { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, tx.label) },
           ],
-          await this.announce(listId, tx, { label: tx.label, ...tx.to }),
+          [...(await this.announce(listId, tx, { label: tx.label, ...tx.to })), ...placed(tx.to, 1)],
         );
       case 'move': {
         // A move of an item that no longer exists, or one already through step 2: nothing to do.
@@ -646,6 +665,8 @@ export class ListApplier {
             { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, label) },
           ]),
           ...(await this.announce(listId, tx, { label, ...tx.to })),
+          ...placed(at, -1),
+          ...placed(tx.to, 1),
         ]);
         break;
       }
@@ -666,7 +687,7 @@ export class ListApplier {
             { kind: 'delete', table: listItemsTable, key: row(at, true) },
             { kind: 'delete', table: listItemIndexTable, key: { item_id: tx.itemId } },
           ],
-          await this.announce(listId, tx, null),
+          [...(await this.announce(listId, tx, null)), ...placed(at, -1)],
         );
     }
     return false;

@@ -13,6 +13,8 @@ import type { Admission, FeedSpec } from '../../live/live-hub.js';
 import type { CursorCodec } from '../../paging/cursor.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
+import { uuidAscending } from '../../paging/rank-orders.js';
+import { countedIndex } from '../../counts/count-ranks.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
 import type { Clock } from '../../store/clock.js';
@@ -91,6 +93,14 @@ export interface MeetingsDeps {
 
 /** A page of a meeting's acceptors, with the key its `totalCount` is read by. */
 export type AcceptorPage = Page<Acceptance> & Counted;
+
+/**
+ * The rank of an acceptor in `Meeting.acceptedBy` (by user id), by which the meeting's
+ * count keeps its counted index (`offset`): the count's items are the acceptors' ids.
+ */
+export function acceptorRank(userId: string): bigint {
+  return uuidAscending.rankOf([userId]);
+}
 
 /** The count key of a meeting's acceptors (`acceptanceCount`, `acceptedBy.totalCount`). */
 export function acceptanceCountKey(meetingId: string): string {
@@ -323,7 +333,8 @@ export class Meetings {
     for await (const rows of partitionChunks(store, meetingUsersTable, { meeting_id: meetingId })) {
       await backfillItems(store, counts, key, rows.map((r) => r.user_id as string));
     }
-    const actual = await reconcileCount(store, counts, key, closedThrough(clock, cluster));
+    // With its counted index: rebuilt with the settlement, or its buckets would lack what the head holds.
+    const actual = await reconcileCount(store, counts, key, closedThrough(clock, cluster), (k) => (k === key ? acceptorRank : null));
     loaders.connectionCount.clear(key);
     loaders.connectionCount.prime(key, actual);
     return { meeting, previousCount: previous, acceptanceCount: actual };
@@ -384,10 +395,16 @@ export class Meetings {
     });
   }
 
-  /** One page of the users who accepted, in clustering order (by user id), with its count's key. */
+  /**
+   * One page of the users who accepted, in clustering order (by user id), with its
+   * count's key; an `offset` is found through the count's counted index (an acceptor's
+   * rank is its user id's, `acceptorRank`).
+   */
   async acceptedBy(meetingId: string, args: PageArgs): Promise<AcceptorPage> {
-    const page = await pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec, signal: this.deps.signal });
-    return { ...page, countKey: acceptanceCountKey(meetingId) };
+    const countKey = acceptanceCountKey(meetingId);
+    const index = countedIndex(this.deps.store, countKey, uuidAscending);
+    const page = await pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec, index, signal: this.deps.signal });
+    return { ...page, countKey };
   }
 
   /** The `Meeting.acceptedBy` edge of an acceptance, as a page of that connection gives it. */
