@@ -26,7 +26,7 @@ import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
 import { nameSweepJob } from './features/directory/name-index.js';
 import { idempotencyTables } from './features/idempotency/idempotency-tables.js';
-import { MutationKeys, requestKeys } from './features/idempotency/mutation-keys.js';
+import { MutationKeys, requestKeys, type RequestKeys } from './features/idempotency/mutation-keys.js';
 import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
@@ -381,65 +381,90 @@ export function createRequestContext(
 ): RequestContext {
   const { codec, settings } = services;
   // The request's store stops at its deadline (REQUEST_TIMEOUT_MS), when it has one.
-  const { signal } = options;
-  const store = new CountingStore(services.store, options.deadline, signal, services.requestCalls);
+  const store = new CountingStore(services.store, options.deadline, options.signal, services.requestCalls);
   const loaders = options.loaders ?? createLoaders(store, { ...options, counts: countReading(services) });
   const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
-  const sagas = createSagaRunner(services, store);
+  const { signal } = options;
+  // Every feature, and what only some of them use (sagas, request ids), is made when the
+  // request first asks for it: a page reads through one or two of the six.
+  let sagas: SagaRunner | undefined;
+  const sagaRunner = () => (sagas ??= createSagaRunner(services, store));
   // Fresh ids, or an idempotency key's plan while a keyed mutation runs.
-  const ids = new RequestIds();
-  const changes = plannedChangeWriter(services.changes, ids);
-  const directory = new Directory({
-    store,
-    codec,
-    signal,
-    actor,
-    users: loaders.userById,
-    sagas,
-    logger: services.logger,
-    cluster: services.cluster,
-    nameSwept: () => services.nameSweeper.progress(),
-  });
-  const users = new Users({ store, actor, loaders, directory, clock: services.clock, ids });
-  const timeline = new Timeline({ store, codec, signal, loaders, changes, counts: services.counts });
-  const suspensions = new Suspensions({
-    store,
-    codec,
-    signal,
-    actor,
-    loaders,
-    sagas,
-    lock: services.userLock,
-    granularity: settings.suspensionBucket,
-    ids,
-  });
-  const meetings = new Meetings({
-    store,
-    codec,
-    signal,
-    actor,
-    loaders,
-    clock: services.clock,
-    tokens: services.acceptanceTokens,
-    lock: services.acceptanceLock,
-    strategy: settings.acceptanceStrategy,
-    cluster: services.cluster,
-    changes,
-    counts: services.counts,
-    ids,
-  });
-  const lists = new Lists({ store, codec, signal, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts, ids });
+  let requestIds: RequestIds | undefined;
+  const ids = () => (requestIds ??= new RequestIds());
+  let changeWriter: ChangeWriter | undefined;
+  const changes = () => (changeWriter ??= plannedChangeWriter(services.changes, ids()));
+  let directory: Directory | undefined;
+  let users: Users | undefined;
+  let timeline: Timeline | undefined;
+  let suspensions: Suspensions | undefined;
+  let meetings: Meetings | undefined;
+  let lists: Lists | undefined;
+  let live: LiveSubscriptions | undefined;
+  let mutationKeys: RequestKeys | undefined;
+  const directoryOf = () =>
+    (directory ??= new Directory({
+      store,
+      codec,
+      signal,
+      actor,
+      users: loaders.userById,
+      sagas: sagaRunner(),
+      logger: services.logger,
+      cluster: services.cluster,
+      nameSwept: () => services.nameSweeper.progress(),
+    }));
   return {
     viewer: actor,
     loaders,
-    users,
-    timeline,
-    suspensions,
-    meetings,
-    directory,
-    lists,
-    live: new LiveSubscriptions({ hub: services.live, codec, onSlowConsumer: options.onSlowConsumer }),
-    mutationKeys: requestKeys(services.mutationKeys, store, ids),
+    get users() {
+      return (users ??= new Users({ store, actor, loaders, directory: directoryOf(), clock: services.clock, ids: ids() }));
+    },
+    get timeline() {
+      return (timeline ??= new Timeline({ store, codec, signal, loaders, changes: changes(), counts: services.counts }));
+    },
+    get suspensions() {
+      return (suspensions ??= new Suspensions({
+        store,
+        codec,
+        signal,
+        actor,
+        loaders,
+        sagas: sagaRunner(),
+        lock: services.userLock,
+        granularity: settings.suspensionBucket,
+        ids: ids(),
+      }));
+    },
+    get meetings() {
+      return (meetings ??= new Meetings({
+        store,
+        codec,
+        signal,
+        actor,
+        loaders,
+        clock: services.clock,
+        tokens: services.acceptanceTokens,
+        lock: services.acceptanceLock,
+        strategy: settings.acceptanceStrategy,
+        cluster: services.cluster,
+        changes: changes(),
+        counts: services.counts,
+        ids: ids(),
+      }));
+    },
+    get directory() {
+      return directoryOf();
+    },
+    get lists() {
+      return (lists ??= new Lists({ store, codec, signal, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts, ids: ids() }));
+    },
+    get live() {
+      return (live ??= new LiveSubscriptions({ hub: services.live, codec, onSlowConsumer: options.onSlowConsumer }));
+    },
+    get mutationKeys() {
+      return (mutationKeys ??= requestKeys(services.mutationKeys, store, ids()));
+    },
     startedAt: performance.now(),
     storeRoundTrips: () => store.roundTrips,
     storeStatements: () => store.statements,
