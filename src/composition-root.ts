@@ -21,7 +21,7 @@ import {
 import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
 import { countTables } from './counts/count-tables.js';
 import type { RankOfItem } from './counts/count-ranks.js';
-import { actorOf } from './features/actor.js';
+import { actorOf, type Actor } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
 import { nameSweepJob } from './features/directory/name-index.js';
@@ -379,95 +379,147 @@ export function createRequestContext(
     onSlowConsumer?: () => void;
   } = {},
 ): RequestContext {
-  const { codec, settings } = services;
-  // The request's store stops at its deadline (REQUEST_TIMEOUT_MS), when it has one.
-  const store = new CountingStore(services.store, options.deadline, options.signal, services.requestCalls);
-  const loaders = options.loaders ?? createLoaders(store, { ...options, counts: countReading(services) });
-  const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
-  const { signal } = options;
-  // Every feature, and what only some of them use (sagas, request ids), is made when the
-  // request first asks for it: a page reads through one or two of the six.
-  let sagas: SagaRunner | undefined;
-  const sagaRunner = () => (sagas ??= createSagaRunner(services, store));
-  // Fresh ids, or an idempotency key's plan while a keyed mutation runs.
-  let requestIds: RequestIds | undefined;
-  const ids = () => (requestIds ??= new RequestIds());
-  let changeWriter: ChangeWriter | undefined;
-  const changes = () => (changeWriter ??= plannedChangeWriter(services.changes, ids()));
-  let directory: Directory | undefined;
-  let users: Users | undefined;
-  let timeline: Timeline | undefined;
-  let suspensions: Suspensions | undefined;
-  let meetings: Meetings | undefined;
-  let lists: Lists | undefined;
-  let live: LiveSubscriptions | undefined;
-  let mutationKeys: RequestKeys | undefined;
-  const directoryOf = () =>
-    (directory ??= new Directory({
+  return new RequestScope(services, viewer, options);
+}
+
+/** What `createRequestContext` takes besides the services and the viewer. */
+type RequestOptions = NonNullable<Parameters<typeof createRequestContext>[2]>;
+
+/**
+ * One request's context. Every feature, and what only some of them use (sagas, request
+ * ids, the change writer), is made when the request first asks for it, by a getter on
+ * the prototype: a page reads through one or two of the six features, and a request
+ * pays for no closure per feature.
+ */
+class RequestScope implements RequestContext {
+  readonly viewer: Actor | null;
+  readonly loaders: Loaders;
+  readonly startedAt = performance.now();
+  readonly rateLimit: RequestBudget | null;
+  private readonly store: CountingStore;
+  private sagaRunner?: SagaRunner;
+  private requestIds?: RequestIds;
+  private changeWriter?: ChangeWriter;
+  private madeDirectory?: Directory;
+  private madeUsers?: Users;
+  private madeTimeline?: Timeline;
+  private madeSuspensions?: Suspensions;
+  private madeMeetings?: Meetings;
+  private madeLists?: Lists;
+  private madeLive?: LiveSubscriptions;
+  private madeKeys?: RequestKeys;
+
+  constructor(
+    private readonly services: Services,
+    viewer: Viewer | null,
+    private readonly options: RequestOptions,
+  ) {
+    // The request's store stops at its deadline (REQUEST_TIMEOUT_MS), when it has one.
+    this.store = new CountingStore(services.store, options.deadline, options.signal, services.requestCalls);
+    this.loaders = options.loaders ?? createLoaders(this.store, { ...options, counts: countReading(services) });
+    this.viewer = viewer && actorOf(viewer, this.loaders.userIdByUsername);
+    this.rateLimit = options.rateLimit ?? null;
+  }
+
+  private get sagas(): SagaRunner {
+    return (this.sagaRunner ??= createSagaRunner(this.services, this.store));
+  }
+
+  /** Fresh ids, or an idempotency key's plan while a keyed mutation runs. */
+  private get ids(): RequestIds {
+    return (this.requestIds ??= new RequestIds());
+  }
+
+  private get changes(): ChangeWriter {
+    return (this.changeWriter ??= plannedChangeWriter(this.services.changes, this.ids));
+  }
+
+  get directory(): Directory {
+    const { store, services, options } = this;
+    return (this.madeDirectory ??= new Directory({
       store,
-      codec,
-      signal,
-      actor,
-      users: loaders.userById,
-      sagas: sagaRunner(),
+      codec: services.codec,
+      signal: options.signal,
+      actor: this.viewer,
+      users: this.loaders.userById,
+      sagas: this.sagas,
       logger: services.logger,
       cluster: services.cluster,
       nameSwept: () => services.nameSweeper.progress(),
     }));
-  return {
-    viewer: actor,
-    loaders,
-    get users() {
-      return (users ??= new Users({ store, actor, loaders, directory: directoryOf(), clock: services.clock, ids: ids() }));
-    },
-    get timeline() {
-      return (timeline ??= new Timeline({ store, codec, signal, loaders, changes: changes(), counts: services.counts }));
-    },
-    get suspensions() {
-      return (suspensions ??= new Suspensions({
-        store,
-        codec,
-        signal,
-        actor,
-        loaders,
-        sagas: sagaRunner(),
-        lock: services.userLock,
-        granularity: settings.suspensionBucket,
-        ids: ids(),
-      }));
-    },
-    get meetings() {
-      return (meetings ??= new Meetings({
-        store,
-        codec,
-        signal,
-        actor,
-        loaders,
-        clock: services.clock,
-        tokens: services.acceptanceTokens,
-        lock: services.acceptanceLock,
-        strategy: settings.acceptanceStrategy,
-        cluster: services.cluster,
-        changes: changes(),
-        counts: services.counts,
-        ids: ids(),
-      }));
-    },
-    get directory() {
-      return directoryOf();
-    },
-    get lists() {
-      return (lists ??= new Lists({ store, codec, signal, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts, ids: ids() }));
-    },
-    get live() {
-      return (live ??= new LiveSubscriptions({ hub: services.live, codec, onSlowConsumer: options.onSlowConsumer }));
-    },
-    get mutationKeys() {
-      return (mutationKeys ??= requestKeys(services.mutationKeys, store, ids()));
-    },
-    startedAt: performance.now(),
-    storeRoundTrips: () => store.roundTrips,
-    storeStatements: () => store.statements,
-    rateLimit: options.rateLimit ?? null,
-  };
+  }
+
+  get users(): Users {
+    return (this.madeUsers ??= new Users({ store: this.store, actor: this.viewer, loaders: this.loaders, directory: this.directory, clock: this.services.clock, ids: this.ids }));
+  }
+
+  get timeline(): Timeline {
+    const { store, services, options } = this;
+    return (this.madeTimeline ??= new Timeline({ store, codec: services.codec, signal: options.signal, loaders: this.loaders, changes: this.changes, counts: services.counts }));
+  }
+
+  get suspensions(): Suspensions {
+    const { store, services, options } = this;
+    return (this.madeSuspensions ??= new Suspensions({
+      store,
+      codec: services.codec,
+      signal: options.signal,
+      actor: this.viewer,
+      loaders: this.loaders,
+      sagas: this.sagas,
+      lock: services.userLock,
+      granularity: services.settings.suspensionBucket,
+      ids: this.ids,
+    }));
+  }
+
+  get meetings(): Meetings {
+    const { store, services, options } = this;
+    return (this.madeMeetings ??= new Meetings({
+      store,
+      codec: services.codec,
+      signal: options.signal,
+      actor: this.viewer,
+      loaders: this.loaders,
+      clock: services.clock,
+      tokens: services.acceptanceTokens,
+      lock: services.acceptanceLock,
+      strategy: services.settings.acceptanceStrategy,
+      cluster: services.cluster,
+      changes: this.changes,
+      counts: services.counts,
+      ids: this.ids,
+    }));
+  }
+
+  get lists(): Lists {
+    const { store, services, options } = this;
+    return (this.madeLists ??= new Lists({
+      store,
+      codec: services.codec,
+      signal: options.signal,
+      actor: this.viewer,
+      loaders: this.loaders,
+      clock: services.clock,
+      onAppend: services.onListAppend,
+      counts: services.counts,
+      ids: this.ids,
+    }));
+  }
+
+  get live(): LiveSubscriptions {
+    return (this.madeLive ??= new LiveSubscriptions({ hub: this.services.live, codec: this.services.codec, onSlowConsumer: this.options.onSlowConsumer }));
+  }
+
+  get mutationKeys(): RequestKeys {
+    return (this.madeKeys ??= requestKeys(this.services.mutationKeys, this.store, this.ids));
+  }
+
+  storeRoundTrips(): number {
+    return this.store.roundTrips;
+  }
+
+  storeStatements(): number {
+    return this.store.statements;
+  }
 }

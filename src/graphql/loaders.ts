@@ -80,7 +80,7 @@ export class RequestLoader<K, V, C = K> extends DataLoader<K, V, C> {
     const settled = options.cache ? new SettledCache<C, V>() : null;
     super(batch, { cache: options.cache, ...(options.cacheKeyFn && { cacheKeyFn: options.cacheKeyFn }), ...(settled && { cacheMap: settled }) });
     this.settled = settled;
-    this.keyOf = options.cacheKeyFn ?? ((key: K) => key as unknown as C);
+    this.keyOf = options.cacheKeyFn ?? (sameKey as (key: K) => C);
   }
 
   /** The value of `key` when this request has already read it; otherwise `load(key)`. */
@@ -94,6 +94,9 @@ export class RequestLoader<K, V, C = K> extends DataLoader<K, V, C> {
   }
 }
 
+/** A key that is its own cache key (DataLoader's default). */
+const sameKey = <K>(key: K): K => key;
+
 /** Without a verifier's progress or a clock of the process: the wall clock, and every window read as unsettled. */
 const STANDALONE_COUNTS = (): CountReadOptions => ({ nowMs: Date.now(), cluster: DEFAULT_CLUSTER_SETTINGS, progress: null });
 
@@ -105,65 +108,92 @@ const STANDALONE_COUNTS = (): CountReadOptions => ({ nowMs: Date.now(), cluster:
  * (`RequestAbortedError`).
  */
 export function createLoaders(store: Store, options: { cache?: boolean; counts?: () => CountReadOptions; signal?: AbortSignal } = {}): Loaders {
-  const cache = options.cache ?? true;
-  const counts = options.counts ?? STANDALONE_COUNTS;
-  const { signal } = options;
-  // Each batch asks first whether its request still has a client.
-  const batch =
-    <K, V>(read: (keys: readonly K[]) => Promise<V[]>) =>
-    async (keys: readonly K[]) => {
+  return new RequestLoaders(store, options.cache ?? true, options.counts ?? STANDALONE_COUNTS, options.signal);
+}
+
+/**
+ * The loaders of one request, each made when the request first asks for it (a getter on
+ * the prototype, so a request pays for the two or three it uses, and no closure per loader).
+ */
+class RequestLoaders implements Loaders {
+  private madeUserById?: Loaders['userById'];
+  private madeUserIdByUsername?: Loaders['userIdByUsername'];
+  private madePostByKey?: Loaders['postByKey'];
+  private madeSuspensionByUserId?: Loaders['suspensionByUserId'];
+  private madeMeetingById?: Loaders['meetingById'];
+  private madeConnectionCount?: Loaders['connectionCount'];
+  private madeListById?: Loaders['listById'];
+  private madeListItemByRef?: Loaders['listItemByRef'];
+
+  constructor(
+    private readonly store: Store,
+    private readonly cache: boolean,
+    private readonly counts: () => CountReadOptions,
+    private readonly signal: AbortSignal | undefined,
+  ) {}
+
+  /** A batch function that first asks whether its request still has a client. */
+  private batch<K, V>(read: (keys: readonly K[]) => Promise<V[]>): (keys: readonly K[]) => Promise<V[]> {
+    const { signal } = this;
+    return async (keys) => {
       stopIfAborted(signal);
       return read(keys);
     };
-  // Each loader is made when the request first asks for it: a request uses two or three of the eight.
-  let userById: Loaders['userById'] | undefined;
-  let userIdByUsername: Loaders['userIdByUsername'] | undefined;
-  let postByKey: Loaders['postByKey'] | undefined;
-  let suspensionByUserId: Loaders['suspensionByUserId'] | undefined;
-  let meetingById: Loaders['meetingById'] | undefined;
-  let connectionCount: Loaders['connectionCount'] | undefined;
-  let listById: Loaders['listById'] | undefined;
-  let listItemByRef: Loaders['listItemByRef'] | undefined;
-  return {
-    get userById() {
-      return (userById ??= new RequestLoader(batch((ids: readonly string[]) => readUsers(store, ids)), { cache }));
-    },
-    get userIdByUsername() {
-      return (userIdByUsername ??= new RequestLoader(batch((names: readonly string[]) => readUserIds(store, names)), { cache }));
-    },
-    get postByKey() {
-      return (postByKey ??= new RequestLoader(batch((keys: readonly { authorId: string; postId: string }[]) => readPosts(store, keys)), {
-        cache,
-        cacheKeyFn: (k: { authorId: string; postId: string }) => `${k.authorId}:${k.postId}`,
-      }));
-    },
-    get suspensionByUserId() {
-      return (suspensionByUserId ??= new RequestLoader(batch((ids: readonly string[]) => readSuspensions(store, ids)), { cache }));
-    },
-    get meetingById() {
-      return (meetingById ??= new RequestLoader(batch((ids: readonly string[]) => readMeetings(store, ids)), { cache }));
-    },
-    get connectionCount() {
-      return (connectionCount ??= new RequestLoader(batch((keys: readonly string[]) => readConnectionCounts(store, keys, counts())), { cache }));
-    },
-    get listById() {
-      return (listById ??= new RequestLoader(batch((ids: readonly string[]) => readLists(store, ids)), { cache }));
-    },
-    // One ledger read per list, however many of its items are asked for.
-    get listItemByRef() {
-      return (listItemByRef ??= new RequestLoader(
-        batch(async (refs: readonly { listId: string; itemId: string }[]) => {
-          const byList = new Map<string, string[]>();
-          for (const r of refs) byList.set(r.listId, [...(byList.get(r.listId) ?? []), r.itemId]);
-          const found = new Map<string, ListItem | null>();
-          for (const [listId, itemIds] of byList) {
-            const items = await readListItems(store, listId, itemIds);
-            itemIds.forEach((id, i) => found.set(`${listId}:${id}`, items[i] ?? null));
-          }
-          return refs.map((r) => found.get(`${r.listId}:${r.itemId}`) ?? null);
-        }),
-        { cache, cacheKeyFn: (r: { listId: string; itemId: string }) => `${r.listId}:${r.itemId}` },
-      ));
-    },
-  };
+  }
+
+  get userById(): Loaders['userById'] {
+    const { store, cache } = this;
+    return (this.madeUserById ??= new RequestLoader(this.batch((ids: readonly string[]) => readUsers(store, ids)), { cache }));
+  }
+
+  get userIdByUsername(): Loaders['userIdByUsername'] {
+    const { store, cache } = this;
+    return (this.madeUserIdByUsername ??= new RequestLoader(this.batch((names: readonly string[]) => readUserIds(store, names)), { cache }));
+  }
+
+  get postByKey(): Loaders['postByKey'] {
+    const { store, cache } = this;
+    return (this.madePostByKey ??= new RequestLoader(this.batch((keys: readonly { authorId: string; postId: string }[]) => readPosts(store, keys)), {
+      cache,
+      cacheKeyFn: (k: { authorId: string; postId: string }) => `${k.authorId}:${k.postId}`,
+    }));
+  }
+
+  get suspensionByUserId(): Loaders['suspensionByUserId'] {
+    const { store, cache } = this;
+    return (this.madeSuspensionByUserId ??= new RequestLoader(this.batch((ids: readonly string[]) => readSuspensions(store, ids)), { cache }));
+  }
+
+  get meetingById(): Loaders['meetingById'] {
+    const { store, cache } = this;
+    return (this.madeMeetingById ??= new RequestLoader(this.batch((ids: readonly string[]) => readMeetings(store, ids)), { cache }));
+  }
+
+  get connectionCount(): Loaders['connectionCount'] {
+    const { store, cache, counts } = this;
+    return (this.madeConnectionCount ??= new RequestLoader(this.batch((keys: readonly string[]) => readConnectionCounts(store, keys, counts())), { cache }));
+  }
+
+  get listById(): Loaders['listById'] {
+    const { store, cache } = this;
+    return (this.madeListById ??= new RequestLoader(this.batch((ids: readonly string[]) => readLists(store, ids)), { cache }));
+  }
+
+  /** One ledger read per list, however many of its items are asked for. */
+  get listItemByRef(): Loaders['listItemByRef'] {
+    const { store, cache } = this;
+    return (this.madeListItemByRef ??= new RequestLoader(
+      this.batch(async (refs: readonly { listId: string; itemId: string }[]) => {
+        const byList = new Map<string, string[]>();
+        for (const r of refs) byList.set(r.listId, [...(byList.get(r.listId) ?? []), r.itemId]);
+        const found = new Map<string, ListItem | null>();
+        for (const [listId, itemIds] of byList) {
+          const items = await readListItems(store, listId, itemIds);
+          itemIds.forEach((id, i) => found.set(`${listId}:${id}`, items[i] ?? null));
+        }
+        return refs.map((r) => found.get(`${r.listId}:${r.itemId}`) ?? null);
+      }),
+      { cache, cacheKeyFn: (r: { listId: string; itemId: string }) => `${r.listId}:${r.itemId}` },
+    ));
+  }
 }
