@@ -434,6 +434,11 @@ class RequestScope implements RequestContext {
     return (this.changeWriter ??= plannedChangeWriter(this.services.changes, this.ids));
   }
 
+  /** What every paging feature is made with: the request's store, codec, signal, viewer and loaders. */
+  private get common() {
+    return { store: this.store, codec: this.services.codec, signal: this.options.signal, actor: this.viewer, loaders: this.loaders };
+  }
+
   get directory(): Directory {
     const { store, services, options } = this;
     return (this.madeDirectory ??= new Directory({
@@ -454,18 +459,13 @@ class RequestScope implements RequestContext {
   }
 
   get timeline(): Timeline {
-    const { store, services, options } = this;
-    return (this.madeTimeline ??= new Timeline({ store, codec: services.codec, signal: options.signal, loaders: this.loaders, changes: this.changes, counts: services.counts }));
+    return (this.madeTimeline ??= new Timeline({ ...this.common, changes: this.changes, counts: this.services.counts }));
   }
 
   get suspensions(): Suspensions {
-    const { store, services, options } = this;
+    const { services } = this;
     return (this.madeSuspensions ??= new Suspensions({
-      store,
-      codec: services.codec,
-      signal: options.signal,
-      actor: this.viewer,
-      loaders: this.loaders,
+      ...this.common,
       sagas: this.sagas,
       lock: services.userLock,
       granularity: services.settings.suspensionBucket,
@@ -474,13 +474,9 @@ class RequestScope implements RequestContext {
   }
 
   get meetings(): Meetings {
-    const { store, services, options } = this;
+    const { services } = this;
     return (this.madeMeetings ??= new Meetings({
-      store,
-      codec: services.codec,
-      signal: options.signal,
-      actor: this.viewer,
-      loaders: this.loaders,
+      ...this.common,
       clock: services.clock,
       tokens: services.acceptanceTokens,
       lock: services.acceptanceLock,
@@ -493,13 +489,9 @@ class RequestScope implements RequestContext {
   }
 
   get lists(): Lists {
-    const { store, services, options } = this;
+    const { services } = this;
     return (this.madeLists ??= new Lists({
-      store,
-      codec: services.codec,
-      signal: options.signal,
-      actor: this.viewer,
-      loaders: this.loaders,
+      ...this.common,
       clock: services.clock,
       onAppend: services.onListAppend,
       counts: services.counts,
