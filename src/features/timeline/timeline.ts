@@ -203,7 +203,8 @@ export class Timeline {
    */
   async posts(authorId: string, args: PageArgs): Promise<PostPage> {
     const countKey = postsCountKey(authorId);
-    const index = rankedIndex({ order: timeuuidDescending, buckets: (level, parent) => readRankBuckets(this.store, countKey, level, parent) });
+    // Only a page with an offset looks anything up in the index: none is made for the others.
+    const index = args.offset ? rankedIndex({ order: timeuuidDescending, buckets: (level, parent) => readRankBuckets(this.store, countKey, level, parent) }) : undefined;
     const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec, index, signal: this.deps.signal });
     return { ...page, countKey };
   }
