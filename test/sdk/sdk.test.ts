@@ -10,6 +10,9 @@ import { SdkError, SdkSocketClosed, createSdk, type SdkOptions } from '../../sdk
 import { aUser } from '../../src/features/users/user-mother.js';
 import { waitFor } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
+import { createListApplier } from '../../src/composition-root.js';
+import { localIdOf } from '../../src/graphql/ids.js';
+import { MonotonicClock } from '../../src/store/clock.js';
 import { describeEachStore } from '../support/stores.js';
 
 /** The iterator of a subscription: its first `next()` subscribes. */
@@ -28,9 +31,11 @@ async function take<T>(iterator: AsyncIterator<T>, count: number): Promise<T[]> 
 
 describeEachStore('the typed SDK', (target) => {
   let server: TestServer;
+  let aheadMs = 0;
   beforeAll(async () => {
     // One process, one clock: a subscription without `after` starts exactly when the server holds it.
-    server = await startTestServer({ target, env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0' } });
+    // The server's clock, moved on by the test to let the count windows close.
+    server = await startTestServer({ target, env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0' }, clock: new MonotonicClock({ now: () => Date.now() + aheadMs }) });
   });
   afterAll(() => server.close());
 
@@ -76,7 +81,11 @@ describeEachStore('the typed SDK', (target) => {
     const items = await me.ListItems({ id: list.id, first: 10 });
     expect(items.node && 'items' in items.node ? items.node.items.edges.map((e) => e.node.label) : []).toEqual(['b', 'A']);
     expect(items.node && 'items' in items.node ? items.node.items.totalCount : null).toBe(2);
-    // Page 2 of one edge each, by offset.
+    // Page 2 of one edge each, by offset, once the list's changes are applied and settled
+    // (an offset counts settled changes: docs/api.md, "Before writes have settled").
+    await createListApplier(server.app.services).drain(localIdOf(list.id, 'id', 'OrderedList'));
+    aheadMs = 30_000;
+    await server.app.services.countVerifier.runOnce();
     const second = await me.ListItems({ id: list.id, first: 1, offset: 1 });
     expect(second.node && 'items' in second.node ? second.node.items : null).toMatchObject({ edges: [{ node: { label: 'A' } }], pageInfo: { hasNextPage: false, hasPreviousPage: true } });
     await me.RemoveListItem({ input: { itemId: b.id } });
