@@ -47,6 +47,7 @@ import { ChangeClock, createChangeWriter, plannedChangeWriter, type ChangeWriter
 import { LiveHub, type PollReport } from './live/live-hub.js';
 import { LiveSubscriptions } from './live/subscriptions.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
+import { RankCache } from './paging/ranked-index.js';
 import { presenceTable, type Presence } from './background/presence.js';
 import { randomUUID } from 'node:crypto';
 import { KeyedLock } from './saga/keyed-lock.js';
@@ -175,6 +176,8 @@ export interface Services {
   readonly changes: ChangeWriter;
   /** Records items added to and removed from counted connections (`totalCount`). */
   readonly counts: CountWriter;
+  /** The counted indexes' bucket lists this process keeps across requests (`offset`). */
+  readonly rankCache: RankCache;
   /**
    * Settles the counts of closed windows (the server starts its timer); its progress
    * tells this process's count reads which windows are settled.
@@ -250,6 +253,7 @@ export function createServices(
     changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
+    rankCache: new RankCache(),
     countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, rankedCounts), {
       clock,
       cluster,
@@ -401,7 +405,7 @@ export function createRequestContext(
     nameSwept: () => services.nameSweeper.progress(),
   });
   const users = new Users({ store, actor, loaders, directory, clock: services.clock, ids });
-  const timeline = new Timeline({ store, codec, signal, loaders, changes, counts: services.counts });
+  const timeline = new Timeline({ store, codec, signal, loaders, changes, counts: services.counts, rankCache: services.rankCache });
   const suspensions = new Suspensions({
     store,
     codec,

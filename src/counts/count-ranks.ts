@@ -16,12 +16,18 @@
  * is a function of the item.
  *
  * A full settlement (`settleFully`, recounts) rebuilds every bucket from the ledger.
+ *
+ * Buckets change only before a head write that moves the head's bound (or its count):
+ * that is what lets a process keep bucket lists across requests, checked against the
+ * head (`readRankSettlement`, paging/ranked-index.ts `RankCache`). Anything else that
+ * writes buckets must move the head after them too.
  */
 import { allRowsOf } from '../paging/partition-chunks.js';
-import { RANK_BITS, RANK_LEVEL_SHIFTS, childPrefixRange, rankPrefixes, type RankBucket } from '../paging/ranked-index.js';
+import { RANK_BITS, RANK_LEVEL_SHIFTS, childPrefixRange, rankPrefixes, rankedIndex, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
+import type { PositionIndex } from '../paging/types.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { Row } from '../store/table.js';
-import { countRanksTable } from './count-tables.js';
+import { HEAD_SLOT, connectionCountsTable, countRanksTable } from './count-tables.js';
 
 /** The rank of an item in its connection, for the count keys that have an index; null for the others. */
 export type RankOfItem = (countKey: string) => ((item: string) => bigint) | null;
@@ -117,4 +123,25 @@ export async function readRankBuckets(store: Store, key: string, level: number, 
     limit: 2 ** width + 1,
   });
   return rows.map((r) => ({ prefix: r.prefix as bigint, count: Number(r.count as bigint) }));
+}
+
+/**
+ * The settlement of `key`'s index as one token: the head's bound and count, which every
+ * settlement that changes a bucket moves (see the file comment). One read.
+ */
+export async function readRankSettlement(store: Store, key: string): Promise<string> {
+  const head = await store.get(connectionCountsTable, { count_key: key, slot: HEAD_SLOT });
+  return `${(head?.settled_through as bigint | null | undefined) ?? ''}/${(head?.settled_count as bigint | null | undefined) ?? ''}`;
+}
+
+/**
+ * The counted index of count `key`, for the paging engine's `offset`; with the
+ * process's `cache`, its bucket lists are kept across requests (`RankCache`).
+ */
+export function countedIndex(store: Store, key: string, order: RankOrder, cache?: RankCache): PositionIndex {
+  return rankedIndex({
+    order,
+    buckets: (level, parent) => readRankBuckets(store, key, level, parent),
+    ...(cache && { cached: { cache, id: key, settlement: () => readRankSettlement(store, key) } }),
+  });
 }

@@ -23,7 +23,7 @@
  * being skipped, a chunk at a time.
  */
 import { ticksOfTimeuuid, timeuuidBoundOfTicks } from '../store/timeuuid.js';
-import type { CursorKey, Direction, OrderedSource, PagePosition, PositionIndex } from './types.js';
+import type { CursorKey, Direction, Located, OrderedSource, PagePosition, PositionIndex } from './types.js';
 
 /** How many bits a rank has. */
 export const RANK_BITS = 60;
@@ -71,6 +71,80 @@ export interface RankedIndexOptions {
    * undefined), in ascending prefix order. One read.
    */
   buckets(level: number, parent: bigint | undefined): Promise<RankBucket[]>;
+  /**
+   * Keep buckets across requests (see `RankCache`): the process's cache, this index's
+   * name in it, and a read of the index's settlement (one call: a token that changes
+   * with every settlement that may change a bucket).
+   */
+  readonly cached?: { readonly cache: RankCache; readonly id: string; settlement(): Promise<string> };
+}
+
+/** Bucket rows a process keeps across requests (`RankCache`): a few MB. */
+export const RANK_CACHE_ROWS = 50_000;
+
+/** Indexes whose last settlement read a process remembers (`RankCache`). */
+const RANK_CACHE_INDEXES = 10_000;
+
+/**
+ * The bucket lists read lately, kept across requests, each under the settlement it was
+ * read under; least recently used first out. A list is kept under settlement S only
+ * when it was read after a read of the index's settlement gave S (every bucket it
+ * holds is then S's value, or a later one's still being written), or alongside such a
+ * read made once S was already known here and confirmed by it. A page uses kept lists
+ * of S only when its own read of the settlement, made alongside its other reads, gives
+ * S back: settlements only move forward, and the buckets change only with them, so
+ * the lists are what a read would give. Otherwise it finds its position again from the
+ * store. A settled page is therefore as exact as without the cache.
+ */
+export class RankCache {
+  private readonly settlements = new Map<string, string>();
+  private readonly lists = new Map<string, { readonly token: string; readonly list: readonly RankBucket[] }>();
+  private rows = 0;
+
+  constructor(private readonly maxRows = RANK_CACHE_ROWS) {}
+
+  /** The settlement of index `id` last read here, if any. */
+  settlement(id: string): string | undefined {
+    return this.settlements.get(id);
+  }
+
+  /** Remember `token` as the settlement of index `id` just read. */
+  settle(id: string, token: string): void {
+    this.settlements.delete(id);
+    this.settlements.set(id, token);
+    if (this.settlements.size > RANK_CACHE_INDEXES) this.settlements.delete(this.settlements.keys().next().value!);
+  }
+
+  /** The list of `level` under `parent` of index `id` kept under settlement `token`, if any. */
+  get(id: string, token: string, level: number, parent: bigint | undefined): readonly RankBucket[] | undefined {
+    const name = listName(id, level, parent);
+    const entry = this.lists.get(name);
+    if (entry?.token !== token) return undefined;
+    this.lists.delete(name);
+    this.lists.set(name, entry);
+    return entry.list;
+  }
+
+  /** Keep the list of `level` under `parent` of index `id`, read under settlement `token`. */
+  put(id: string, token: string, level: number, parent: bigint | undefined, list: readonly RankBucket[]): void {
+    const name = listName(id, level, parent);
+    const old = this.lists.get(name);
+    if (old) {
+      this.rows -= old.list.length + 1;
+      this.lists.delete(name);
+    }
+    this.lists.set(name, { token, list });
+    this.rows += list.length + 1;
+    for (const [oldest, entry] of this.lists) {
+      if (this.rows <= this.maxRows) break;
+      this.lists.delete(oldest);
+      this.rows -= entry.list.length + 1;
+    }
+  }
+}
+
+function listName(id: string, level: number, parent: bigint | undefined): string {
+  return `${id}\u0000${level}:${parent ?? ''}`;
 }
 
 /** Rows read per call while walking a connection's edges. */
@@ -114,12 +188,12 @@ export async function readRun<N>(
  * without a counted index. Its cost grows with the offset.
  */
 export const readingPositions: PositionIndex = {
-  async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<PagePosition | null> {
+  async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<Located> {
     const rows = await readRun(source, from, direction, offset + (from ? 2 : 1));
     // The cursor's own row, when it still exists, is not one of the edges after it.
     const own = from !== undefined && rows.length > 0 && source.compare(source.keyOf(rows[0]!), from) === 0 ? 1 : 0;
     const row = rows[own + offset];
-    return row === undefined ? null : { key: source.keyOf(row), skip: 0 };
+    return { position: row === undefined ? null : { key: source.keyOf(row), skip: 0 } };
   },
 };
 
@@ -130,51 +204,98 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // The edge of leaf `prefix` a read in `direction` starts from.
   const leafEdge = (prefix: bigint, direction: Direction) =>
     order.edgeKey(direction === 'forward' ? prefix << leafShift : ((prefix + 1n) << leafShift) - 1n, direction);
+  type Lists = (level: number, parent: bigint | undefined) => Promise<readonly RankBucket[]>;
+
+  // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
+  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, buckets: Lists): Promise<PagePosition | null> {
+    const inOrder = async (level: number, parent: bigint | undefined) => {
+      const list = await buckets(level, parent);
+      return direction === 'forward' ? list : [...list].reverse();
+    };
+
+    // Rank: the edges at or before `from`, every level's siblings and the leaf at once.
+    let position = offset;
+    if (from !== undefined) {
+      const prefixes = rankPrefixes(order.rankOf(from));
+      const sign = direction === 'forward' ? 1 : -1;
+      const leaf = prefixes[prefixes.length - 1]!;
+      const [levels, inLeaf] = await Promise.all([
+        Promise.all(prefixes.map((_, level) => buckets(level, level === 0 ? undefined : prefixes[level - 1]))),
+        readRun(source, leafEdge(leaf, direction), direction, Number.MAX_SAFE_INTEGER, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK),
+      ]);
+      levels.forEach((list, level) => {
+        for (const b of list) if (sign * (b.prefix < prefixes[level]! ? -1 : b.prefix > prefixes[level]! ? 1 : 0) < 0) position += b.count;
+      });
+      position += inLeaf.length;
+    }
+
+    // Select: down the levels to the leaf holding `position`.
+    let remaining = position;
+    let parent: bigint | undefined;
+    for (let level = 0; level < RANK_LEVEL_SHIFTS.length; level++) {
+      const holding = (await inOrder(level, parent)).find((b) => {
+        if (remaining < b.count) return true;
+        remaining -= b.count;
+        return false;
+      });
+      if (!holding) return null;
+      parent = holding.prefix;
+    }
+    return { key: leafEdge(parent!, direction), skip: remaining };
+  }
+
+  // Bucket lists read once per walk (a select under the cursor's own buckets reuses
+  // them), from `cached` lists kept under settlement `trusted` where there are any.
+  // `keep` is asked as a read starts, and given the list when it comes back.
+  const listsOf = (keep: (level: number, parent: bigint | undefined) => (list: RankBucket[]) => void, trusted?: string): Lists => {
+    const read = new Map<string, Promise<readonly RankBucket[]>>();
+    return (level, parent) => {
+      const name = `${level}:${parent ?? ''}`;
+      let found = read.get(name);
+      if (!found) {
+        const kept = trusted === undefined ? undefined : options.cached!.cache.get(options.cached!.id, trusted, level, parent);
+        if (kept) found = Promise.resolve(kept);
+        else {
+          const keeping = keep(level, parent);
+          found = options.buckets(level, parent).then((list) => (keeping(list), list));
+        }
+        read.set(name, found);
+      }
+      return found;
+    };
+  };
 
   return {
-    async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<PagePosition | null> {
-      // Buckets read once per page: a select under the cursor's own buckets reuses them.
-      const read = new Map<string, Promise<RankBucket[]>>();
-      const buckets = (level: number, parent: bigint | undefined): Promise<RankBucket[]> => {
-        const key = `${level}:${parent ?? ''}`;
-        let found = read.get(key);
-        if (!found) read.set(key, (found = options.buckets(level, parent)));
-        return found;
+    async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<Located> {
+      const cached = options.cached;
+      if (!cached) return { position: await walk(source, from, direction, offset, listsOf(() => () => {})) };
+      const { cache, id } = cached;
+      // The settlement known here before this page's reads: the kept lists it may use.
+      const trusted = cache.settlement(id);
+      let read: string | undefined;
+      const settlement = cached.settlement().then((token) => {
+        read = token;
+        cache.settle(id, token);
+        return token;
+      });
+      // A list read once the settlement is read is kept under it; one read alongside,
+      // under the trusted settlement, if the read confirms it.
+      const keep = (level: number, parent: bigint | undefined) => {
+        const under = read;
+        return (list: RankBucket[]) => {
+          if (under !== undefined) cache.put(id, under, level, parent, list);
+          else if (trusted !== undefined) settlement.then((token) => token === trusted && cache.put(id, token, level, parent, list), () => {});
+        };
       };
-      const inOrder = async (level: number, parent: bigint | undefined) => {
-        const list = await buckets(level, parent);
-        return direction === 'forward' ? list : [...list].reverse();
-      };
-
-      // Rank: the edges at or before `from`, every level's siblings and the leaf at once.
-      let position = offset;
-      if (from !== undefined) {
-        const prefixes = rankPrefixes(order.rankOf(from));
-        const sign = direction === 'forward' ? 1 : -1;
-        const leaf = prefixes[prefixes.length - 1]!;
-        const [levels, inLeaf] = await Promise.all([
-          Promise.all(prefixes.map((_, level) => buckets(level, level === 0 ? undefined : prefixes[level - 1]))),
-          readRun(source, leafEdge(leaf, direction), direction, Number.MAX_SAFE_INTEGER, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK),
-        ]);
-        levels.forEach((list, level) => {
-          for (const b of list) if (sign * (b.prefix < prefixes[level]! ? -1 : b.prefix > prefixes[level]! ? 1 : 0) < 0) position += b.count;
-        });
-        position += inLeaf.length;
+      if (trusted === undefined) {
+        // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
+        settlement.catch(() => {});
+        return { position: await walk(source, from, direction, offset, listsOf(keep)) };
       }
-
-      // Select: down the levels to the leaf holding `position`.
-      let remaining = position;
-      let parent: bigint | undefined;
-      for (let level = 0; level < RANK_LEVEL_SHIFTS.length; level++) {
-        const holding = (await inOrder(level, parent)).find((b) => {
-          if (remaining < b.count) return true;
-          remaining -= b.count;
-          return false;
-        });
-        if (!holding) return null;
-        parent = holding.prefix;
-      }
-      return { key: leafEdge(parent!, direction), skip: remaining };
+      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, listsOf(keep, token)) });
+      const position = await walk(source, from, direction, offset, listsOf(keep, trusted));
+      if (read !== undefined) return read === trusted ? { position } : again(read);
+      return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
     },
   };
 }

@@ -3,8 +3,8 @@
  * and cursors equal the model's slices, with two servers whose clocks differ, posts
  * imported into the middle of the timeline and posts deleted twice; a settlement that
  * crashed between its bucket writes and its head, or that two verifiers ran at once,
- * leaves the counted index exact; a full settlement (a recount) rebuilds the same
- * buckets.
+ * leaves the counted index exact, though a server read every page before (keeping the
+ * index's lists); a full settlement (a recount) rebuilds the same buckets.
  */
 import { afterEach, expect, it } from 'vitest';
 import { rankedCounts, type createRequestContext } from '../../src/composition-root.js';
@@ -94,6 +94,8 @@ describeEachStore('offset on a timeline', (target) => {
     const key = postsCountKey(author.id);
     for (let i = 0; i < 30; i++) await w.a.ctx().timeline.createPost(author.id, `first ${i}`);
     await w.settle();
+    // Read once settled: server a keeps the index's lists under this settlement.
+    expect(await expectExactPages(store, w.a.ctx, author.id)).toBe(30);
     for (let i = 0; i < 30; i++) await (i % 2 ? w.a : w.b).ctx().timeline.createPost(author.id, `second ${i}`, new Date(T0 - i * 1_000));
     w.closeWindows();
     // The crash: every touched bucket written, the head not.

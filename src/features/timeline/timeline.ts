@@ -8,9 +8,9 @@ import type { Change, ChangeWriter } from '../../live/change-log.js';
 import type { FeedPosition } from '../../live/feed-cursor.js';
 import type { FeedSpec } from '../../live/live-hub.js';
 import type { CursorCodec } from '../../paging/cursor.js';
-import { readRankBuckets } from '../../counts/count-ranks.js';
+import { countedIndex } from '../../counts/count-ranks.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
-import { rankedIndex, timeuuidDescending } from '../../paging/ranked-index.js';
+import { timeuuidDescending, type RankCache } from '../../paging/ranked-index.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { Store } from '../../store/port.js';
@@ -57,6 +57,8 @@ export interface TimelineDeps {
   readonly changes: ChangeWriter;
   /** Records posts added and deleted in the author's `posts` count. */
   readonly counts: CountWriter;
+  /** The process's kept bucket lists of counted indexes (`offset`); without it, every page reads them. */
+  readonly rankCache?: RankCache;
 }
 
 /** A page of an author's posts, with the key its `totalCount` is read by. */
@@ -203,7 +205,7 @@ export class Timeline {
    */
   async posts(authorId: string, args: PageArgs): Promise<PostPage> {
     const countKey = postsCountKey(authorId);
-    const index = rankedIndex({ order: timeuuidDescending, buckets: (level, parent) => readRankBuckets(this.store, countKey, level, parent) });
+    const index = countedIndex(this.store, countKey, timeuuidDescending, this.deps.rankCache);
     const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec, index, signal: this.deps.signal });
     return { ...page, countKey };
   }
