@@ -233,13 +233,20 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     let remaining = position;
     let parent: bigint | undefined;
     for (let level = 0; level < RANK_LEVEL_SHIFTS.length; level++) {
-      const holding = (await inOrder(level, parent)).find((b) => {
+      const list = await inOrder(level, parent);
+      const at = list.findIndex((b) => {
         if (remaining < b.count) return true;
         remaining -= b.count;
         return false;
       });
-      if (!holding) return null;
-      parent = holding.prefix;
+      if (at < 0) return null;
+      if (level === RANK_LEVEL_SHIFTS.length - 1 && remaining === 0) {
+        // The page starts its leaf: start at the leaf before it instead, when its list has
+        // one, so that the edges skipped prove `hasPrevious` without a probe beside the read.
+        const before = list.slice(0, at).findLast((b) => b.count > 0);
+        if (before) return { key: leafEdge(before.prefix, direction), skip: before.count };
+      }
+      parent = list[at]!.prefix;
     }
     return { key: leafEdge(parent!, direction), skip: remaining };
   }
