@@ -208,7 +208,7 @@ async function measureJump(
   // The deep page where the process keeps no list, and a new deep page every time (its
   // upper levels' lists kept, its lower ones read: a numbered pager's next jump).
   const nothingKept = await measure('nothing kept', { first: 20, offset: DEEP }, 20, keepsNothing);
-  let jumps = 0;
+  let jumps = 1;
   const nextJump = () => ({ first: 20, offset: DEEP + ((jumps++ * 2_003) % (POSTS - DEEP - 20)) });
   store.reset();
   await timeline.posts(AUTHOR, nextJump());

@@ -23,7 +23,7 @@
  * writes buckets must move the head after them too.
  */
 import { allRowsOf } from '../paging/partition-chunks.js';
-import { RANK_BITS, RANK_LEVEL_SHIFTS, childPrefixRange, rankPrefixes, rankedIndex, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
+import { RANK_BITS, RANK_LEVEL_SHIFTS, childPrefixRange, rankPrefixes, rankedIndex, type LevelBucket, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
 import type { PositionIndex } from '../paging/types.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { Row } from '../store/table.js';
@@ -125,6 +125,12 @@ export async function readRankBuckets(store: Store, key: string, level: number, 
   return rows.map((r) => ({ prefix: r.prefix as bigint, count: Number(r.count as bigint) }));
 }
 
+/** The first `limit` buckets of `key`'s index, of every level, in level then prefix order: one slice. */
+export async function readRankTop(store: Store, key: string, limit: number): Promise<LevelBucket[]> {
+  const rows = await store.slice(countRanksTable, { partition: { count_key: key }, limit });
+  return rows.map((r) => ({ level: r.level as number, prefix: r.prefix as bigint, count: Number(r.count as bigint) }));
+}
+
 /**
  * The settlement of `key`'s index as one token: the head's bound and count, which every
  * settlement that changes a bucket moves (see the file comment). One read.
@@ -142,6 +148,7 @@ export function countedIndex(store: Store, key: string, order: RankOrder, cache?
   return rankedIndex({
     order,
     buckets: (level, parent) => readRankBuckets(store, key, level, parent),
+    top: (limit) => readRankTop(store, key, limit),
     ...(cache && { cached: { cache, id: key, settlement: () => readRankSettlement(store, key) } }),
   });
 }

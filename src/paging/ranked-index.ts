@@ -72,6 +72,11 @@ export interface RankedIndexOptions {
    */
   buckets(level: number, parent: bigint | undefined): Promise<RankBucket[]>;
   /**
+   * The first `limit` buckets of the index, of every level, in level then prefix order.
+   * One read. Without it, level 0 is read as the others are.
+   */
+  top?(limit: number): Promise<LevelBucket[]>;
+  /**
    * Keep buckets across requests (see `RankCache`): the process's cache, this index's
    * name in it, and a read of the index's settlement (one call: a token that changes
    * with every settlement that may change a bucket).
@@ -145,6 +150,36 @@ export class RankCache {
 
 function listName(id: string, level: number, parent: bigint | undefined): string {
   return `${id}\u0000${level}:${parent ?? ''}`;
+}
+
+/** A bucket row of any level: what the top of an index is read as. */
+export interface LevelBucket extends RankBucket {
+  readonly level: number;
+}
+
+/**
+ * Rows read at once from the top of an index whose lists are not kept: where posts are
+ * dense, the few buckets of its upper levels (one wave instead of one per level); where
+ * they are sparse, level 0 and part of the next.
+ */
+const TOP_ROWS = 64;
+
+/** Keeps a list a read brought (`RankCache`), as decided when the read started. */
+type Keep = (level: number, parent: bigint | undefined, list: RankBucket[]) => void;
+
+/** The top of an index read in one slice: its rows once back, and how many levels they hold whole. */
+interface TopOfIndex {
+  readonly keeping: Keep;
+  rows?: readonly LevelBucket[];
+  whole: number;
+}
+
+/** The buckets of `level` under `parent` among `rows` (every level-0 bucket without a parent). */
+function childrenIn(rows: readonly LevelBucket[], level: number, parent: bigint | undefined): RankBucket[] {
+  const range = parent === undefined ? null : childPrefixRange(level, parent);
+  return rows
+    .filter((r) => r.level === level && (!range || (r.prefix >= range.lowest && r.prefix <= range.highest)))
+    .map((r) => ({ prefix: r.prefix, count: r.count }));
 }
 
 /** Rows read per call while walking a connection's edges. */
@@ -253,18 +288,35 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
 
   // Bucket lists read once per walk (a select under the cursor's own buckets reuses
   // them), from `cached` lists kept under settlement `trusted` where there are any.
-  // `keep` is asked as a read starts, and given the list when it comes back.
-  const listsOf = (keep: (level: number, parent: bigint | undefined) => (list: RankBucket[]) => void, trusted?: string): Lists => {
+  // `keep` is asked as a read starts, and given each list it brings when it comes back.
+  // Level 0's list, when not kept, comes with the top of the index (`options.top`): a
+  // list asked for once that read is back, of a level it holds whole, is taken from it.
+  const listsOf = (keep: () => Keep, trusted?: string): Lists => {
     const read = new Map<string, Promise<readonly RankBucket[]>>();
+    let top: TopOfIndex | undefined;
     return (level, parent) => {
       const name = `${level}:${parent ?? ''}`;
       let found = read.get(name);
       if (!found) {
         const kept = trusted === undefined ? undefined : options.cached!.cache.get(options.cached!.id, trusted, level, parent);
+        const fromTop = top?.rows && level < top.whole ? childrenIn(top.rows, level, parent) : undefined;
         if (kept) found = Promise.resolve(kept);
-        else {
-          const keeping = keep(level, parent);
-          found = options.buckets(level, parent).then((list) => (keeping(list), list));
+        else if (fromTop) {
+          top!.keeping(level, parent, fromTop);
+          found = Promise.resolve(fromTop);
+        } else if (level === 0 && options.top && !top) {
+          const keeping = keep();
+          const reading: TopOfIndex = (top = { keeping, whole: 0 });
+          found = options.top(TOP_ROWS).then((rows) => {
+            reading.rows = rows;
+            reading.whole = rows.length < TOP_ROWS ? RANK_LEVEL_SHIFTS.length : rows[rows.length - 1]!.level;
+            const list = childrenIn(rows, 0, undefined);
+            keeping(0, undefined, list);
+            return list;
+          });
+        } else {
+          const keeping = keep();
+          found = options.buckets(level, parent).then((list) => (keeping(level, parent, list), list));
         }
         read.set(name, found);
       }
@@ -287,9 +339,9 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       });
       // A list read once the settlement is read is kept under it; one read alongside,
       // under the trusted settlement, if the read confirms it.
-      const keep = (level: number, parent: bigint | undefined) => {
+      const keep = (): Keep => {
         const under = read;
-        return (list: RankBucket[]) => {
+        return (level, parent, list) => {
           if (under !== undefined) cache.put(id, under, level, parent, list);
           else if (trusted !== undefined) settlement.then((token) => token === trusted && cache.put(id, token, level, parent, list), () => {});
         };
