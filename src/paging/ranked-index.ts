@@ -16,11 +16,14 @@
  * - rank (how many edges lie at or before a cursor): the cursor's rank names its
  *   bucket at every level, so every level's sibling buckets and the leaf's edges up to
  *   the cursor are read at once, in one wave.
- * A page at any offset therefore costs 1 + LEVELS + 1 waves of reads (one less without a
- * cursor), whatever the offset: 8 at most. Wider levels would cost fewer waves but read
- * more bucket rows each (2^10 children a level read 2-3x slower pages where posts are
- * dense). Without an index, `readingPositions` reads the edges
- * being skipped, a chunk at a time.
+ * A page at any offset therefore costs at most 1 + LEVELS + 1 waves of reads (one less
+ * without a cursor): 8 at most. Fewer in practice: level 0 comes with the index's first
+ * rows, and every level they hold whole (`TOP_ROWS`); and a process keeps the lists it
+ * read across requests (`RankCache`), checked against the index's settlement read beside
+ * the page, so a page whose lists are kept is one wave. Wider levels would cost fewer
+ * waves on a first visit but read more bucket rows each (2^10 children a level read 2-3x
+ * slower pages where posts are dense). Without an index, `readingPositions` reads the
+ * edges being skipped, a chunk at a time.
  */
 import { ticksOfTimeuuid, timeuuidBoundOfTicks } from '../store/timeuuid.js';
 import type { CursorKey, Direction, Located, OrderedSource, PagePosition, PositionIndex } from './types.js';
@@ -337,6 +340,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         cache.settle(id, token);
         return token;
       });
+      // A failed read of the settlement fails the page only where the page waits for it.
+      settlement.catch(() => {});
       // A list read once the settlement is read is kept under it; one read alongside,
       // under the trusted settlement, if the read confirms it.
       const keep = (): Keep => {
@@ -348,7 +353,6 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       };
       if (trusted === undefined) {
         // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
-        settlement.catch(() => {});
         return { position: await walk(source, from, direction, offset, listsOf(keep)) };
       }
       const again = async (token: string) => ({ position: await walk(source, from, direction, offset, listsOf(keep, token)) });

@@ -261,6 +261,28 @@ describe('offset', () => {
     }
   });
 
+  it('fails a page on a failed read of the settlement only when it used kept lists, and never leaves the failure unhandled', async () => {
+    const source = new ArraySource(Array.from({ length: 500 }, (_, i) => i * 97));
+    const cache = new RankCache();
+    let fail = false;
+    const index = () =>
+      rankedIndex({
+        order: numberOrder,
+        buckets: async (level, parent) => bucketsOf(source.all, level, parent),
+        cached: { cache, id: 'numbers', settlement: async () => (fail ? Promise.reject(new Error('head unreachable')) : '1') },
+      });
+    const page = () => pageFromSource(source, { first: 5, offset: 300 }, { connectionName: 'numbers', codec, index: index() });
+    // Nothing kept: the page does not need the settlement.
+    fail = true;
+    expect((await page()).edges.map((e) => e.node)).toEqual(source.all.slice(300, 305));
+    fail = false;
+    await page();
+    await page();
+    // Kept lists, unconfirmed: the page fails with the read.
+    fail = true;
+    await expect(page()).rejects.toThrow('head unreachable');
+  });
+
   it('refuses a negative offset, naming it, before reading anything', async () => {
     const source = new ArraySource([1, 2, 3]);
     await expect(pageFromSource(source, { first: 2, offset: -1 }, { connectionName: 'numbers', codec })).rejects.toMatchObject(
