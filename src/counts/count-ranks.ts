@@ -23,7 +23,7 @@
  * writes buckets must move the head after them too.
  */
 import { allRowsOf } from '../paging/partition-chunks.js';
-import { RANK_BITS, RANK_LEVEL_SHIFTS, childPrefixRange, rankPrefixes, rankedIndex, type LevelBucket, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
+import { childPrefixRange, levelWidth, rankPrefixes, rankedIndex, type LevelBucket, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
 import type { PositionIndex } from '../paging/types.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { Row } from '../store/table.js';
@@ -115,7 +115,7 @@ export async function rebuildRanks(store: Store, key: string, rankOf: (item: str
  */
 export async function readRankBuckets(store: Store, key: string, level: number, parent: bigint | undefined): Promise<RankBucket[]> {
   const range = parent === undefined ? null : childPrefixRange(level, parent);
-  const width = level === 0 ? RANK_BITS - RANK_LEVEL_SHIFTS[0]! : RANK_LEVEL_SHIFTS[level - 1]! - RANK_LEVEL_SHIFTS[level]!;
+  const width = levelWidth(level);
   const rows = await store.slice(countRanksTable, {
     partition: { count_key: key },
     lower: { values: range ? [level, range.lowest] : [level], inclusive: true },

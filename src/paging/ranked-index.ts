@@ -37,6 +37,11 @@ const RANK_MAX = (1n << BigInt(RANK_BITS)) - 1n;
 /** The shift of each level's prefix (`rank >> shift`), from the top level to the leaves. */
 export const RANK_LEVEL_SHIFTS: readonly number[] = [48, 40, 32, 24, 16, 8];
 
+/** How many bits a bucket of `level` adds to its parent's prefix: log2 of the children a parent has. */
+export function levelWidth(level: number): number {
+  return level === 0 ? RANK_BITS - RANK_LEVEL_SHIFTS[0]! : RANK_LEVEL_SHIFTS[level - 1]! - RANK_LEVEL_SHIFTS[level]!;
+}
+
 /** The bucket of `rank` at every level, top level first. */
 export function rankPrefixes(rank: bigint): bigint[] {
   return RANK_LEVEL_SHIFTS.map((shift) => rank >> BigInt(shift));
@@ -44,7 +49,7 @@ export function rankPrefixes(rank: bigint): bigint[] {
 
 /** The range of child prefixes of bucket `parent` (at `level - 1`) at `level`. */
 export function childPrefixRange(level: number, parent: bigint): { lowest: bigint; highest: bigint } {
-  const width = BigInt(RANK_LEVEL_SHIFTS[level - 1]! - RANK_LEVEL_SHIFTS[level]!);
+  const width = BigInt(levelWidth(level));
   return { lowest: parent << width, highest: ((parent + 1n) << width) - 1n };
 }
 
@@ -242,7 +247,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // The edge of leaf `prefix` a read in `direction` starts from.
   const leafEdge = (prefix: bigint, direction: Direction) =>
     order.edgeKey(direction === 'forward' ? prefix << leafShift : ((prefix + 1n) << leafShift) - 1n, direction);
-  type Lists = (level: number, parent: bigint | undefined) => Promise<readonly RankBucket[]>;
+  // A list at once when it is kept or came with the top, else the read that brings it.
+  type Lists = (level: number, parent: bigint | undefined) => readonly RankBucket[] | Promise<readonly RankBucket[]>;
 
   // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
   async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, buckets: Lists): Promise<PagePosition | null> {
@@ -285,6 +291,16 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         if (before) return { key: leafEdge(before.prefix, direction), skip: before.count };
       }
       parent = list[at]!.prefix;
+      // Read ahead: where this level is dense (half its buckets under the parent hold
+      // edges: posts at a steady rate) and the next level's list is a read, read beside
+      // it the list below the child that would hold the position were the bucket's edges
+      // spread evenly; when they are, that list needs no wave of its own.
+      const dense = list.length * 2 >= 2 ** levelWidth(level);
+      if (dense && level + 2 < RANK_LEVEL_SHIFTS.length && buckets(level + 1, parent) instanceof Promise) {
+        const { lowest, highest } = childPrefixRange(level + 1, parent);
+        const within = BigInt(Math.floor((remaining / list[at]!.count) * Number(highest - lowest + 1n)));
+        Promise.resolve(buckets(level + 2, direction === 'forward' ? lowest + within : highest - within)).catch(() => {});
+      }
     }
     return { key: leafEdge(parent!, direction), skip: remaining };
   }
@@ -295,7 +311,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // Level 0's list, when not kept, comes with the top of the index (`options.top`): a
   // list asked for once that read is back, of a level it holds whole, is taken from it.
   const listsOf = (keep: () => Keep, trusted?: string): Lists => {
-    const read = new Map<string, Promise<readonly RankBucket[]>>();
+    const read = new Map<string, readonly RankBucket[] | Promise<readonly RankBucket[]>>();
     let top: TopOfIndex | undefined;
     return (level, parent) => {
       const name = `${level}:${parent ?? ''}`;
@@ -303,10 +319,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       if (!found) {
         const kept = trusted === undefined ? undefined : options.cached!.cache.get(options.cached!.id, trusted, level, parent);
         const fromTop = top?.rows && level < top.whole ? childrenIn(top.rows, level, parent) : undefined;
-        if (kept) found = Promise.resolve(kept);
+        if (kept) found = kept;
         else if (fromTop) {
           top!.keeping(level, parent, fromTop);
-          found = Promise.resolve(fromTop);
+          found = fromTop;
         } else if (level === 0 && options.top && !top) {
           const keeping = keep();
           const reading: TopOfIndex = (top = { keeping, whole: 0 });

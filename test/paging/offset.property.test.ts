@@ -183,6 +183,20 @@ describe('offset', () => {
     expect(source.reads.length).toBe(1);
   });
 
+  it('reads ahead beside a dense level at most one list a level, and still gives the model\'s slice', async () => {
+    // 3,000 keys 2^21 apart: every level-3 bucket under the first level-2 one holds edges.
+    const source = new ArraySource(Array.from({ length: 3_000 }, (_, i) => i * 2 ** 21 + (i % 7)));
+    for (const backward of [false, true]) {
+      for (const offset of [1, 700, 1_999, 2_990]) {
+        const { index, stats } = indexOver(source);
+        const page = await pageFromSource(source, backward ? { last: 5, offset } : { first: 5, offset }, { connectionName: 'numbers', codec, index });
+        expect(page.edges.map((e) => e.node)).toEqual(modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 5, offset, undefined).nodes);
+        expect(stats.reads).toBeGreaterThanOrEqual(RANK_LEVEL_SHIFTS.length);
+        expect(stats.reads).toBeLessThanOrEqual(RANK_LEVEL_SHIFTS.length + 1);
+      }
+    }
+  });
+
   it('gives the model\'s slice after every settlement with bucket lists kept across pages', async () => {
     const change = fc.oneof(fc.record({ insert: key }), fc.record({ remove: fc.nat() }));
     const page = fc.record({ backward: fc.boolean(), size: fc.integer({ min: 1, max: 9 }), offset: fc.integer({ min: 1, max: 50 }), cursorAt: fc.option(fc.nat()), wait: fc.boolean() });
