@@ -291,12 +291,13 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         if (before) return { key: leafEdge(before.prefix, direction), skip: before.count };
       }
       parent = list[at]!.prefix;
-      // Read ahead: where this level is dense (half its buckets under the parent hold
-      // edges: posts at a steady rate) and the next level's list is a read, read beside
-      // it the list below the child that would hold the position were the bucket's edges
-      // spread evenly; when they are, that list needs no wave of its own.
-      const dense = list.length * 2 >= 2 ** levelWidth(level);
-      if (dense && level + 2 < RANK_LEVEL_SHIFTS.length && buckets(level + 1, parent) instanceof Promise) {
+      // Read ahead: where this level is dense (a quarter of its buckets under the parent
+      // hold edges, the one holding the position two per child: posts at a steady rate)
+      // and the next level's list is a read, read beside it the list below the child that
+      // would hold the position were the bucket's edges spread evenly; when they are,
+      // that list needs no wave of its own.
+      const dense = level + 2 < RANK_LEVEL_SHIFTS.length && list.length * 4 >= 2 ** levelWidth(level) && list[at]!.count >= 2 ** (levelWidth(level + 1) + 1);
+      if (dense && buckets(level + 1, parent) instanceof Promise) {
         const { lowest, highest } = childPrefixRange(level + 1, parent);
         const within = BigInt(Math.floor((remaining / list[at]!.count) * Number(highest - lowest + 1n)));
         Promise.resolve(buckets(level + 2, direction === 'forward' ? lowest + within : highest - within)).catch(() => {});
