@@ -12,7 +12,8 @@
  * first page and the deep one through GraphQL in process (resolvers and cursors, no
  * HTTP). Then the write side: createPost's store calls and time (the index adds nothing
  * to it: the verifier keeps it), and what the verifier's settlement of about 1,000 new
- * posts costs with the index and without.
+ * posts costs with the index and without. Then the other three counted connections
+ * (jump-connections.ts).
  */
 import { performance } from 'node:perf_hooks';
 import { makeExecutableSchema } from '@graphql-tools/schema';
@@ -33,6 +34,7 @@ import { microsOfTimeuuid, newTimeuuid } from '../src/store/timeuuid.js';
 import { JOB_WINDOW_MS } from '../src/background/windowed-job.js';
 import type { Store } from '../src/store/port.js';
 import { onCassandraKeyspace } from './cassandra-keyspace.js';
+import { measureJumpConnections } from './jump-connections.js';
 import { pageBySqlOffset } from './offset-baseline.js';
 import { RankCache } from '../src/paging/ranked-index.js';
 import { positive } from './settings.js';
@@ -47,7 +49,7 @@ const PAGE_QUERY = `query ($offset: Int) { userByUsername(username: "jumper") { 
   edges { cursor node { id content createdAt } } pageInfo { hasNextPage hasPreviousPage endCursor } } } }`;
 
 /** Median and p99 of `runs` timings of `fn`, in ms. */
-async function time(runs: number, fn: () => Promise<unknown> | unknown) {
+export async function time(runs: number, fn: () => Promise<unknown> | unknown) {
   const samples: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
@@ -60,7 +62,7 @@ async function time(runs: number, fn: () => Promise<unknown> | unknown) {
 }
 
 /** Where the jump section runs: a store, and what it is called in the figures. */
-interface JumpTarget {
+export interface JumpTarget {
   readonly name: string;
   readonly base: Store;
   readonly posts: number;
@@ -111,17 +113,19 @@ export async function runJumpOnCassandra(
         name: 'Cassandra',
         base,
         posts: Math.round(positive('BENCH_JUMP_CASSANDRA_POSTS', 100_000)),
-        // One statement each, 64 at a time: a logged batch of thousands of rows is refused.
-        async write(mutations) {
-          for (let at = 0; at < mutations.length; at += 64) {
-            await Promise.all(mutations.slice(at, at + 64).map((m) => (m.kind === 'upsert' ? base.upsert(m.table, m.row, m.options) : base.batch([m]))));
-          }
-        },
+        write: (mutations) => writeConcurrently(base, mutations),
       },
       progress,
       row,
     ),
   );
+}
+
+/** Write rows on Cassandra: one statement each, 64 at a time (a logged batch of thousands of rows is refused). */
+export async function writeConcurrently(base: Store, mutations: readonly Mutation[]): Promise<void> {
+  for (let at = 0; at < mutations.length; at += 64) {
+    await Promise.all(mutations.slice(at, at + 64).map((m) => (m.kind === 'upsert' ? base.upsert(m.table, m.row, m.options) : base.batch([m]))));
+  }
 }
 
 /** The figures of the jump section on one store (see the file comment). */
@@ -265,5 +269,7 @@ async function measureJump(
   out.write = { createPostCalls: createCalls, createPost: create, settleWithIndexMs: +withIndexMs.toFixed(1), settleWithoutIndexMs: +withoutIndexMs.toFixed(1) };
   row(`jump (${name}): createPost: store calls / median ms (the index adds no write to it)`, `${createCalls} / ${create.medianMs}`, '<= 1.15x', true);
   row(`jump (${name}): the verifier settling ~1,000 new posts: with the index / without (ms)`, `${withIndexMs.toFixed(1)} / ${withoutIndexMs.toFixed(1)}`);
+  // The other three counted connections, on the same store.
+  out.connections = await measureJumpConnections(target, progress, row);
   return out;
 }

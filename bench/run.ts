@@ -4,8 +4,8 @@
  * by git, so a run leaves the tree clean; the runs BENCHMARKS.md reports are kept as
  * bench/results/recorded-*.json). BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS
  * shape the overhead run and the metrics-cost run; BENCH_SECTIONS (comma-separated:
- * paging,overhead,metrics,roundtrips,counter,search,overload,cursors,order,idempotency, and jump, which runs
- * only when named) narrows a run; BENCH_FLOOD_SECONDS sets how long each overload flood
+ * paging,overhead,metrics,roundtrips,counter,search,overload,cursors,order,idempotency, and jump and
+ * trailing, which run only when named) narrows a run; BENCH_FLOOD_SECONDS sets how long each overload flood
  * lasts. The search section makes its 100,000 users once, into a
  * file in the system's temporary folder (BENCH_NAMES_FILE), reused by later runs.
  */
@@ -18,6 +18,7 @@ import { runCursorSigning } from './cursors.js';
 import { runDeepPaging } from './deep-paging.js';
 import { runJump, runJumpOnCassandra } from './jump.js';
 import { runIdempotency } from './idempotency.js';
+import { runTrailing } from './trailing.js';
 import { runMetricsCost } from './metrics-cost.js';
 import { pinning, runOverhead } from './overhead.js';
 import { runNameSearch } from './name-search.js';
@@ -42,7 +43,9 @@ default 5), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP
 BENCH_SECTIONS (comma-separated: paging,overhead,metrics,roundtrips,counter,search,overload,cursors,order,idempotency;
 and jump, offset pages over a 1,000,000-post timeline, only when named; on Cassandra
 too, with BENCH_JUMP_CASSANDRA_POSTS posts (default 100000), when CASSANDRA_CONTACT_POINTS
-is set; idempotency also runs on Cassandra when it is set), BENCH_JUMP_POSTS (the jump section's timeline, default 1000000), BENCH_NAMES_FILE
+is set; idempotency also runs on Cassandra when it is set; and trailing, the store reads a
+minute of the trailing passes, idle and busy, only when named, on Cassandra too when it is
+set), BENCH_TRAILING_RATE (the trailing section's busy writes a second, default 2), BENCH_JUMP_POSTS (the jump section's timeline, default 1000000), BENCH_NAMES_FILE
 (where the name search's users are kept between runs), BENCH_FLOOD_SECONDS (how long
 each overload flood lasts, default 20), BENCH_ORDER_LIST_CHANGES (list renames, and as many
 moves, of the order section; default 1000).`,
@@ -135,6 +138,10 @@ async function main(): Promise<void> {
   if (SECTIONS.has('idempotency')) {
     progress('idempotency: createPost with and without a clientMutationId');
     results.idempotency = await runIdempotency(progress, row);
+  }
+  if (SECTIONS.has('trailing')) {
+    progress('trailing: store reads a minute of the trailing passes, idle and busy');
+    results.trailing = await runTrailing(progress, row);
   }
   finishRun('latest.json', results, started, rows);
   rmSync(dir, { recursive: true, force: true });

@@ -20,7 +20,7 @@ import {
 } from './config.js';
 import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
 import { countTables } from './counts/count-tables.js';
-import type { RankOfItem } from './counts/count-ranks.js';
+import { isIndexKey, rankOfIndexEntry, type RankOfItem } from './counts/count-ranks.js';
 import { actorOf } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
@@ -31,7 +31,7 @@ import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
 import { meetingTables } from './features/meetings/meetings-tables.js';
-import { Meetings, TokenSequence } from './features/meetings/meetings.js';
+import { Meetings, TokenSequence, acceptorRank } from './features/meetings/meetings.js';
 import { suspensionSagas } from './features/suspensions/suspension-sagas.js';
 import { suspensionTables } from './features/suspensions/suspensions-tables.js';
 import { Suspensions } from './features/suspensions/suspensions.js';
@@ -69,7 +69,7 @@ import type { RequestDeadline } from './store/deadline.js';
 import { CallPermits, requestCallCapacity } from './store/call-permits.js';
 import type { RequestBudget } from './graphql/rate-limit.js';
 import type { TableSpec } from './store/table.js';
-import { WindowedJob, windowedJobTables } from './background/windowed-job.js';
+import { WindowedJob, windowedJobTables, type LatePassReport } from './background/windowed-job.js';
 
 /** Every table the product declares. */
 export const ALL_TABLES: readonly TableSpec[] = [
@@ -106,10 +106,13 @@ export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' |
  */
 /**
  * The counts that keep a counted index (`offset` without reading the edges skipped):
- * an author's posts, ranked by time. The other counted connections find an offset by
- * reading (paging/ranked-index.ts, `readingPositions`).
+ * an author's posts, ranked by time, and a meeting's acceptors, by user id, whose
+ * items are what they rank; and the index entries of the connections whose ranks are
+ * not a function of their counted items (a list's placements, the suspensions), each
+ * carrying its rank in its name (count-ranks.ts, `indexKeyOf`).
  */
-export const rankedCounts: RankOfItem = (countKey) => (countKey.startsWith('posts:') ? postRank : null);
+export const rankedCounts: RankOfItem = (countKey) =>
+  countKey.startsWith('posts:') ? postRank : countKey.startsWith('accepted:') ? acceptorRank : isIndexKey(countKey) ? rankOfIndexEntry : null;
 
 export function createStore(
   config: Pick<Config, 'store' | 'sqlitePath' | 'cassandra'> & Partial<Pick<Config, 'embeddedStore'>>,
@@ -234,6 +237,15 @@ export function createServices(
   const cluster = settings.cluster ?? DEFAULT_CLUSTER_SETTINGS;
   const liveSettings = settings.live ?? DEFAULT_LIVE_SETTINGS;
   const clockSkew = new ClockSkewWatch({ boundMs: cluster.clockSkewMs, unreadyMs: unreadySkewMsOf(cluster), logger: deps.logger, report: metrics });
+  // A windowed job's options: its passes and trailing passes report as `job`.
+  const jobOptions = (job: 'count_verifier' | 'name_sweeper') => ({
+    clock,
+    cluster,
+    logger: deps.logger,
+    onPass: metrics ? (ok: boolean) => metrics.backgroundPass(job, ok) : undefined,
+    onLatePass: metrics ? (report: LatePassReport) => metrics.latePass(job, report) : undefined,
+    runsWhen: whileHeld(deps.presence),
+  });
   // The process clock reports each write time it observes ahead of it (timestampAbove).
   if (clock instanceof MonotonicClock) clock.onAhead = (aheadMs) => clockSkew.observe(aheadMs);
   return {
@@ -254,17 +266,11 @@ export function createServices(
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
     rankCache: new RankCache(),
-    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, rankedCounts), {
-      clock,
-      cluster,
-      logger: deps.logger,
-      onPass: metrics ? (ok) => metrics.backgroundPass('count_verifier', ok) : undefined,
-      runsWhen: whileHeld(deps.presence),
-    }),
+    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, rankedCounts), jobOptions('count_verifier')),
     nameSweeper: new WindowedJob(
       deps.store,
-      nameSweepJob({ store: deps.store, clock, readUser: (id) => readUserForChange(deps.store, id) }),
-      { clock, cluster, logger: deps.logger, onPass: metrics ? (ok) => metrics.backgroundPass('name_sweeper', ok) : undefined, runsWhen: whileHeld(deps.presence) },
+      nameSweepJob({ store: deps.store, clock, readUser: (id, store = deps.store) => readUserForChange(store, id) }),
+      jobOptions('name_sweeper'),
     ),
     live: new LiveHub({
       store: deps.store,
@@ -277,6 +283,7 @@ export function createServices(
       maxQueued: liveSettings.maxQueued,
       logger: deps.logger,
       onPoll: onLivePoll,
+      onLatePass: metrics ? (report) => metrics.latePass('live', report) : undefined,
     }),
     liveSettings,
     metrics,
@@ -331,7 +338,7 @@ export function createLiveLoaders(services: Services): Loaders {
 
 /** The ordered-list applier of a process (the server starts its timer; seeds drain with it). */
 export function createListApplier(
-  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes'> & Partial<Pick<Services, 'cluster' | 'metrics' | 'presence'>>,
+  deps: Pick<Services, 'store' | 'clock' | 'logger' | 'changes' | 'counts'> & Partial<Pick<Services, 'cluster' | 'metrics' | 'presence'>>,
 ): ListApplier {
   const metrics = deps.metrics ?? null;
   return new ListApplier(deps.store, {
@@ -339,8 +346,10 @@ export function createListApplier(
     logger: deps.logger,
     cluster: deps.cluster ?? DEFAULT_CLUSTER_SETTINGS,
     changes: deps.changes,
+    counts: deps.counts,
     onPass: metrics ? (ok) => metrics.backgroundPass('list_applier', ok) : undefined,
     onApplied: metrics ? (delay) => metrics.listTransactionApplied(delay) : undefined,
+    onLatePass: metrics ? (report) => metrics.latePass('list_applier', report) : undefined,
     runsWhen: whileHeld(deps.presence),
   });
 }
@@ -415,6 +424,7 @@ export function createRequestContext(
     sagas,
     lock: services.userLock,
     granularity: settings.suspensionBucket,
+    rankCache: services.rankCache,
     ids,
   });
   const meetings = new Meetings({
@@ -430,9 +440,10 @@ export function createRequestContext(
     cluster: services.cluster,
     changes,
     counts: services.counts,
+    rankCache: services.rankCache,
     ids,
   });
-  const lists = new Lists({ store, codec, signal, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts, ids });
+  const lists = new Lists({ store, codec, signal, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts, rankCache: services.rankCache, ids });
   return {
     viewer: actor,
     loaders,

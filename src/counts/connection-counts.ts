@@ -43,6 +43,24 @@
  * by key beside the heads: one `getMany` for every count of a request. Only when the
  * verifiers lag (or none runs) does a count need a slice of its window rows.
  *
+ * Late changes (#35). A change whose batch lands after its window was settled (batchlog
+ * replay, a hint) is missing from the settlement, and no reader adds its window's live
+ * cells (they lie before the verifier's progress). It changes nothing the settlement
+ * counted before its own window: the ledger's cells only move earlier, and an item's
+ * contribution through T depends only on which of its first addition and first
+ * removal lie before T and their order, which a change at or after T cannot alter. So
+ * a settlement in full from the ledger through any bound is exact once the change has
+ * landed. The verifier's trailing passes (windowed-job.ts) find its mark and write
+ * `redoMutations`: a bound R above now plus the skew, on the head (`redo_through`,
+ * stamped R so the highest stays), and a mark in R's window. A verifier that reads a
+ * head settled below R settles in full instead of incrementally; every verifier that
+ * read the head before R landed settles to a bound below R (its clock was at most the
+ * skew ahead, its bound the skew plus the write timeout behind it); the pass that
+ * visits R's mark settles to R or past it. So the head ends at a full settlement
+ * through R or beyond, written after the late change landed, and no settlement that
+ * missed it can win over it: the count, and its counted index (rebuilt in full), are
+ * exact again. Two trailing passes write the same kind of cells twice: harmless.
+ *
  * Exactness. Once writes have settled (their windows closed and visited) a count is
  * exact. Before, live cells stand in for the unsettled windows: each server's cell
  * counts its own attempts, so a count is off only by changes still in flight (a batch
@@ -174,7 +192,8 @@ export class CountWriter {
         options: { ttl: EVENT_TTL_SECONDS },
       },
       ...spanOf(key, window),
-      markMutation(COUNT_JOB, key, window),
+      // Tagged with the event: a late one beside an in-time one of the count is found.
+      markMutation(COUNT_JOB, key, window, `${sign > 0 ? '+' : '-'}${item}`),
     ];
   }
 
@@ -342,6 +361,9 @@ export async function settleIncrementally(store: Store, key: string, through: nu
   const base = head?.settled_through as bigint | null | undefined;
   const settled = (head?.settled_count as bigint | null | undefined) ?? 0n;
   if (base != null && Number(base) >= through) return Number(settled);
+  // A late change was found (redoMutations): settle in full until past its bound.
+  const redo = head?.redo_through as bigint | null | undefined;
+  if (redo != null && (base == null || Number(base) < Number(redo))) return settleFully(store, key, through, rankOf);
   const first = head?.first_window as bigint | null | undefined;
   const from = base != null ? Number(base) : first != null ? Number(first) : through;
   const { net, decided } = await netChange(store, key, from, through);
@@ -420,12 +442,34 @@ export async function backfillItems(store: Store, writer: CountWriter, key: stri
 /** No count has a counted index. */
 export const noRanks: RankOfItem = () => null;
 
-/** The verifier's work: settle every count marked in the closed windows (run by a `WindowedJob`). */
+/**
+ * What a trailing pass writes for a count with a change that landed late, perhaps in
+ * a window its settlement has passed (see "Late changes" in the file comment): the
+ * bound `redo_through` the count must be settled in full past, and a mark in the
+ * window before it, so a verifier does so.
+ */
+export function redoMutations(key: string, nowMs: number, cluster: ClusterSettings): Mutation[] {
+  // Above every bound a verifier that read the head before this lands can settle to.
+  const redo = windowOf(nowMs + cluster.clockSkewMs) + JOB_WINDOW_MS;
+  return [
+    { kind: 'upsert', table: connectionCountsTable, row: { ...headKey(key), redo_through: BigInt(redo) }, options: { timestamp: BigInt(redo) * 1000n } },
+    markMutation(COUNT_JOB, key, redo - JOB_WINDOW_MS, 'redo'),
+  ];
+}
+
+/**
+ * The verifier's work: settle every count marked in the closed windows (run by a
+ * `WindowedJob`); a count found marked late is settled in full by the next pass past
+ * now (`redoMutations`).
+ */
 export function countVerifierJob(store: Store, rankOf: RankOfItem = noRanks): WindowedJobSpec {
   return {
     job: COUNT_JOB,
     async handle(keys, through) {
       for (const key of keys) await settleIncrementally(store, key, through, rankOf);
+    },
+    async handleLate(keys, { nowMs, cluster }) {
+      for (const key of keys) await store.batch(redoMutations(key, nowMs, cluster));
     },
   };
 }

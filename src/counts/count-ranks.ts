@@ -26,11 +26,81 @@ import { allRowsOf } from '../paging/partition-chunks.js';
 import { childPrefixRange, levelWidth, rankPrefixes, rankedIndex, type LevelBucket, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
 import type { PositionIndex } from '../paging/types.js';
 import type { Mutation, Store } from '../store/port.js';
+import type { CountWriter } from './connection-counts.js';
 import type { Row } from '../store/table.js';
-import { HEAD_SLOT, connectionCountsTable, countRanksTable } from './count-tables.js';
+import { HEAD_SLOT, connectionCountsTable, countItemsTable, countRanksTable } from './count-tables.js';
 
 /** The rank of an item in its connection, for the count keys that have an index; null for the others. */
 export type RankOfItem = (countKey: string) => ((item: string) => bigint) | null;
+
+/**
+ * The count key of the index entries of a connection whose items' ranks are not a
+ * function of the items its `totalCount` counts (a suspension's rank is its time, not
+ * its saga; a list item's rank moves with it). Its items are index entries
+ * (`indexEntry`), counted by the same ledger and settlement as any count; only its
+ * counted index is read, never its count.
+ */
+export function indexKeyOf(countKey: string): string {
+  return `index:${countKey}`;
+}
+
+/** Whether `key` is a count key of index entries (`indexKeyOf`). */
+export function isIndexKey(key: string): boolean {
+  return key.startsWith('index:');
+}
+
+/** Hex digits of a rank in an index entry's name. */
+const RANK_DIGITS = 15;
+
+/**
+ * The name of an index entry: its rank, then what makes it unique (`rest`). The name
+ * carries the rank, so the settlement ranks it without reading anything else.
+ */
+export function indexEntry(rank: bigint, rest: string): string {
+  return `${rank.toString(16).padStart(RANK_DIGITS, '0')}:${rest}`;
+}
+
+/** The rank an index entry's name carries (`indexEntry`). */
+export function rankOfIndexEntry(entry: string): bigint {
+  return BigInt(`0x${entry.slice(0, RANK_DIGITS)}`);
+}
+
+/** Generations of an entry probed per read. */
+const GENERATIONS = 4;
+
+/**
+ * The names under which the index entries `entries` of `countKey` stand now: each one's
+ * first generation (`entry`, `entry#1`, …) whose ledger holds no removal. The ledger
+ * counts a name once, from its first addition to its first removal, so an entry that
+ * comes back after it was removed (a list item moved back to the very position it
+ * left) takes the next generation; adding and removing one entry both name its current
+ * generation, and a retried change names the same. One read (more only past
+ * GENERATIONS removals of one entry).
+ */
+export async function currentEntries(store: Store, countKey: string, entries: readonly string[]): Promise<string[]> {
+  const key = indexKeyOf(countKey);
+  const named = (entry: string, generation: number) => (generation === 0 ? entry : `${entry}#${generation}`);
+  const found: Array<string | undefined> = entries.map(() => undefined);
+  for (let from = 0; found.includes(undefined); from += GENERATIONS) {
+    const open = entries.flatMap((entry, i) => (found[i] === undefined ? [i] : []));
+    const names = open.flatMap((i) => Array.from({ length: GENERATIONS }, (_, g) => named(entries[i]!, from + g)));
+    const rows = await store.getMany(countItemsTable, names.map((item) => ({ count_key: key, item })));
+    open.forEach((i, k) => {
+      const free = rows.slice(k * GENERATIONS, (k + 1) * GENERATIONS).findIndex((row) => row?.removed_at == null);
+      if (free >= 0) found[i] = named(entries[i]!, from + free);
+    });
+  }
+  return found as string[];
+}
+
+/**
+ * What adding (+1) or removing (-1) an index entry writes, in the batch of the change
+ * it follows: the ledger cell, event, span and mark (`CountWriter.recorded`), no live
+ * cell (nothing reads the entries' count before it is settled).
+ */
+export function indexChange(writer: CountWriter, countKey: string, entry: string, sign: 1 | -1): Mutation[] {
+  return writer.recorded(writer.attempt({ key: indexKeyOf(countKey), item: entry, sign }));
+}
 
 /** A change the settlement decided counts (+1 or -1), in its window. */
 export interface DecidedChange {

@@ -20,7 +20,9 @@ export const HEAD_SLOT = -1n;
  *   (ms, a window start), written `USING TIMESTAMP settled_through` so a later settlement
  *   always wins; and the span of windows that had changes (`first_window`, written at
  *   2^63-1 minus the window so the earliest stays, `last_window` at the window so the
- *   latest stays), so a reader knows which windows to add without a slice;
+ *   latest stays), so a reader knows which windows to add without a slice; and
+ *   `redo_through`, the bound a late change makes the count be settled in full past
+ *   (connection-counts.ts, "Late changes");
  * - one window row per 5-second window with changes (`slot` = window start): a live cell
  *   per clock node (`node_00` … `node_63`), each server's running total of the changes it
  *   made in that window, so a count is current before it is settled. Window rows expire
@@ -35,6 +37,7 @@ export const connectionCountsTable = defineTable({
     settled_count: 'bigint',
     first_window: 'bigint',
     last_window: 'bigint',
+    redo_through: 'bigint',
     ...(Object.fromEntries(NODE_COLUMNS.map((c) => [c, 'bigint'])) as Record<string, CqlType>),
   },
   partitionKey: ['count_key'],

@@ -22,7 +22,7 @@ import type { Store } from '../store/port.js';
 import type { Row, TableSpec } from '../store/table.js';
 import { closedThrough } from '../background/windowed-job.js';
 import { backfillItems, reconcileCount, type CountWriter } from './connection-counts.js';
-import type { RankOfItem } from './count-ranks.js';
+import { isIndexKey, type RankOfItem } from './count-ranks.js';
 import { countItemsTable } from './count-tables.js';
 
 /** Items a counted connection holds (a part of them: a connection may come in several). */
@@ -61,9 +61,9 @@ export async function* membershipsOfTable(store: Store, table: TableSpec, keyOf:
 
 /** What a recount did. */
 export interface RecountReport {
-  /** Counts made right. */
+  /** Counts made right, the keys of index entries among them. */
   readonly counts: number;
-  /** Items counted that no count had seen (written before counts existed, or lost). */
+  /** Items counted that no count had seen (written before counts existed, or lost); index entries added are not among them. */
   readonly backfilled: number;
 }
 
@@ -78,7 +78,9 @@ export async function recountConnections(
   let backfilled = 0;
   for (const source of sources) {
     for await (const { key, items } of source) {
-      backfilled += await backfillItems(store, writer, key, items);
+      const added = await backfillItems(store, writer, key, items);
+      // Index entries (count-ranks.ts) are not items of a connection: they are not reported.
+      if (!isIndexKey(key)) backfilled += added;
       keys.add(key);
     }
   }

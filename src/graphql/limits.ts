@@ -2,7 +2,7 @@
  * Request limits: depth, aliases, tokens and directives through graphql-armor, and a
  * query cost through graphql-query-complexity in which a connection's `first`/`last`
  * (or the default page size) multiplies the cost of what each edge selects, as does
- * the number of ids given to `nodes`. Every refusal says which limit and by how much.
+ * the number of ids given to `nodes`, and an `offset` adds its reads (`OFFSET_COST`). Every refusal says which limit and by how much.
  */
 import type { ApolloServerPlugin, BaseContext, GraphQLRequestContextDidResolveOperation, GraphQLRequestListener } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
@@ -10,6 +10,7 @@ import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens';
 import { GraphQLError, getNamedType, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type ValidationRule } from 'graphql';
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity';
 import { DEFAULT_PAGE_SIZE } from '../paging/engine.js';
+import { RANK_LEVEL_SHIFTS } from '../paging/ranked-index.js';
 import { checkOperation } from './operation-guard.js';
 import type { Budgeted } from './rate-limit.js';
 
@@ -22,11 +23,19 @@ export interface RequestLimits {
   readonly cost: number;
 }
 
-/** Cost of a field: connections and `nodes` multiply their children's cost. */
+/**
+ * What a jump (`offset` above 0) adds to a connection's cost: its store reads, one per
+ * level of the counted index plus the cursor's rank and the page itself
+ * (paging/ranked-index.ts), whatever the offset.
+ */
+export const OFFSET_COST = RANK_LEVEL_SHIFTS.length + 2;
+
+/** Cost of a field: connections and `nodes` multiply their children's cost; a jump costs its reads. */
 const connectionEstimator: ComplexityEstimator = ({ field, args, childComplexity }) => {
   if (getNamedType(field.type).name.endsWith('Connection')) {
     const size = Number(args.first ?? args.last ?? DEFAULT_PAGE_SIZE);
-    return 1 + Math.max(0, size) * childComplexity;
+    const jump = Number(args.offset ?? 0) > 0 ? OFFSET_COST : 0;
+    return 1 + jump + Math.max(0, size) * childComplexity;
   }
   if (Array.isArray(args.ids)) return 1 + args.ids.length * childComplexity;
   return undefined;

@@ -147,13 +147,14 @@ function bucketsBetween(from: bigint, through: bigint, bucketOf: (micros: bigint
 }
 
 /**
- * One partition's changes from `from` (µs, inclusive) on, up to `limit`: what it read,
- * and below which id it is complete.
+ * One partition's changes from `from` (µs, inclusive) on, below `below` when given, up
+ * to `limit`: what it read, and below which id it is complete.
  */
-async function readPartition(store: Store, table: TableSpec, partition: Row, from: bigint, limit: number, bucketEnd: bigint): Promise<LogRead> {
-  const rows = await store.slice(table, { partition, lower: { values: [minTimeuuidOfMicros(from)], inclusive: true }, limit });
+async function readPartition(store: Store, table: TableSpec, partition: Row, from: bigint, limit: number, bucketEnd: bigint, below?: bigint): Promise<LogRead> {
+  const upper = below !== undefined && below < bucketEnd ? { values: [minTimeuuidOfMicros(below)], inclusive: false } : undefined;
+  const rows = await store.slice(table, { partition, lower: { values: [minTimeuuidOfMicros(from)], inclusive: true }, ...(upper ? { upper } : {}), limit });
   const changes = rows.map(changeFromRow);
-  if (rows.length < limit) return { changes, completeBelow: bucketEnd };
+  if (rows.length < limit) return { changes, completeBelow: upper ? below! : bucketEnd };
   // Cut at its limit: rows sharing the last one's microsecond may lie beyond it.
   const completeBelow = microsOfTimeuuid(changes[changes.length - 1]!.id);
   return { changes: changes.filter((c) => microsOfTimeuuid(c.id) < completeBelow), completeBelow };
@@ -162,14 +163,16 @@ async function readPartition(store: Store, table: TableSpec, partition: Row, fro
 /**
  * A feed's changes with ids from `from` through `through` (µs), in id order: one slice
  * per hour bucket (normally one), each up to `limit` rows. The read is complete below
- * `completeBelow`, which is past `through` unless a bucket filled its limit.
+ * `completeBelow`, which is past `through` unless a bucket filled its limit. `below`
+ * (µs, exclusive) bounds the slices themselves, for a range that ends before the newest
+ * changes (a trailing pass's); without it the last bucket is read to its end.
  */
-export async function readFeed(store: Store, feed: string, from: bigint, through: bigint, limit: number): Promise<LogRead & { reads: number }> {
+export async function readFeed(store: Store, feed: string, from: bigint, through: bigint, limit: number, below?: bigint): Promise<LogRead & { reads: number }> {
   const changes: Change[] = [];
   let reads = 0;
   for (const bucket of bucketsBetween(from, through, feedBucketOf, FEED_BUCKET_MS)) {
     const bucketEnd = (bucket + BigInt(FEED_BUCKET_MS)) * 1000n;
-    const read = await readPartition(store, liveChangesTable, { feed, bucket }, from, limit - changes.length, bucketEnd);
+    const read = await readPartition(store, liveChangesTable, { feed, bucket }, from, limit - changes.length, bucketEnd, below);
     reads++;
     changes.push(...read.changes);
     if (read.completeBelow < bucketEnd || changes.length >= limit) {
@@ -184,13 +187,13 @@ export async function readFeed(store: Store, feed: string, from: bigint, through
  * the shards' partitions are read side by side, each up to `limit` rows, and merged in
  * id order. Complete below the lowest point where a partition stopped at its limit.
  */
-export async function readShards(store: Store, from: bigint, through: bigint, limit: number): Promise<LogRead & { reads: number }> {
+export async function readShards(store: Store, from: bigint, through: bigint, limit: number, below?: bigint): Promise<LogRead & { reads: number }> {
   const buckets = bucketsBetween(from, through, shardBucketOf, SHARD_BUCKET_MS);
   const reads = await Promise.all(
     Array.from({ length: CHANGE_SHARDS }, (_, shard) =>
       Promise.all(
         buckets.map((bucket) =>
-          readPartition(store, liveChangeShardsTable, { shard, bucket }, from, limit, (bucket + BigInt(SHARD_BUCKET_MS)) * 1000n),
+          readPartition(store, liveChangeShardsTable, { shard, bucket }, from, limit, (bucket + BigInt(SHARD_BUCKET_MS)) * 1000n, below),
         ),
       ),
     ),

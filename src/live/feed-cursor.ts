@@ -5,7 +5,9 @@
  * A feed is read in id order, but a change can land behind ids already delivered (its
  * writer's clock was behind, or its write was slow), so "the last id delivered" is not
  * a position. A position is a floor and a set: every change with an id below the floor
- * was delivered (or never will be: nothing can land that far behind), and the set holds
+ * was delivered (or never will be to a subscription resumed from it: a change landing
+ * that far behind, past the window, reaches by a trailing pass only the subscriptions
+ * open from below it, live-hub.ts), and the set holds
  * the changes at or above the floor that were delivered too. Resuming re-reads the feed
  * from the floor and skips the set. The floor trails the newest change by the bound on
  * lateness (clock skew plus write timeout), so the set holds only the changes of those

@@ -17,7 +17,28 @@
  * received (feed-cursor.ts); every change delivered carries the position just after it
  * as its cursor, so resuming from it on any server (catch-up reads from the floor, then
  * the subscriber joins the live polls) gives every later change once, in id order within
- * each read.
+ * each read. A late delivery (below the floor, by a trailing pass) carries the position
+ * the subscriber holds when it is given: its id lies below that position's floor.
+ *
+ * Trailing passes (issue #35). The window is the normal case, not a promise: a write
+ * that timed out can still land much later (batchlog replay, hints up to Cassandra's
+ * `max_hint_window`, a coordinator cut off), with its original ids, below every floor.
+ * Each pass of `latePassesOf(cluster)` (LATE_WRITE_PASSES) re-reads, every `intervalMs`,
+ * each live feed from `horizonMs` back up to its floor, and gives every subscriber here,
+ * once, the changes it was owed and not given: late, not never. To know what was given
+ * without a set per subscriber, each feed remembers the changes this server's polls and
+ * passes have handled over the longest horizon (`handled`, key → item): a change the
+ * feed handled was offered to every subscriber attached then (or is still ahead of a
+ * newcomer's floor, which the polls will offer it); a change it never handled was given
+ * to no subscriber but through that subscriber's own catch-up (`outside`, which also
+ * holds what its cursor named). A change handled while a subscriber was catching up is
+ * noted as `missed` for it. A late change is owed to a subscriber when its id is at or
+ * above where the subscription started on this server (`origin`: "now", or its cursor's
+ * floor) and no change of the same item was given. Nothing of this outlives the process,
+ * and nothing needs to: subscriptions do not either, and resume from cursors, whose
+ * origin is their floor, so a change that lands below a cursor's floor after the cursor
+ * was issued is never delivered to the resumed subscription (documented limit, as is a
+ * change older than the longest horizon when it lands).
  *
  * Two layouts (change-log-tables.ts). Reading each feed costs one read per feed per poll;
  * reading the shards costs CHANGE_SHARDS reads per poll whatever the number of feeds,
@@ -26,13 +47,14 @@
  * switches when the other is clearly cheaper; 'feeds' and 'shards' fix the choice.
  */
 import type { Logger } from 'pino';
-import type { ClusterSettings } from '../config.js';
+import { startPeriodicTask, type PeriodicTask } from '../background/periodic-task.js';
+import { latePassesOf, type ClusterSettings, type LatePass } from '../config.js';
 import type { CursorCodec } from '../paging/cursor.js';
 import type { Clock } from '../store/clock.js';
 import type { Store } from '../store/port.js';
 import { microsOfTimeuuid } from '../store/timeuuid.js';
-import { CHANGE_SHARDS } from './change-log-tables.js';
-import { readFeed, readShards, type Change, type LogRead } from './change-log.js';
+import { CHANGE_SHARDS, FEED_BUCKET_MS, SHARD_BUCKET_MS } from './change-log-tables.js';
+import { feedBucketOf, readFeed, readShards, shardBucketOf, type Change, type LogRead } from './change-log.js';
 import { changeKey, encodeFeedCursor, type FeedPosition } from './feed-cursor.js';
 
 /** What a feature says of a change read from its feed: deliver it, never deliver it, or ask again next poll. */
@@ -94,6 +116,8 @@ export interface LiveHubOptions {
   readonly logger?: Logger;
   /** Told after every poll what it cost (metrics, benchmarks). */
   readonly onPoll?: (poll: PollReport) => void;
+  /** Told after every trailing pass what it cost and found (metrics, benchmarks). */
+  readonly onLatePass?: (pass: LatePassReport) => void;
 }
 
 /** What one poll did. */
@@ -102,6 +126,21 @@ export interface PollReport {
   readonly feeds: number;
   readonly reads: number;
   readonly rows: number;
+  readonly delivered: number;
+}
+
+/** What one trailing pass did. */
+export interface LatePassReport {
+  /** The pass's horizon (ms), as configured. */
+  readonly horizonMs: number;
+  readonly mode: 'feeds' | 'shards';
+  readonly feeds: number;
+  /** Store reads the pass made. */
+  readonly reads: number;
+  readonly rows: number;
+  /** Late changes the pass found and gave (to one subscriber or more): landed past the window. */
+  readonly late: number;
+  /** Late deliveries made (one per subscriber). */
   readonly delivered: number;
 }
 
@@ -118,28 +157,121 @@ const READ_LIMIT = 1_000;
 const READ_CONCURRENCY = 32;
 /** In feed mode with many feeds, how often (in polls) the shards are read once to price them. */
 const PROBE_EVERY_POLLS = 120;
+/** How often (in polls) a poll prunes the memories of what was handled, given, missed. */
+const FORGET_EVERY_POLLS = 120;
 /** The other layout must cost this fraction of the current one or less before the hub switches. */
 const SWITCH_RATIO = 0.8;
 
 /**
- * Read a range to its end: a read cut at its limit is continued from where it stopped,
- * so a burst of more changes than one read takes still moves on within the poll.
+ * Read a range to its end, part by part: a read cut at its limit is continued from where
+ * it stopped, so a burst of more changes than one read takes still moves on. `use` sees
+ * each part before the next is read (a trailing pass's span stays out of memory); the
+ * reads made are returned.
  */
-async function readToEnd(from: bigint, through: bigint, read: (from: bigint) => Promise<LogRead & { reads?: number }>): Promise<LogRead & { reads: number }> {
-  const changes: Change[] = [];
+async function forEachPart(
+  from: bigint,
+  through: bigint,
+  read: (from: bigint) => Promise<LogRead & { reads?: number }>,
+  use: (part: LogRead) => Promise<void> | void,
+): Promise<number> {
   let reads = 0;
   for (let start = from; ; ) {
     const part = await read(start);
     reads += part.reads ?? 1;
-    changes.push(...part.changes);
-    if (part.completeBelow > through) return { changes, completeBelow: part.completeBelow, reads };
+    await use(part);
+    if (part.completeBelow > through) return reads;
     start = part.completeBelow;
+  }
+}
+
+/** Read a range to its end, within the poll (forEachPart), as one read. */
+async function readToEnd(from: bigint, through: bigint, read: (from: bigint) => Promise<LogRead & { reads?: number }>): Promise<LogRead & { reads: number }> {
+  const changes: Change[] = [];
+  let completeBelow = from;
+  const reads = await forEachPart(from, through, read, (part) => {
+    changes.push(...part.changes);
+    completeBelow = part.completeBelow;
+  });
+  return { changes, completeBelow, reads };
+}
+
+/** The µs of a change key (feed-cursor.ts's `changeKey`). */
+function microsOfKey(key: string): bigint {
+  return BigInt(key.slice(0, key.indexOf(':')));
+}
+
+/**
+ * Change keys with their items (null: a change never delivered, or one whose item is
+ * not known yet) and the keys of each item: what a feed handled, or what a subscriber
+ * was given outside the feed's reads.
+ */
+class ItemIndex {
+  private readonly items = new Map<string, string | null>();
+  private readonly byItem = new Map<string, Set<string>>();
+
+  get size(): number {
+    return this.items.size;
+  }
+
+  has(key: string): boolean {
+    return this.items.has(key);
+  }
+
+  get(key: string): string | null | undefined {
+    return this.items.get(key);
+  }
+
+  /** The keys held for `item`. */
+  keysOf(item: string): ReadonlySet<string> | undefined {
+    return this.byItem.get(item);
+  }
+
+  set(key: string, item: string | null): void {
+    this.delete(key);
+    this.items.set(key, item);
+    if (item === null) return;
+    let keys = this.byItem.get(item);
+    if (!keys) this.byItem.set(item, (keys = new Set()));
+    keys.add(key);
+  }
+
+  delete(key: string): void {
+    const item = this.items.get(key);
+    if (item === undefined) return;
+    this.items.delete(key);
+    if (item === null) return;
+    const keys = this.byItem.get(item)!;
+    keys.delete(key);
+    if (keys.size === 0) this.byItem.delete(item);
+  }
+
+  /**
+   * Forget every key below `micros`, then the oldest beyond `cap`: the point (µs) below
+   * which the index is no longer complete (`micros` when the cap was not reached).
+   */
+  forget(micros: bigint, cap: number): bigint {
+    for (const key of [...this.items.keys()]) if (microsOfKey(key) < micros) this.delete(key);
+    if (this.items.size <= cap) return micros;
+    const oldest = [...this.items.keys()].map(microsOfKey).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    // Whole microseconds go, so what is kept is complete from its lowest one.
+    const from = oldest[oldest.length - cap]! + 1n;
+    for (const key of [...this.items.keys()]) if (microsOfKey(key) < from) this.delete(key);
+    return from;
   }
 }
 
 /** A subscription's state in the hub. */
 class Subscriber implements AsyncIterableIterator<Delivery> {
   floor: bigint;
+  /**
+   * Where the subscription started on this server (µs): "now", or its cursor's floor.
+   * Late changes at or above it are owed to it; none below.
+   */
+  readonly origin: bigint;
+  /** Changes its feed handled while it was catching up (so not offered to it), by key. */
+  readonly missed = new Set<string>();
+  /** Changes it was given, or its cursor named, that its feed had not handled: key → item. */
+  readonly outside = new ItemIndex();
   /** Where the next catch-up read starts (µs): past the floor once a read was cut at its limit. */
   catchUpFrom: bigint;
   /** Changes received at or above the floor: key → item (null while only the cursor named it). */
@@ -159,8 +291,12 @@ class Subscriber implements AsyncIterableIterator<Delivery> {
     readonly onOverflow: () => void,
   ) {
     this.floor = start.floor;
+    this.origin = start.floor;
     this.catchUpFrom = start.floor;
-    for (const key of start.received) this.received.set(key, null);
+    for (const key of start.received) {
+      this.received.set(key, null);
+      this.outside.set(key, null);
+    }
     this.state = catchUp ? 'catching-up' : 'live';
   }
 
@@ -236,7 +372,7 @@ class Subscriber implements AsyncIterableIterator<Delivery> {
     if (to <= this.floor) return;
     this.floor = to;
     for (const [key, item] of this.received) {
-      if (BigInt(key.slice(0, key.indexOf(':'))) >= to) continue;
+      if (microsOfKey(key) >= to) continue;
       this.received.delete(key);
       if (item !== null) {
         const n = this.items.get(item)! - 1;
@@ -247,12 +383,49 @@ class Subscriber implements AsyncIterableIterator<Delivery> {
   }
 }
 
+/** What the hub made of a change's admission (LiveFeed.decided). */
+type Decision = 'deliver' | 'skip' | 'expired';
+
 /** A feed with subscribers on this server. */
 interface LiveFeed {
   readonly spec: FeedSpec;
+  /** Its subscribers that the polls serve. */
   readonly subscribers: Set<Subscriber>;
-  /** Final admissions of changes still in the window, by change id. */
-  readonly decided: Map<string, 'deliver' | 'skip'>;
+  /** Its subscribers still reading their own catch-up (not yet polled for). */
+  readonly catchingUp: Set<Subscriber>;
+  /**
+   * Final admissions of changes still in the window, by change id; 'expired': still
+   * waiting when the window passed it, so the polls move on (a trailing pass asks again).
+   */
+  readonly decided: Map<string, Decision>;
+  /**
+   * The changes this server's polls and trailing passes handled, over the longest
+   * horizon: key → item (null: its admission said skip). Empty without trailing passes.
+   */
+  readonly handled: ItemIndex;
+  /** Below this (µs) `handled` is incomplete (its cap forgot the oldest): passes read from here at most. */
+  handledFrom: bigint;
+}
+
+/**
+ * Changes a feed remembers as handled, at most: a feed writing more than this over the
+ * longest horizon (some 9 changes a second for 3 h) has late changes found over the
+ * most recent part of it only.
+ */
+const MAX_HANDLED_PER_FEED = 100_000;
+
+/** The lowest floor of a feed's polled subscribers: where its polls read from. */
+function floorOf(feed: LiveFeed): bigint {
+  let min: bigint | null = null;
+  for (const s of feed.subscribers) if (min === null || s.floor < min) min = s.floor;
+  return min!;
+}
+
+/** The lowest origin of a feed's polled subscribers: nothing below it is owed to them. */
+function originOf(feed: LiveFeed): bigint {
+  let min: bigint | null = null;
+  for (const s of feed.subscribers) if (min === null || s.origin < min) min = s.origin;
+  return min!;
 }
 
 /** The process's live hub (see the file comment). */
@@ -263,14 +436,33 @@ export class LiveHub {
   private stopped = false;
   private mode: 'feeds' | 'shards' = 'feeds';
   private pollsSinceProbe = 0;
+  /** Polls since the memories were last pruned (the passes prune them too). */
+  private pollsSinceForget = 0;
   /** Rows the last poll of each layout read, and how many of them were changes of our feeds. */
   private lastRows: { feeds: number | null; shards: number | null; shardRowsOfOurFeeds: number | null } = {
     feeds: null,
     shards: null,
     shardRowsOfOurFeeds: null,
   };
+  /** The trailing passes (LATE_WRITE_PASSES): none, and nothing is remembered. */
+  private readonly passes: readonly LatePass[];
+  private passTasks: PeriodicTask[] = [];
 
-  constructor(private readonly options: LiveHubOptions) {}
+  constructor(private readonly options: LiveHubOptions) {
+    this.passes = latePassesOf(options.cluster);
+  }
+
+  /** Whether feeds remember what they handled (there are trailing passes to use it). */
+  private get remembers(): boolean {
+    return this.passes.length > 0;
+  }
+
+  /** How far back the longest trailing pass reads (µs). */
+  private get longestHorizonMicros(): bigint {
+    let ms = 0;
+    for (const pass of this.passes) if (pass.horizonMs > ms) ms = pass.horizonMs;
+    return BigInt(ms) * 1000n;
+  }
 
   /** Changes a subscriber may have waiting (see LiveHubOptions). */
   get maxQueued(): number {
@@ -290,7 +482,9 @@ export class LiveHub {
 
   /** Feeds with a subscriber on this server. */
   get activeFeeds(): number {
-    return this.feeds.size;
+    let n = 0;
+    for (const feed of this.feeds.values()) if (feed.subscribers.size > 0) n++;
+    return n;
   }
 
   /** Subscriptions on this server. */
@@ -321,13 +515,15 @@ export class LiveHub {
     const position = start.kind === 'after' ? start.position : { floor: now - this.aheadMicros, received: [] };
     const subscriber = new Subscriber(this, spec, position, start.kind === 'after', onOverflow);
     if (start.kind === 'now') this.attach(subscriber);
+    else this.feedOf(spec).catchingUp.add(subscriber);
     return subscriber;
   }
 
   private feedOf(spec: FeedSpec): LiveFeed {
     let feed = this.feeds.get(spec.feed);
     if (!feed) {
-      feed = { spec, subscribers: new Set(), decided: new Map() };
+      // A feed new here remembers nothing, and owes nothing from before its subscribers.
+      feed = { spec, subscribers: new Set(), catchingUp: new Set(), decided: new Map(), handled: new ItemIndex(), handledFrom: 0n };
       this.feeds.set(spec.feed, feed);
     }
     return feed;
@@ -335,16 +531,19 @@ export class LiveHub {
 
   private attach(subscriber: Subscriber): void {
     subscriber.state = 'live';
-    this.feedOf(subscriber.spec).subscribers.add(subscriber);
+    const feed = this.feedOf(subscriber.spec);
+    feed.catchingUp.delete(subscriber);
+    feed.subscribers.add(subscriber);
     this.schedule();
   }
 
-  /** A subscriber leaves its feed (a feed without subscribers is polled no more). */
+  /** A subscriber leaves its feed (a feed without subscribers is polled no more, and forgets what it handled). */
   detach(subscriber: Subscriber): void {
     const feed = this.feeds.get(subscriber.spec.feed);
     if (!feed) return;
     feed.subscribers.delete(subscriber);
-    if (feed.subscribers.size === 0) this.feeds.delete(subscriber.spec.feed);
+    feed.catchingUp.delete(subscriber);
+    if (feed.subscribers.size === 0 && feed.catchingUp.size === 0) this.feeds.delete(subscriber.spec.feed);
   }
 
   /**
@@ -357,9 +556,10 @@ export class LiveHub {
     try {
       const read = await readFeed(this.options.store, subscriber.spec.feed, subscriber.catchUpFrom, through, READ_LIMIT);
       if (subscriber.state !== 'catching-up') return;
-      const feed = this.feeds.get(subscriber.spec.feed);
-      const { deliverable, completeBelow } = await this.admitted(subscriber.spec, feed?.decided ?? new Map(), read, started);
-      this.offer(subscriber, deliverable, started, completeBelow, {}, read.changes);
+      const feed = this.feedOf(subscriber.spec);
+      const { deliverable, completeBelow } = await this.admitted(subscriber.spec, feed.decided, read, started);
+      // Its own read: what it gives is outside what the feed handled.
+      this.offer(feed, subscriber, deliverable, read.changes, {}, null, { started, completeBelow });
       if (read.completeBelow > through) this.attach(subscriber);
       else subscriber.catchUpFrom = read.completeBelow;
     } catch (err) {
@@ -370,12 +570,12 @@ export class LiveHub {
   /**
    * The changes of a read that began at `started` to deliver, in order, and below which
    * point everything read was decided: a change the feature asks to wait for holds the
-   * floor below it, until nothing can land below it any more (then it is never
-   * delivered: what it waited for will not come).
+   * floor below it until the window has passed it; then the polls move on ('expired'),
+   * and what it waited for, landing late, is the trailing passes' to find.
    */
   private async admitted(
     spec: FeedSpec,
-    decided: Map<string, 'deliver' | 'skip'>,
+    decided: Map<string, Decision>,
     read: LogRead,
     started: bigint,
   ): Promise<{ deliverable: Change[]; completeBelow: bigint }> {
@@ -389,7 +589,7 @@ export class LiveHub {
           const at = microsOfTimeuuid(c.id);
           const answer = answers[i]!;
           if (answer !== 'wait') decided.set(c.id, answer);
-          else if (at < settled) decided.set(c.id, 'skip');
+          else if (at < settled) decided.set(c.id, 'expired');
           else if (at < completeBelow) completeBelow = at;
         });
       }
@@ -399,53 +599,141 @@ export class LiveHub {
   }
 
   /**
-   * Give a subscriber the changes of a read that began at `started` (µs), complete below
-   * `completeBelow`: each change it has not received, once per item, with the position
-   * after it; then raise its floor to what the read proved complete.
+   * Give a subscriber of `feed` the changes of one read: each change it has not been
+   * given, once per item, with its position after it.
+   * - `fresh`: the keys of the changes the feed handles for the first time (a poll's or
+   *   a trailing pass's read), or null for the subscriber's own catch-up read. A fresh
+   *   change below the subscriber's floor is late: given when owed (file comment), as is
+   *   one it missed while catching up; `late` collects the keys given so.
+   * - `settle`: when the read began and below which point it was complete, to raise the
+   *   floor to what it proved; null for a trailing pass, which proves nothing new.
    */
   private offer(
+    feed: LiveFeed,
     subscriber: Subscriber,
     changes: readonly Change[],
-    started: bigint,
-    completeBelow: bigint,
+    read: readonly Change[],
     batch: object,
-    read: readonly Change[] = changes,
+    fresh: ReadonlySet<string> | null,
+    settle: { started: bigint; completeBelow: bigint } | null,
+    late?: Set<string>,
   ): number {
-    const settledBelow = started - this.windowMicros < completeBelow ? started - this.windowMicros : completeBelow;
+    const settledBelow = settle && (settle.started - this.windowMicros < settle.completeBelow ? settle.started - this.windowMicros : settle.completeBelow);
     // Learn the items of the changes a cursor named, before deciding any duplicate: from
     // every change read, delivered or not (an acceptance delivered before may have lost
     // since to an earlier one that landed late, which must not be delivered again).
     for (const change of read) {
       const key = changeKey(change.id);
       if (subscriber.received.get(key) === null) subscriber.remember(key, change.item);
+      if (subscriber.outside.get(key) === null) subscriber.outside.set(key, change.item);
     }
     let delivered = 0;
     for (const change of changes) {
       if (subscriber.state === 'closed') break;
       const at = microsOfTimeuuid(change.id);
       const key = changeKey(change.id);
-      if (at < subscriber.floor || subscriber.received.has(key) || subscriber.items.has(change.item)) continue;
-      subscriber.remember(key, change.item);
-      // Everything below this change's microsecond (a change beside it in the same
-      // microsecond may follow), and below what the read settled, is delivered.
-      subscriber.raiseFloor(at < settledBelow ? at : settledBelow);
+      const first = fresh?.has(key) === true;
+      const givenOutside = subscriber.outside.has(key);
+      // Handled by the feed from now on: what it knows of this change covers the subscriber.
+      if (first) subscriber.outside.delete(key);
+      const missed = subscriber.missed.delete(key);
+      if (at >= subscriber.floor) {
+        if (subscriber.received.has(key) || this.itemGiven(feed, subscriber, change.item, key)) continue;
+        subscriber.remember(key, change.item);
+        if (fresh === null && this.remembers && !feed.handled.has(key)) subscriber.outside.set(key, change.item);
+        // Everything below this change's microsecond (a change beside it in the same
+        // microsecond may follow), and below what the read settled, is delivered.
+        if (settledBelow !== null) subscriber.raiseFloor(at < settledBelow ? at : settledBelow);
+      } else {
+        // Below the floor: late. Owed from where the subscription started here, unless given.
+        const owed = this.remembers && at >= subscriber.origin && (first ? !givenOutside : missed);
+        if (!owed || this.itemGiven(feed, subscriber, change.item, key)) continue;
+        late?.add(key);
+      }
       const cursor = encodeFeedCursor(this.options.codec, subscriber.spec.feed, { floor: subscriber.floor, received: [...subscriber.received.keys()] });
       subscriber.push({ change, cursor, batch });
       delivered++;
     }
-    subscriber.raiseFloor(settledBelow);
+    if (settledBelow !== null) subscriber.raiseFloor(settledBelow);
     return delivered;
   }
 
-  /** Start polling (idles while no feed has a subscriber). */
+  /**
+   * Whether the subscriber was given a change of `item` other than `self`: one it holds
+   * above its floor, one given outside the feed's reads, or one the feed handled below
+   * its floor, from its origin on, that it did not miss.
+   */
+  private itemGiven(feed: LiveFeed, subscriber: Subscriber, item: string, self: string): boolean {
+    if (subscriber.items.has(item)) return true;
+    if (!this.remembers) return false;
+    for (const key of subscriber.outside.keysOf(item) ?? []) if (key !== self) return true;
+    for (const key of feed.handled.keysOf(item) ?? []) {
+      const at = microsOfKey(key);
+      if (key !== self && at < subscriber.floor && at >= subscriber.origin && !subscriber.missed.has(key)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Hand one poll's or trailing pass's read of `feed` to its subscribers (`deliverable`:
+   * what admission let through; `decided`: those and the ones it refused for good), and
+   * note what it decided as handled: a subscriber still catching up missed it.
+   */
+  private handle(
+    feed: LiveFeed,
+    read: readonly Change[],
+    deliverable: readonly Change[],
+    decided: readonly Change[],
+    settle: { started: bigint; completeBelow: bigint } | null,
+  ): { delivered: number; late: number } {
+    // Decided against `handled` now, with no wait until it is updated: a poll and a pass
+    // that read the same change hand it out once.
+    const fresh = new Set<string>();
+    if (this.remembers) for (const c of decided) if (!feed.handled.has(changeKey(c.id))) fresh.add(changeKey(c.id));
+    const batch = {};
+    const late = new Set<string>();
+    let delivered = 0;
+    for (const subscriber of [...feed.subscribers]) {
+      if (subscriber.state === 'live') delivered += this.offer(feed, subscriber, deliverable, read, batch, fresh, settle, late);
+    }
+    if (fresh.size > 0) {
+      const given = new Set(deliverable.map((c) => changeKey(c.id)));
+      for (const subscriber of feed.catchingUp) {
+        for (const key of fresh) {
+          if (!given.has(key) || microsOfKey(key) < subscriber.origin) continue;
+          if (subscriber.outside.has(key)) subscriber.outside.delete(key);
+          else subscriber.missed.add(key);
+        }
+      }
+      for (const c of decided) {
+        const key = changeKey(c.id);
+        if (fresh.has(key)) feed.handled.set(key, given.has(key) ? c.item : null);
+      }
+    }
+    return { delivered, late: late.size };
+  }
+
+  /** Start polling and the trailing passes (both idle while no feed has a subscriber). */
   start(): void {
     this.stopped = false;
     this.schedule();
+    for (const task of this.passTasks) task.stop();
+    this.passTasks = this.passes.map((pass) =>
+      startPeriodicTask({
+        intervalMs: pass.intervalMs,
+        pass: async () => {
+          if (this.activeFeeds > 0) await this.latePass(pass);
+        },
+        onError: (err) => this.options.logger?.warn({ err, horizonMs: pass.horizonMs }, 'trailing live pass failed; retrying at its next interval'),
+      }),
+    );
   }
 
-  /** Stop polling and end every subscription. */
+  /** Stop polling and the passes, and end every subscription. */
   stop(): void {
     this.stopped = true;
+    for (const task of this.passTasks) task.stop();
+    this.passTasks = [];
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     for (const feed of [...this.feeds.values()]) for (const s of [...feed.subscribers]) s.close();
@@ -501,11 +789,6 @@ export class LiveHub {
     if (feeds.length === 0) return { mode, feeds: 0, reads: 0, rows: 0, delivered: 0 };
     const started = this.options.clock.nowMicros();
     const through = started + this.aheadMicros;
-    const floorOf = (feed: LiveFeed) => {
-      let min: bigint | null = null;
-      for (const s of feed.subscribers) if (min === null || s.floor < min) min = s.floor;
-      return min!;
-    };
     let reads = 0;
     let rows = 0;
     const results: Array<{ feed: LiveFeed; read: LogRead }> = [];
@@ -550,18 +833,159 @@ export class LiveHub {
     let delivered = 0;
     for (const { feed, read } of results) {
       const { deliverable, completeBelow } = await this.admitted(feed.spec, feed.decided, read, started);
-      const batch = {};
-      for (const subscriber of [...feed.subscribers]) {
-        if (subscriber.state === 'live') delivered += this.offer(subscriber, deliverable, started, completeBelow, batch, read.changes);
-      }
+      // Handled now: what admission decided for good (an expired wait is left to the passes).
+      const decided = feed.spec.admit ? read.changes.filter((c) => feed.decided.has(c.id) && feed.decided.get(c.id) !== 'expired') : read.changes;
+      delivered += this.handle(feed, read.changes, deliverable, decided, { started, completeBelow }).delivered;
       // Forget admissions below every subscriber's floor: they are not read again.
       if (feed.subscribers.size > 0) {
         const floor = floorOf(feed);
         for (const id of feed.decided.keys()) if (microsOfTimeuuid(id) < floor) feed.decided.delete(id);
       }
     }
+    // Pruned here too, so a hub whose passes do not run (not started) stays bounded.
+    if (this.remembers && ++this.pollsSinceForget >= FORGET_EVERY_POLLS) {
+      this.pollsSinceForget = 0;
+      this.forget(started - this.longestHorizonMicros);
+    }
     const report: PollReport = { mode, feeds: feeds.length, reads, rows, delivered };
     this.options.onPoll?.(report);
     return report;
+  }
+
+  /**
+   * One trailing pass (the timer of `pass` calls it; tests may too): re-read each feed
+   * polled here from `pass.horizonMs` back (at most to where its subscribers started) up
+   * to the floor its polls read from, and give each subscriber, once, what it is owed
+   * and was not given (file comment). Admission applies as in a poll; a change it says
+   * to wait for is asked about again at the next pass, until it is past every horizon.
+   */
+  async latePass(pass: LatePass): Promise<LatePassReport> {
+    const feeds = [...this.feeds.values()].filter((f) => f.subscribers.size > 0);
+    const now = this.options.clock.nowMicros();
+    const horizonFrom = now - BigInt(pass.horizonMs) * 1000n;
+    this.forget(now - this.longestHorizonMicros);
+    const ranges = new Map<LiveFeed, { from: bigint; below: bigint }>();
+    for (const feed of feeds) {
+      let from = horizonFrom;
+      for (const bound of [originOf(feed), feed.handledFrom]) if (bound > from) from = bound;
+      const below = floorOf(feed);
+      if (from < below) ranges.set(feed, { from, below });
+    }
+    const mode = this.lateMode(ranges);
+    let reads = 0;
+    let rows = 0;
+    let late = 0;
+    let delivered = 0;
+    const settle = async (feed: LiveFeed, changes: readonly Change[]) => {
+      const done = await this.lateChanges(feed, changes);
+      late += done.late;
+      delivered += done.delivered;
+    };
+    if (mode === 'feeds') {
+      const queue = [...ranges];
+      const worker = async () => {
+        for (let next = queue.shift(); next; next = queue.shift()) {
+          const [feed, { from, below }] = next;
+          const read = (start: bigint) => readFeed(this.options.store, feed.spec.feed, start, below - 1n, READ_LIMIT, below);
+          // Awaited first: `reads += await …` would read `reads` before the other workers add theirs.
+          const made = await forEachPart(from, below - 1n, read, (part) => {
+            rows += part.changes.length;
+            return settle(feed, part.changes);
+          });
+          reads += made;
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, queue.length) }, worker));
+    } else if (ranges.size > 0) {
+      let from: bigint | null = null;
+      let below: bigint | null = null;
+      for (const range of ranges.values()) {
+        if (from === null || range.from < from) from = range.from;
+        if (below === null || range.below > below) below = range.below;
+      }
+      // One 5-minute bucket of every shard per part: a part holds at most READ_LIMIT rows a shard.
+      const read = (start: bigint) => {
+        const bucketEnd = (shardBucketOf(start) + BigInt(SHARD_BUCKET_MS)) * 1000n;
+        return readShards(this.options.store, start, (bucketEnd < below! ? bucketEnd : below!) - 1n, READ_LIMIT, below!);
+      };
+      reads = await forEachPart(from!, below! - 1n, read, async (part) => {
+        rows += part.changes.length;
+        const byFeed = new Map<string, Change[]>();
+        for (const change of part.changes) {
+          let list = byFeed.get(change.feed);
+          if (!list) byFeed.set(change.feed, (list = []));
+          list.push(change);
+        }
+        for (const [feed, range] of ranges) {
+          const changes = (byFeed.get(feed.spec.feed) ?? []).filter((c) => {
+            const at = microsOfTimeuuid(c.id);
+            return at >= range.from && at < range.below;
+          });
+          if (changes.length > 0) await settle(feed, changes);
+        }
+      });
+    }
+    const report: LatePassReport = { horizonMs: pass.horizonMs, mode, feeds: ranges.size, reads, rows, late, delivered };
+    this.options.onLatePass?.(report);
+    return report;
+  }
+
+  /**
+   * Hand changes a trailing pass read of `feed` to its subscribers: what the feed handled
+   * keeps its answer; the rest is asked of admission, and a 'wait' stays open for the
+   * next pass.
+   */
+  private async lateChanges(feed: LiveFeed, changes: readonly Change[]): Promise<{ delivered: number; late: number }> {
+    const answers = new Map<string, Admission>();
+    const open = changes.filter((c) => !feed.handled.has(changeKey(c.id)));
+    if (feed.spec.admit && open.length > 0) {
+      const said = await feed.spec.admit(open);
+      open.forEach((c, i) => answers.set(c.id, said[i]!));
+    }
+    const answerOf = (c: Change): Admission => {
+      const item = feed.handled.get(changeKey(c.id));
+      if (item !== undefined) return item === null ? 'skip' : 'deliver';
+      return feed.spec.admit ? (answers.get(c.id) ?? 'wait') : 'deliver';
+    };
+    const deliverable = changes.filter((c) => answerOf(c) === 'deliver');
+    const decided = changes.filter((c) => answerOf(c) !== 'wait');
+    return this.handle(feed, changes, deliverable, decided, null);
+  }
+
+  /**
+   * Which layout a trailing pass reads: the operator's, or with `fanout: 'auto'` the
+   * feeds unless the polls read the shards and the shards cost less over the pass's
+   * span too (the cost model of `chooseMode`: partitions read, plus the rows the last
+   * shard poll read, scaled from a poll's span to the pass's).
+   */
+  private lateMode(ranges: ReadonlyMap<LiveFeed, { from: bigint; below: bigint }>): 'feeds' | 'shards' {
+    const { fanout } = this.options;
+    if (fanout !== 'auto') return fanout;
+    if (this.mode === 'feeds' || ranges.size === 0 || this.lastRows.shards === null) return 'feeds';
+    let from: bigint | null = null;
+    let below: bigint | null = null;
+    let feedReads = 0n;
+    for (const range of ranges.values()) {
+      feedReads += (feedBucketOf(range.below) - feedBucketOf(range.from)) / BigInt(FEED_BUCKET_MS) + 1n;
+      if (from === null || range.from < from) from = range.from;
+      if (below === null || range.below > below) below = range.below;
+    }
+    const shardReads = BigInt(CHANGE_SHARDS) * ((shardBucketOf(below!) - shardBucketOf(from!)) / BigInt(SHARD_BUCKET_MS) + 1n);
+    const scale = Number(below! - from!) / Number(this.windowMicros + BigInt(this.options.pollMs) * 1000n);
+    const feedCost = Number(feedReads) + (scale * (this.lastRows.shardRowsOfOurFeeds ?? 0)) / ROWS_PER_READ;
+    const shardCost = Number(shardReads) + (scale * this.lastRows.shards) / ROWS_PER_READ;
+    return shardCost < feedCost ? 'shards' : 'feeds';
+  }
+
+  /** Forget, in every feed and subscriber, what lies below `micros` (past the longest horizon). */
+  private forget(micros: bigint): void {
+    for (const feed of this.feeds.values()) {
+      const from = feed.handled.forget(micros, MAX_HANDLED_PER_FEED);
+      if (from > feed.handledFrom) feed.handledFrom = from;
+      for (const subscriber of [...feed.subscribers, ...feed.catchingUp]) {
+        subscriber.outside.forget(micros, Number.POSITIVE_INFINITY);
+        for (const key of subscriber.missed) if (microsOfKey(key) < micros) subscriber.missed.delete(key);
+      }
+    }
   }
 }

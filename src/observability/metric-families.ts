@@ -99,3 +99,22 @@ export class MetricFamily {
     return { name: this.name, help: this.help, type: this.type, values, aggregator: 'sum' };
   }
 }
+
+/**
+ * The trailing passes' families (#35): one definition for every component that runs
+ * such passes (the count verifier, the name sweeper, the list applier, the live hub),
+ * so they share names and labels. `horizon` is the pass's horizon in seconds, as
+ * `LATE_WRITE_PASSES` gives it.
+ */
+export const LATE_PASS_FAMILIES = Object.freeze({
+  reads: Object.freeze({
+    name: 'relay_late_pass_reads_total',
+    help: 'Store reads (round trips) made by the trailing passes that find writes landing after the late-write window, by component and horizon (seconds).',
+    labels: Object.freeze(['component', 'horizon']),
+  }),
+  changes: Object.freeze({
+    name: 'relay_late_changes_total',
+    help: 'Late writes the trailing passes found and handled, by component (counts and users marked late, list transactions applied late, changes delivered late).',
+    labels: Object.freeze(['component']),
+  }),
+});

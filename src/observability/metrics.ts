@@ -20,7 +20,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GraphQLRequestContextWillSendResponse } from '@apollo/server';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { MetricFamily, type Series } from './metric-families.js';
+import { LATE_PASS_FAMILIES, MetricFamily, type Series } from './metric-families.js';
 import type { PollReport } from '../live/live-hub.js';
 import type { RecoveryReport } from '../saga/saga-runner.js';
 import type { StoreOperation } from '../store/store-decorator.js';
@@ -124,6 +124,8 @@ export class Metrics {
   private readonly backgroundPasses: MetricFamily;
   private readonly applierDelay: MetricFamily;
   private readonly registryPrunes: MetricFamily;
+  private readonly latePassReads: MetricFamily;
+  private readonly lateChanges: MetricFamily;
   private readonly clockBeyondBound: Series;
   /** The largest lead beyond the clock-skew bound of the last minute: its size (s) and when. */
   private clockAhead: { seconds: number; at: number } | null = null;
@@ -187,6 +189,8 @@ export class Metrics {
     for (const outcome of ['forward', 'backward', 'failed']) this.sagaRecoveries.of(outcome);
     this.backgroundPasses = counter('relay_background_passes_total', 'Timer passes of the background jobs (list applier, saga recovery, count verifier, name sweeper), by outcome.', ['job', 'outcome']);
     for (const job of ['list_applier', 'saga_recovery', 'count_verifier', 'name_sweeper']) for (const outcome of ['ok', 'failed']) this.backgroundPasses.of(job, outcome);
+    this.latePassReads = counter(LATE_PASS_FAMILIES.reads.name, LATE_PASS_FAMILIES.reads.help, LATE_PASS_FAMILIES.reads.labels);
+    this.lateChanges = counter(LATE_PASS_FAMILIES.changes.name, LATE_PASS_FAMILIES.changes.help, LATE_PASS_FAMILIES.changes.labels);
     new Gauge({
       name: 'relay_list_applier_lag_seconds',
       help: 'Age of the oldest list transaction the last applier pass left pending (0: it settled every list it found).',
@@ -331,6 +335,12 @@ export class Metrics {
   /** A background job's timer pass finished. */
   backgroundPass(job: BackgroundJob, ok: boolean): void {
     this.backgroundPasses.of(job, ok ? 'ok' : 'failed').value++;
+  }
+
+  /** A trailing pass of `component` over the last `horizonMs` made `reads` store reads and found `late` late writes. */
+  latePass(component: string, report: { readonly horizonMs: number; readonly reads: number; readonly late: number }): void {
+    this.latePassReads.of(component, String(Math.round(report.horizonMs / 1000))).value += report.reads;
+    this.lateChanges.of(component).value += report.late;
   }
 
   /** The list applier applied a transaction made `delaySeconds` ago. */

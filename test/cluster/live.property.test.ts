@@ -6,7 +6,9 @@
  * item), a post's addition before its deletion, a suspension before its lifting, a
  * list's changes in the ledger's order; a client applying them holds what the server
  * shows; and resuming from any change's cursor on another instance gives exactly the
- * changes after it.
+ * changes after it. With some of the writers' batches landing minutes past the window
+ * (`lateLandingMs`), subscribers on two servers each get every change the log
+ * holds from their start on, once per item, once the trailing passes have run.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -15,10 +17,12 @@ import { SUSPENSIONS_FEED } from '../../src/features/suspensions/suspension-saga
 import { postsFeedOf } from '../../src/features/timeline/timeline.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { decodeFeedCursor } from '../../src/live/feed-cursor.js';
+import { readFeed } from '../../src/live/change-log.js';
+import { StoreOutcomeUnknownError } from '../../src/store/port.js';
 import type { Delivery, FeedSpec, LiveHub } from '../../src/live/live-hub.js';
 import { collectDeliveries } from '../support/live-client.js';
 import { assertSim, crashPoint, offsets, runAll, scheduled } from '../support/sim-arbitraries.js';
-import { SimCluster, type SimInstance } from '../support/sim-cluster.js';
+import { SimCluster, type Outcome, type SimInstance } from '../support/sim-cluster.js';
 
 const USERS = 3;
 const ITEMS = 3;
@@ -58,6 +62,95 @@ async function resumed(instance: SimInstance, spec: FeedSpec, cursor: string): P
   return itemsOf(got);
 }
 
+/** The operations the writers run, on a timeline, a list, a meeting and the suspensions. */
+const liveOps = fc.array(
+  fc.record({
+    ...scheduled,
+    what: fc.constantFrom('post', 'unpost', 'add', 'move', 'remove', 'accept', 'suspend', 'lift'),
+    n: fc.nat(9),
+  }),
+  { minLength: 4, maxLength: 16 },
+);
+
+/**
+ * Users, a list with items and a meeting, made on `watcher` and settled, then the clock
+ * moved past the skew bound: subscriptions made next start after all of it.
+ */
+async function liveFixture(cluster: SimCluster, watcher: SimInstance) {
+  const setup = await watcher.run(async (ctx) => {
+    const users: string[] = [];
+    for (let i = 0; i < USERS; i++) users.push((await ctx.users.create(aUser())).id);
+    const list = await ctx.lists.create('live', users[0]!);
+    const items: string[] = [];
+    for (let i = 0; i < ITEMS; i++) items.push((await ctx.lists.add(list.listId, `item ${i}`)).itemId);
+    const meeting = await ctx.meetings.create({ title: 'live' }, users[0]!);
+    return { users, listId: list.listId, items, meetingId: meeting.meetingId };
+  });
+  if (setup.kind !== 'ok') throw new Error('setup failed');
+  const { users, listId, meetingId } = setup.value;
+  await cluster.settle({ rounds: 1 });
+  // Past the skew bound: the subscriptions start after everything above.
+  cluster.time.advance(5_000);
+  const held = await watcher.run((ctx) => ctx.lists.items(listId, { first: 50 }));
+  const meetingFeed = await watcher.run((ctx) => ctx.meetings.feed(meetingId));
+  if (held.kind !== 'ok' || meetingFeed.kind !== 'ok') throw new Error('setup failed');
+  const specs = { posts: postsFeedOf(users[0]!), list: listFeedOf(listId), meeting: meetingFeed.value, suspensions: { feed: SUSPENSIONS_FEED } };
+  return { ...setup.value, held: held.value, specs, posts: [] as string[] };
+}
+
+/** Subscriptions from now to each feed of the fixture, on `hub`: what each received. */
+function subscribeAll(hub: LiveHub, specs: Awaited<ReturnType<typeof liveFixture>>['specs']) {
+  return {
+    posts: collectDeliveries(hub.subscribe(specs.posts, { kind: 'now' })),
+    list: collectDeliveries(hub.subscribe(specs.list, { kind: 'now' })),
+    meeting: collectDeliveries(hub.subscribe(specs.meeting, { kind: 'now' })),
+    suspensions: collectDeliveries(hub.subscribe(specs.suspensions, { kind: 'now' })),
+  };
+}
+
+/** Run each operation on its instance; the posts made are noted in the fixture (for `unpost`). */
+async function runLiveOps(
+  cluster: SimCluster,
+  fixture: Awaited<ReturnType<typeof liveFixture>>,
+  ops: ReadonlyArray<{ instance: number; startMs: number; what: string; n: number }>,
+): Promise<Array<Outcome<void>>> {
+  const { users, listId, items, meetingId, posts } = fixture;
+  return runAll(cluster, ops, (op, instance) =>
+    instance.run(async (ctx) => {
+      const user = users[op.n % USERS]!;
+      const item = items[op.n % ITEMS]!;
+      switch (op.what) {
+        case 'post':
+          posts.push((await ctx.timeline.createPost(users[0]!, `post ${op.n}`)).postId);
+          return;
+        case 'unpost': {
+          const postId = posts[op.n % Math.max(1, posts.length)];
+          if (postId) await ctx.timeline.deletePost(users[0]!, { authorId: users[0]!, postId });
+          return;
+        }
+        case 'add':
+          await ctx.lists.add(listId, `new ${op.n}`);
+          return;
+        case 'move':
+          await ctx.lists.move(listId, item, { toEnd: op.n % 2 ? 'TOP' : 'BOTTOM' });
+          return;
+        case 'remove':
+          await ctx.lists.remove(listId, item);
+          return;
+        case 'accept':
+          await ctx.meetings.accept(meetingId, user);
+          return;
+        case 'suspend':
+          await ctx.suspensions.suspend({ userId: user, reason: `by ${instance.name}` }, new Date(cluster.time.now()));
+          return;
+        case 'lift':
+          await ctx.suspensions.unsuspend(user);
+          return;
+      }
+    }),
+  );
+}
+
 describe('live connections on a simulated cluster', () => {
   it('deliver every change once, in order per item, and resume exactly on another server', async () => {
     await assertSim(
@@ -66,14 +159,7 @@ describe('live connections on a simulated cluster', () => {
         fc.integer(),
         offsets,
         crashPoint,
-        fc.array(
-          fc.record({
-            ...scheduled,
-            what: fc.constantFrom('post', 'unpost', 'add', 'move', 'remove', 'accept', 'suspend', 'lift'),
-            n: fc.nat(9),
-          }),
-          { minLength: 4, maxLength: 16 },
-        ),
+        liveOps,
         fc.nat(),
         async (seed, offsetsMs, crash, ops, cut) => {
           // Instance 0 subscribes and is never crashed; the others write.
@@ -81,69 +167,13 @@ describe('live connections on a simulated cluster', () => {
           const watcher = cluster.at(0);
           const writers = (i: number): SimInstance => cluster.at(1 + (i % offsetsMs.length));
           try {
-            const setup = await watcher.run(async (ctx) => {
-              const users: string[] = [];
-              for (let i = 0; i < USERS; i++) users.push((await ctx.users.create(aUser())).id);
-              const list = await ctx.lists.create('live', users[0]!);
-              const items: string[] = [];
-              for (let i = 0; i < ITEMS; i++) items.push((await ctx.lists.add(list.listId, `item ${i}`)).itemId);
-              const meeting = await ctx.meetings.create({ title: 'live' }, users[0]!);
-              return { users, listId: list.listId, items, meetingId: meeting.meetingId };
-            });
-            if (setup.kind !== 'ok') throw new Error('setup failed');
-            const { users, listId, items, meetingId } = setup.value;
-            await cluster.settle({ rounds: 1 });
-            // Past the skew bound: the subscriptions start after everything above.
-            cluster.time.advance(5_000);
-            const held = await watcher.run((ctx) => ctx.lists.items(listId, { first: 50 }));
-            if (held.kind !== 'ok') throw new Error('setup failed');
-            const meetingFeed = await watcher.run((ctx) => ctx.meetings.feed(meetingId));
-            if (meetingFeed.kind !== 'ok') throw new Error('setup failed');
+            const fixture = await liveFixture(cluster, watcher);
+            const { users, listId, meetingId, held, specs } = fixture;
             const hub = watcher.services.live;
-            const specs = { posts: postsFeedOf(users[0]!), list: listFeedOf(listId), meeting: meetingFeed.value, suspensions: { feed: SUSPENSIONS_FEED } };
-            const got = {
-              posts: collectDeliveries(hub.subscribe(specs.posts, { kind: 'now' })),
-              list: collectDeliveries(hub.subscribe(specs.list, { kind: 'now' })),
-              meeting: collectDeliveries(hub.subscribe(specs.meeting, { kind: 'now' })),
-              suspensions: collectDeliveries(hub.subscribe(specs.suspensions, { kind: 'now' })),
-            };
+            const got = subscribeAll(hub, specs);
             const stopPolling = pollLoop(hub);
             if (crash) writers(crash.instance).store.crashBeforeCall(crash.beforeCall);
-            const posts: string[] = [];
-            await runAll(cluster, ops.map((op, i) => ({ ...op, instance: 1 + (i % offsetsMs.length) })), (op, instance) =>
-              instance.run(async (ctx) => {
-                const user = users[op.n % USERS]!;
-                const item = items[op.n % ITEMS]!;
-                switch (op.what) {
-                  case 'post':
-                    posts.push((await ctx.timeline.createPost(users[0]!, `post ${op.n}`)).postId);
-                    return;
-                  case 'unpost': {
-                    const postId = posts[op.n % Math.max(1, posts.length)];
-                    if (postId) await ctx.timeline.deletePost(users[0]!, { authorId: users[0]!, postId });
-                    return;
-                  }
-                  case 'add':
-                    await ctx.lists.add(listId, `new ${op.n}`);
-                    return;
-                  case 'move':
-                    await ctx.lists.move(listId, item, { toEnd: op.n % 2 ? 'TOP' : 'BOTTOM' });
-                    return;
-                  case 'remove':
-                    await ctx.lists.remove(listId, item);
-                    return;
-                  case 'accept':
-                    await ctx.meetings.accept(meetingId, user);
-                    return;
-                  case 'suspend':
-                    await ctx.suspensions.suspend({ userId: user, reason: `by ${instance.name}` }, new Date(cluster.time.now()));
-                    return;
-                  case 'lift':
-                    await ctx.suspensions.unsuspend(user);
-                    return;
-                }
-              }),
-            );
+            await runLiveOps(cluster, fixture, ops.map((op, i) => ({ ...op, instance: 1 + (i % offsetsMs.length) })));
             await cluster.settle();
             for (let round = 0; round < 3; round++) {
               await hub.pollOnce();
@@ -185,7 +215,7 @@ describe('live connections on a simulated cluster', () => {
             if (listed.kind !== 'ok') throw new Error('read failed');
             expect([...suspended].sort(), 'suspended').toEqual(listed.value.edges.map((e) => e.node.userId).sort());
             // List: a client applying the changes holds the list the server pages.
-            let list: Array<Pick<ListItem, 'itemId' | 'label'>> = held.value.edges.map((e) => ({ itemId: e.node.itemId, label: e.node.label }));
+            let list: Array<Pick<ListItem, 'itemId' | 'label'>> = held.edges.map((e) => ({ itemId: e.node.itemId, label: e.node.label }));
             for (const d of got.list) {
               const p = d.change.payload as { itemId: string; label?: string; previousItemId?: string | null };
               const rest = list.filter((i) => i.itemId !== p.itemId);
@@ -216,4 +246,62 @@ describe('live connections on a simulated cluster', () => {
       ),
     );
   }, 180_000);
+
+  it('with writes landing minutes past the window, gives each subscriber on two servers each change once after the trailing passes', async () => {
+    let timedOut = 0;
+    await assertSim(
+      'live-late',
+      fc.asyncProperty(fc.integer(), offsets, crashPoint, liveOps, async (seed, offsetsMs, crash, ops) => {
+        // Instances 0 and 1 subscribe and are never crashed; the others write, some of
+        // their batches landing three minutes past the window.
+        const cluster = await SimCluster.create({ seed, offsetsMs: [0, 250, ...offsetsMs], lateLandingMs: 180_000 });
+        const watchers = [cluster.at(0), cluster.at(1)];
+        try {
+          const fixture = await liveFixture(cluster, watchers[0]!);
+          cluster.armLate();
+          const { specs } = fixture;
+          const skewMicros = BigInt(cluster.settings.cluster!.clockSkewMs) * 1000n;
+          const subscriptions = watchers.map((w) => ({
+            watcher: w,
+            // Where its subscriptions start: its clock's now, less the skew bound.
+            origin: BigInt(cluster.time.now() + w.offsetMs) * 1000n - skewMicros,
+            got: subscribeAll(w.services.live, specs),
+          }));
+          const stopPolling = watchers.map((w) => pollLoop(w.services.live));
+          if (crash) cluster.at(2 + (crash.instance % offsetsMs.length)).store.crashBeforeCall(crash.beforeCall);
+          const outcomes = await runLiveOps(cluster, fixture, ops.map((op, i) => ({ ...op, instance: 2 + (i % offsetsMs.length) })));
+          timedOut += outcomes.filter((o) => o.kind === 'error' && o.error instanceof StoreOutcomeUnknownError).length;
+          // Minutes pass (more than `lateLandingMs`): every late batch lands, far below every poll's floor.
+          await cluster.settle({ stepMs: 60_000, rounds: 4 });
+          for (let round = 0; round < 3; round++) {
+            for (const w of watchers) await w.services.live.pollOnce();
+            await settleTicks();
+          }
+          for (const w of watchers) await w.services.live.latePass({ horizonMs: 3_600_000, intervalMs: 60_000 });
+          await settleTicks();
+          for (const stop of stopPolling) await stop();
+
+          // Each subscriber got each item of the log from its start on, once, admitted.
+          const now = BigInt(cluster.time.now()) * 1000n;
+          for (const { watcher, origin, got } of subscriptions) {
+            for (const [name, deliveries] of Object.entries(got) as Array<[keyof typeof got, Delivery[]]>) {
+              const spec: FeedSpec = specs[name];
+              const logged = (await readFeed(cluster.base, spec.feed, origin, now, 10_000)).changes;
+              const answers = spec.admit ? await spec.admit(logged) : logged.map(() => 'deliver' as const);
+              const owed = new Set(logged.filter((_, i) => answers[i] === 'deliver').map((c) => c.item));
+              const ids = new Set(logged.map((c) => c.id));
+              const where = `${watcher.name} ${name}`;
+              expect(new Set(itemsOf(deliveries)).size, `${where}: an item twice`).toBe(deliveries.length);
+              expect(deliveries.filter((d) => !ids.has(d.change.id)), `${where}: a change not in the log`).toEqual([]);
+              expect(itemsOf(deliveries).sort(), where).toEqual([...owed].sort());
+            }
+          }
+        } finally {
+          await cluster.close();
+        }
+      }),
+    );
+    // The runs did make writes time out (and land late).
+    expect(timedOut).toBeGreaterThan(0);
+  }, 300_000);
 });

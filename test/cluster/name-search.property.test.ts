@@ -1,8 +1,8 @@
 /**
  * The name index on a simulated cluster (seed 004's lock-free index entries, derived
  * and denormalized): renames, removals and other profile changes of the same users from
- * instances with clocks up to ±1 s apart, landing late and out of order, an instance
- * crashing. After settling, the index holds exactly the entries the user rows derive:
+ * instances with clocks up to ±1 s apart, landing late and out of order (some minutes
+ * past their window), an instance crashing. After settling and the trailing passes, the index holds exactly the entries the user rows derive:
  * one version per user, the one its row names, with the row's values; and searches find
  * exactly the users whose names match.
  */
@@ -13,7 +13,7 @@ import { userNameIndexTable } from '../../src/features/directory/directory-table
 import { foldName, matchesTerms, namePartsOf, parseNameQuery } from '../../src/features/directory/name-index.js';
 import { aUser } from '../../src/features/users/user-mother.js';
 import { readUsers, type User } from '../../src/features/users/users.js';
-import { armCrash, assertSim, crashPoint, offsets, runAll, scheduled } from '../support/sim-arbitraries.js';
+import { armCrash, assertSim, crashPoint, lateLanding, offsets, runAll, scheduled } from '../support/sim-arbitraries.js';
 import { SimCluster } from '../support/sim-cluster.js';
 
 const USERS = 3;
@@ -43,8 +43,9 @@ describe('the name index on a simulated cluster', () => {
           fc.record({ ...scheduled, user: fc.nat(USERS - 1), first: fc.nat(FIRST.length - 1), last: fc.nat(LAST.length - 1), place: fc.option(fc.nat(PLACES.length - 1), { nil: undefined }) }),
           { minLength: 2, maxLength: 14 },
         ),
-        async (seed, offsetsMs, crash, ops) => {
-          const cluster = await SimCluster.create({ seed, offsetsMs });
+        lateLanding,
+        async (seed, offsetsMs, crash, ops, lateLandingMs) => {
+          const cluster = await SimCluster.create({ seed, offsetsMs, lateLandingMs });
           try {
             const ids: string[] = [];
             for (let i = 0; i < USERS; i++) {
@@ -53,6 +54,7 @@ describe('the name index on a simulated cluster', () => {
               ids.push(made.value.id);
             }
             armCrash(cluster, crash);
+            cluster.armLate();
             await runAll(cluster, ops, (o, instance) =>
               instance.run((ctx) =>
                 ctx.users.update(ids[o.user]!, {
@@ -63,6 +65,8 @@ describe('the name index on a simulated cluster', () => {
               ),
             );
             await cluster.settle({ rounds: 4 });
+            // Renames held back land minutes past their windows; the trailing passes sweep them.
+            await cluster.settleLate();
             const users = (await readUsers(cluster.base, ids)).map((u) => u!);
             const entries: string[] = [];
             for await (const rows of scanRows(cluster.base, userNameIndexTable)) {

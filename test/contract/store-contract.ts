@@ -23,6 +23,7 @@ import {
   type Row,
   type TableSpec,
 } from '../../src/store/table.js';
+import { RANK_TOP, uuidAtRank, uuidRank } from '../../src/paging/rank-orders.js';
 import { microsOfTimeuuid, minTimeuuidOfMicros, ticksOfTimeuuid, timeuuidBoundOfTicks, timeuuidOfMicros } from '../../src/store/timeuuid.js';
 import { tuplesBetween } from '../support/clustering-model.js';
 import type { StoreOptions, StoreUnderTest } from '../support/stores.js';
@@ -70,6 +71,12 @@ const byText = defineTable({
 const byTimeuuid = defineTable({
   name: 'contract_by_timeuuid',
   columns: { p: 'uuid', k: 'timeuuid', v: 'int' },
+  partitionKey: ['p'],
+  clustering: ['k'],
+});
+const byUuid = defineTable({
+  name: 'contract_by_uuid',
+  columns: { p: 'uuid', k: 'uuid', v: 'int' },
   partitionKey: ['p'],
   clustering: ['k'],
 });
@@ -138,7 +145,7 @@ function tombstoneWarning(warnings: readonly StoreWarning[], table: string): num
   return warnings.find((w) => w.kind === 'tombstones' && w.table === table)?.tombstones ?? null;
 }
 
-const CONTRACT_TABLES = [scanned, graced, kv, counters, gridAsc, gridDesc, gridMixed, typed, byText, byTimeuuid, byInt, byBigint, byTimestamp, big];
+const CONTRACT_TABLES = [scanned, graced, kv, counters, gridAsc, gridDesc, gridMixed, typed, byText, byTimeuuid, byUuid, byInt, byBigint, byTimestamp, big];
 
 /** Microseconds "now", as a client would compute it. */
 function nowMicros(): bigint {
@@ -915,6 +922,25 @@ export function defineStoreContract(
         const up = await store.slice(byTimeuuid, { partition: { p }, lower: { values: [timeuuidBoundOfTicks(ticks, 'lowest')], inclusive: true }, limit: 10 });
         expect(up.slice(0, at.length).map((r) => r.k)).toEqual(down.slice(0, at.length).map((r) => r.k).reverse());
         expect(up.map((r) => r.k).slice(at.length)).toEqual([later]);
+      });
+
+      it("orders uuids as UUIDType does: version first, time-based ones by their time, the rest by unsigned bytes; a rank's lowest and highest uuid bound it (offset reads from them)", async () => {
+        const v4 = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+        const [low, mid, high, top] = [v4('00'.repeat(16)), v4('7f'.repeat(16)), v4('80'.repeat(16)), v4('ff'.repeat(16))];
+        const t = Date.UTC(2024, 0, 1);
+        const [early, late] = [uuidv1({ msecs: t, nsecs: 0 }), uuidv1({ msecs: t + 1, nsecs: 0 })];
+        const [nil, max] = [uuidAtRank(0n, 'lowest'), uuidAtRank(RANK_TOP, 'highest')];
+        const sorted = [nil, early, late, low, mid, high, top, max];
+        expect(await order(byUuid as unknown as typeof byText, [top, late, max, mid, nil, high, early, low])).toEqual(sorted);
+        // A slice from the lowest uuid of mid's rank, and back from its highest: every uuid of that rank, nothing of another.
+        const p = randomUUID();
+        const rank = uuidRank(mid);
+        const [lowest, highest] = [uuidAtRank(rank, 'lowest'), uuidAtRank(rank, 'highest')];
+        for (const [i, k] of [...sorted, lowest, highest].entries()) await store.upsert(byUuid, { p, k, v: i });
+        const up = await store.slice(byUuid, { partition: { p }, lower: { values: [lowest], inclusive: true }, limit: 3 });
+        const down = await store.slice(byUuid, { partition: { p }, upper: { values: [highest], inclusive: true }, reverse: true, limit: 3 });
+        expect(up.map((r) => r.k)).toEqual([lowest, mid, highest]);
+        expect(down.map((r) => r.k)).toEqual([highest, mid, lowest]);
       });
 
       it('orders negative integers numerically (and DESC reverses it)', async () => {

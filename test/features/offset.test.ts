@@ -8,17 +8,27 @@
  * one whose kept lists a settlement moved at most 8; a full settlement (a recount)
  * rebuilds the same buckets.
  */
+import { randomUUID } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
-import { rankedCounts, type createRequestContext } from '../../src/composition-root.js';
+import { createListApplier, rankedCounts, type createRequestContext } from '../../src/composition-root.js';
 import { settleFully, settleIncrementally } from '../../src/counts/connection-counts.js';
+import { currentEntries, indexKeyOf } from '../../src/counts/count-ranks.js';
 import { countRanksTable } from '../../src/counts/count-tables.js';
+import { recountConnections } from '../../src/counts/recount.js';
+import { appendTransactions, type ListItem } from '../../src/features/lists/ledger.js';
+import { itemsCountKey, listMemberships, placementEntry, readListItems } from '../../src/features/lists/lists.js';
+import { acceptanceCountKey, acceptanceMemberships, type Acceptance } from '../../src/features/meetings/meetings.js';
+import { meetingUsersTable } from '../../src/features/meetings/meetings-tables.js';
+import { SUSPENSIONS_COUNT_KEY } from '../../src/features/suspensions/suspension-sagas.js';
+import { suspensionMemberships, type Suspension } from '../../src/features/suspensions/suspensions.js';
+import type { PageArgs } from '../../src/paging/types.js';
 import { postsCountKey, type Post } from '../../src/features/timeline/timeline.js';
 import { timelineTable } from '../../src/features/timeline/timeline-tables.js';
 import { aUser } from '../../src/features/users/user-mother.js';
-import type { Store } from '../../src/store/port.js';
+import type { Mutation, Store } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
-import { T0, twoServers } from '../support/count-servers.js';
-import { modelOffsetPage } from '../support/paging-model.js';
+import { CLUSTER, T0, twoServers } from '../support/count-servers.js';
+import { expectExactOffsetPages, expectOffsetPagesAsPlainOnes } from '../support/offset-pages.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
 import { WaveCountingStore } from '../../bench/waves.js';
 
@@ -31,31 +41,15 @@ class CrashBeforeHead extends StoreDecorator {
   }
 }
 
-/** Offsets and cursors that cross the timeline's leaves and ends. */
-const OFFSETS = [0, 1, 7, 20, 41, 99, 130];
-const SIZES = [1, 5, 20];
-
 /** Every offset page of the author's posts equals the model's slice of what the timeline holds. */
 async function expectExactPages(store: Store, ctx: () => ReturnType<typeof createRequestContext>, authorId: string): Promise<number> {
   const held = (await store.slice(timelineTable, { partition: { user_id: authorId }, limit: 10_000 })).map((r) => r.post_id as string);
-  const order = (x: string, y: string) => held.indexOf(x) - held.indexOf(y);
   const timeline = ctx().timeline;
-  const cursorOf = (postId: string) => timeline.postEdge({ authorId, postId, content: '', createdAt: new Date(0) } satisfies Post).cursor;
-  for (const backward of [false, true]) {
-    for (const cursorPost of [undefined, held[0], held[Math.floor(held.length / 2)], held[held.length - 1]]) {
-      for (const offset of OFFSETS) {
-        for (const size of SIZES) {
-          const cursor = cursorPost === undefined ? undefined : cursorOf(cursorPost);
-          const page = await timeline.posts(authorId, backward ? { last: size, before: cursor, offset } : { first: size, after: cursor, offset });
-          expect(
-            { nodes: page.edges.map((e) => e.node.postId), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage },
-            JSON.stringify({ backward, cursor: cursorPost && held.indexOf(cursorPost), offset, size }),
-          ).toEqual(modelOffsetPage(held, order, backward ? 'backward' : 'forward', size, offset, cursorPost));
-        }
-      }
-    }
-  }
-  return held.length;
+  return expectExactOffsetPages(
+    { page: (args) => timeline.posts(authorId, args), idOf: (p) => p.postId },
+    held,
+    (postId) => timeline.postEdge({ authorId, postId, content: '', createdAt: new Date(0) } satisfies Post).cursor,
+  );
 }
 
 describeEachStore('offset on a timeline', (target) => {
@@ -159,4 +153,181 @@ describeEachStore('offset on a timeline', (target) => {
     await settleFully(store, key, w.through(), rankedCounts);
     expect(await buckets()).toEqual(stepwise);
   }, target.ddlTimeoutMs);
+});
+
+/** A store whose next batch that writes an item's index row fails, once armed: an applier crashing as it applies (a move's step 2, say). */
+class CrashInMove extends StoreDecorator {
+  armed = false;
+  protected around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+    if (this.armed && call.operation === 'batch' && call.tables.includes('list_item_index')) {
+      this.armed = false;
+      return Promise.reject(new Error('crashed in a move'));
+    }
+    return run();
+  }
+}
+
+/** A uuid whose first `shared` hex digits are those of `prefix`: acceptors that share a rank, or a leaf. */
+function uuidSharing(prefix: string, shared: number): string {
+  const hex = (prefix.slice(0, shared) + randomUUID().replace(/-/g, '').slice(shared)).split('');
+  hex[12] = '4';
+  const s = hex.join('');
+  return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`;
+}
+
+/**
+ * A store from before the counted indexes, until `indexed`: the writes of index entries
+ * (count keys `index:…`) and of buckets are dropped; everything else lands.
+ */
+class BeforeTheIndex extends StoreDecorator {
+  indexed = false;
+  protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
+    return run();
+  }
+  override batch(mutations: readonly Mutation[]): Promise<void> {
+    const kept = this.indexed ? mutations : mutations.filter((m) => !(String(m.kind === 'upsert' ? m.row.count_key : '').startsWith('index:') || m.table === countRanksTable));
+    return kept.length === 0 ? Promise.resolve() : super.batch(kept);
+  }
+}
+
+/**
+ * The other three counted connections (a list's items, through moves; the suspended
+ * users; a meeting's acceptors): the same, and a recount that builds their indexes for
+ * data written before them.
+ */
+describeEachStore('offset on the other counted connections', (target) => {
+  const pool = new StorePool(target);
+  afterEach(() => pool.disposeAll());
+
+  it("OrderedList.items: the model's slices once settled, through moves on two servers (one item moved by both at once), removals, a move back to a position the item left, and an applier crashing mid-move", async () => {
+    const { store: inner } = await pool.create();
+    const store = new CrashInMove(inner);
+    const w = await twoServers(store);
+    const owner = await w.a.ctx().users.create(aUser());
+    const list = await w.a.ctx().lists.create('numbered', owner.id);
+    const items: ListItem[] = [];
+    for (let i = 0; i < 150; i++) {
+      const server = i % 2 === 0 ? w.a : w.b;
+      // Every fifth item goes before an earlier one: into the middle of the list.
+      items.push(await server.ctx().lists.add(list.listId, `item ${i}`, i % 5 === 4 ? items[i - 3]!.itemId : undefined));
+    }
+    // One applier (a process's), through the store that crashes on demand.
+    const applier = createListApplier({ ...w.a.services, store });
+    await applier.drain(list.listId);
+    await w.settle();
+    const connection = { page: (args: PageArgs) => w.a.ctx().lists.items(list.listId, args), idOf: (i: ListItem) => i.itemId };
+    expect(await expectOffsetPagesAsPlainOnes(connection)).toBe(150);
+
+    // Moves on both servers, one item moved by both before either is applied; removals.
+    for (let i = 0; i < 30; i++) {
+      const server = i % 2 === 0 ? w.a : w.b;
+      const item = items[(i * 37) % 150]!;
+      const anchor = items[(i * 53 + 11) % 150]!;
+      if (item.itemId === anchor.itemId) continue;
+      await server.ctx().lists.move(list.listId, item.itemId, i % 3 === 0 ? { toEnd: i % 2 ? 'TOP' : 'BOTTOM' } : { afterItemId: anchor.itemId });
+    }
+    await w.a.ctx().lists.move(list.listId, items[3]!.itemId, { toEnd: 'TOP' });
+    await w.b.ctx().lists.move(list.listId, items[3]!.itemId, { afterItemId: items[100]!.itemId });
+    for (const item of items.filter((_, i) => i % 9 === 2)) await w.b.ctx().lists.remove(list.listId, item.itemId);
+    // The applier crashes as it applies a transaction (after a move's step 1); its next pass goes on from there.
+    store.armed = true;
+    await expect(applier.drain(list.listId)).rejects.toThrow('crashed in a move');
+    await applier.drain(list.listId);
+    await w.settle();
+    expect(await expectOffsetPagesAsPlainOnes(connection)).toBe(150 - 17);
+
+    // An item moved away and back to the very position it left: its entry's next generation.
+    const mover = items[10]!;
+    const [before] = await readListItems(store, list.listId, [mover.itemId]);
+    await appendTransactions(store, w.a.services.clock, list.listId, [{ kind: 'move', itemId: mover.itemId, to: { weight: before!.weight + 1n, seq: before!.seq } }]);
+    await applier.drain(list.listId);
+    await appendTransactions(store, w.a.services.clock, list.listId, [{ kind: 'move', itemId: mover.itemId, to: { weight: before!.weight, seq: before!.seq } }]);
+    await applier.drain(list.listId);
+    await w.settle();
+    const entry = placementEntry(mover.itemId, before!);
+    expect(await currentEntries(store, itemsCountKey(list.listId), [entry])).toEqual([`${entry}#1`]);
+    expect(await expectOffsetPagesAsPlainOnes(connection)).toBe(150 - 17);
+  }, target.ddlTimeoutMs * 2);
+
+  it("suspendedUsers: the model's slices once settled, across months, with ties in one millisecond, suspensions on two servers, lifted and made again, a verifier crashing before its head and two at once", async () => {
+    const { store: inner } = await pool.create();
+    const store = new CrashBeforeHead(inner);
+    const w = await twoServers(store);
+    const users = [];
+    for (let i = 0; i < 150; i++) users.push((await w.a.ctx().users.create(aUser())).id);
+    // Imports over a year, every fourth one at the same millisecond as the one before (a tie broken by user id).
+    const at = (i: number) => new Date(T0 - (i - (i % 4 === 3 ? 1 : 0)) * 2 * 86_400_000 - 1_000);
+    for (let i = 0; i < 150; i++) await (i % 2 ? w.a : w.b).ctx().suspensions.suspend({ userId: users[i]!, reason: `r${i}`, suspendedAt: at(i) });
+    w.closeWindows();
+    store.armed = true;
+    await expect(settleIncrementally(store, indexKeyOf(SUSPENSIONS_COUNT_KEY), w.through(), rankedCounts)).rejects.toThrow('crashed before the head');
+    store.armed = false;
+    for (const user of users.filter((_, i) => i % 6 === 1)) await w.b.ctx().suspensions.unsuspend(user);
+    // Suspended again, now: a new saga, a new entry, at the top.
+    for (const user of users.filter((_, i) => i % 12 === 1)) await w.a.ctx().suspensions.suspend({ userId: user, reason: 'again' });
+    w.closeWindows();
+    await Promise.all([settleIncrementally(store, indexKeyOf(SUSPENSIONS_COUNT_KEY), w.through(), rankedCounts), w.settle()]);
+    const connection = { page: (args: PageArgs) => w.b.ctx().suspensions.page(args), idOf: (s: Suspension) => s.userId };
+    expect(await expectOffsetPagesAsPlainOnes(connection)).toBe(150 - 25 + 13);
+  }, target.ddlTimeoutMs * 2);
+
+  it("Meeting.acceptedBy: the model's slices once settled, acceptors on two servers, repeated, some sharing a rank", async () => {
+    const { store } = await pool.create();
+    const w = await twoServers(store);
+    const owner = await w.a.ctx().users.create(aUser());
+    const meeting = await w.a.ctx().meetings.create({ title: 'all hands' }, owner.id);
+    const prefix = randomUUID().replace(/-/g, '');
+    // A third share their rank with others (14 hex digits: the rank's 56 bits after the version), a third their leaf.
+    const acceptors = Array.from({ length: 150 }, (_, i) => (i % 3 === 0 ? uuidSharing(prefix, 14) : i % 3 === 1 ? uuidSharing(prefix, 12) : randomUUID()));
+    for (const [i, user] of acceptors.entries()) await (i % 2 ? w.a : w.b).ctx().meetings.accept(meeting.meetingId, user);
+    for (const user of acceptors.slice(0, 20)) await w.b.ctx().meetings.accept(meeting.meetingId, user);
+    await w.settle();
+    const held = (await store.slice(meetingUsersTable, { partition: { meeting_id: meeting.meetingId }, limit: 1_000 })).map((r) => r.user_id as string);
+    const meetings = w.a.ctx().meetings;
+    const connection = { page: (args: PageArgs) => meetings.acceptedBy(meeting.meetingId, args), idOf: (a: Acceptance) => a.userId };
+    expect(await expectExactOffsetPages(connection, held, (userId) => meetings.acceptedEdge({ meetingId: meeting.meetingId, userId, acceptedAt: new Date(0) }).cursor)).toBe(150);
+  }, target.ddlTimeoutMs * 2);
+
+  it('builds the three indexes with a recount, for data written before they existed', async () => {
+    const { store: inner } = await pool.create();
+    const store = new BeforeTheIndex(inner);
+    const w = await twoServers(store);
+    const owner = await w.a.ctx().users.create(aUser());
+    const list = await w.a.ctx().lists.create('numbered', owner.id);
+    const meeting = await w.a.ctx().meetings.create({ title: 'all hands' }, owner.id);
+    const users = [];
+    for (let i = 0; i < 60; i++) {
+      const user = (await w.a.ctx().users.create(aUser())).id;
+      users.push(user);
+      await w.a.ctx().lists.add(list.listId, `item ${i}`);
+      await w.b.ctx().meetings.accept(meeting.meetingId, user);
+      await w.b.ctx().suspensions.suspend({ userId: user, reason: 'r', suspendedAt: new Date(T0 - i * 86_400_000) });
+    }
+    const applier = createListApplier({ ...w.a.services, store });
+    await applier.drain(list.listId);
+    // Moved and removed before the index, too.
+    const itemIds = (await w.a.ctx().lists.items(list.listId, { first: 60 })).edges.map((e) => e.node.itemId);
+    for (let i = 0; i < 10; i++) await w.a.ctx().lists.move(list.listId, itemIds[i * 5]!, { toEnd: 'TOP' });
+    await w.a.ctx().lists.remove(list.listId, itemIds[31]!);
+    await w.b.ctx().suspensions.unsuspend(users[7]!);
+    await applier.drain(list.listId);
+    await w.settle();
+    // The acceptors' count existed, its index did not: no buckets.
+    expect(await store.slice(countRanksTable, { partition: { count_key: acceptanceCountKey(meeting.meetingId) }, limit: 10 })).toEqual([]);
+    store.indexed = true;
+    w.closeWindows();
+    const report = await recountConnections(store, w.a.services.counts, [listMemberships(store), suspensionMemberships(store), acceptanceMemberships(store)], {
+      clock: w.a.services.clock,
+      cluster: CLUSTER,
+      rankOf: rankedCounts,
+    });
+    // The items were counted; only their index entries were missing (not reported as items).
+    expect(report.backfilled).toBe(0);
+    // What the recount added now (the entries the ledger lacked) settles as any change does.
+    await w.settle();
+    const ctx = w.a.ctx();
+    expect(await expectOffsetPagesAsPlainOnes({ page: (args) => ctx.lists.items(list.listId, args), idOf: (i: ListItem) => i.itemId })).toBe(59);
+    expect(await expectOffsetPagesAsPlainOnes({ page: (args) => ctx.suspensions.page(args), idOf: (s: Suspension) => s.userId })).toBe(59);
+    expect(await expectOffsetPagesAsPlainOnes({ page: (args) => ctx.meetings.acceptedBy(meeting.meetingId, args), idOf: (a: Acceptance) => a.userId })).toBe(60);
+  }, target.ddlTimeoutMs * 2);
 });

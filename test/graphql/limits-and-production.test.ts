@@ -7,6 +7,8 @@ import { getOperationAST, parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { EXAMPLE_TABS } from '../../src/graphql/playground.js';
+import { OFFSET_COST } from '../../src/graphql/limits.js';
+import { RANK_LEVEL_SHIFTS } from '../../src/paging/ranked-index.js';
 import { liveClient } from '../support/live-client.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 import { describeEachStore } from '../support/stores.js';
@@ -51,6 +53,18 @@ describeEachStore('request limits', (target) => {
     expect(viaVariables.errors?.[0]?.message).toMatch(/cost limit/);
     const cheap = await server.gql(`query ($n: Int) { userByUsername(username: "x") { posts(first: $n) { edges { node { id } } } } }`, { n: 100 });
     expect(cheap.errors).toBeUndefined();
+  });
+
+  it('prices a jump by its reads, not by its offset', async () => {
+    const cost = async (offset: number) => {
+      const res = await server.gql(`query ($o: Int) { suspendedUsers(first: 5, offset: $o) { totalCount } rateLimit { cost } }`, { o: offset }, await server.token('root', { admin: true }));
+      expect(res.errors).toBeUndefined();
+      return res.data!.rateLimit.cost as number;
+    };
+    const plain = await cost(0);
+    expect(await cost(1_000)).toBe(plain + OFFSET_COST);
+    expect(await cost(1_000_000_000)).toBe(plain + OFFSET_COST);
+    expect(OFFSET_COST).toBe(RANK_LEVEL_SHIFTS.length + 2);
   });
 
   it('lets every playground example through (a subscription over WebSocket)', async () => {

@@ -2,7 +2,8 @@
  * The live hub on the embedded store, driven poll by poll with clocks the test moves:
  * one read per feed per poll whatever the number of subscribers (and a fixed number of
  * shard reads whatever the number of feeds), changes that land late still delivered
- * once, positions that resume exactly, expiry, and a consumer too slow to keep.
+ * once (past the window too, by the trailing passes), positions that resume exactly,
+ * expiry, and a consumer too slow to keep.
  */
 import fc from 'fast-check';
 import pino from 'pino';
@@ -10,9 +11,11 @@ import { describe, expect, it } from 'vitest';
 import { CHANGE_SHARDS, liveTables } from '../../src/live/change-log-tables.js';
 import { ChangeClock, createChangeWriter, type Change } from '../../src/live/change-log.js';
 import { changeKey, decodeFeedCursor, encodeFeedCursor } from '../../src/live/feed-cursor.js';
-import { CursorExpiredError, LiveHub, type Delivery, type Fanout, type FeedSpec } from '../../src/live/live-hub.js';
+import type { LatePass } from '../../src/config.js';
+import { CursorExpiredError, LiveHub, type Delivery, type Fanout, type FeedSpec, type LatePassReport } from '../../src/live/live-hub.js';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { MonotonicClock } from '../../src/store/clock.js';
+import type { Store } from '../../src/store/port.js';
 import { CountingStore } from '../../src/store/store-decorator.js';
 import { collectDeliveries } from '../support/live-client.js';
 import { memorySqliteStore } from '../support/stores.js';
@@ -21,23 +24,27 @@ const codec = createCursorCodec('live-hub-test-secret-0123456789');
 const CLUSTER = { clockSkewMs: 1_000, writeTimeoutMs: 2_000 };
 
 /** A hub and writers over one in-memory store, with a wall clock the test moves. */
-async function aHub(options: { fanout?: Fanout; maxQueued?: number; retentionSeconds?: number } = {}) {
+async function aHub(options: { fanout?: Fanout; maxQueued?: number; retentionSeconds?: number; latePasses?: readonly LatePass[]; onLatePass?: (report: LatePassReport) => void } = {}) {
   // Off every bucket's edge: a window reaches back into no earlier partition.
   const time = { ms: Date.UTC(2026, 5, 1, 12, 32) };
   const base = memorySqliteStore({ now: () => time.ms });
   await base.ensureTables(liveTables);
   const counted = new CountingStore(base);
-  const hub = new LiveHub({
-    store: counted,
-    codec,
-    clock: new MonotonicClock({ now: () => time.ms }),
-    cluster: CLUSTER,
-    pollMs: 500,
-    retentionSeconds: options.retentionSeconds ?? 86_400,
-    fanout: options.fanout ?? 'feeds',
-    maxQueued: options.maxQueued ?? 1_000,
-    logger: pino({ level: 'silent' }),
-  });
+  /** A server's hub over `store` (another server's: over the same base store). */
+  const server = (store: Store) =>
+    new LiveHub({
+      store,
+      codec,
+      clock: new MonotonicClock({ now: () => time.ms }),
+      cluster: options.latePasses ? { ...CLUSTER, latePasses: options.latePasses } : CLUSTER,
+      pollMs: 500,
+      retentionSeconds: options.retentionSeconds ?? 86_400,
+      fanout: options.fanout ?? 'feeds',
+      maxQueued: options.maxQueued ?? 1_000,
+      logger: pino({ level: 'silent' }),
+      onLatePass: options.onLatePass,
+    });
+  const hub = server(counted);
   /** A writer whose clock is `offsetMs` off the true time. */
   const writer = (offsetMs = 0) => createChangeWriter(new ChangeClock(new MonotonicClock({ now: () => time.ms + offsetMs })), { retentionSeconds: 86_400 });
   const write = async (w: ReturnType<typeof writer>, feed: string, item: string, id = w.nextId()): Promise<Change> => {
@@ -45,7 +52,7 @@ async function aHub(options: { fanout?: Fanout; maxQueued?: number; retentionSec
     await base.batch(w.mutations(change));
     return change;
   };
-  return { time, base, counted, hub, writer, write };
+  return { time, base, counted, hub, server, writer, write };
 }
 
 /** Let the hub's pushes and the collectors' pulls run. */
@@ -147,6 +154,143 @@ describe('the live hub', () => {
     );
   });
 
+  it('gives every subscriber, once, every change owed to it, however late it lands within the horizon, resumed or not, on either server (property)', async () => {
+    // Times step by 10 ms and writers' clocks are off by 5 ms more than a multiple of 10:
+    // no change id lies within 5 ms of a subscription's start (now less the skew bound).
+    const step = fc.oneof(
+      fc.record({ kind: fc.constant('write' as const), offsetMs: fc.integer({ min: -90, max: 89 }).map((n) => n * 10 + 5), landAfter: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 6 })) }),
+      fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 1, max: 2_000 }).map((n) => n * 10) }),
+      fc.record({ kind: fc.constantFrom('poll' as const, 'pass' as const), server: fc.nat(1) }),
+      fc.record({ kind: fc.constant('subscribe' as const), server: fc.nat(1) }),
+      fc.record({ kind: fc.constant('resume' as const), server: fc.nat(1), from: fc.nat(), at: fc.nat() }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom<Fanout>('feeds', 'shards'), fc.array(step, { minLength: 4, maxLength: 40 }), async (fanout, steps) => {
+        const { hub, base, server, writer, write, time } = await aHub({ fanout });
+        const other = server(base);
+        const hubs = [hub, other];
+        const spec: FeedSpec = { feed: 'posts:late-prop' };
+        const written: Change[] = [];
+        const held: Array<{ steps: number; land: () => Promise<Change> }> = [];
+        /** Each subscription, and which changes it is owed. */
+        const subscriptions: Array<{ got: Delivery[]; owed: (c: Change) => boolean }> = [];
+        const micros = (c: Change) => BigInt(changeKey(c.id).split(':')[0]!);
+        const landDue = async () => {
+          for (const h of held) h.steps--;
+          for (const h of held.filter((h) => h.steps < 0)) written.push(await h.land());
+          held.splice(0, held.length, ...held.filter((h) => h.steps >= 0));
+        };
+        subscriptions.push({ got: collectDeliveries(hub.subscribe(spec, { kind: 'now' })), owed: () => true });
+        time.ms += 2_000;
+        for (const s of steps) {
+          if (s.kind === 'write') {
+            const w = writer(s.offsetMs);
+            const id = w.nextId();
+            if (s.landAfter === 0) written.push(await write(w, spec.feed, `c${written.length + held.length}`, id));
+            else {
+              const item = `c${written.length + held.length}`;
+              held.push({ steps: s.landAfter, land: () => write(w, spec.feed, item, id) });
+            }
+          } else if (s.kind === 'tick') {
+            time.ms += s.ms;
+            await landDue();
+          } else if (s.kind === 'poll') await hubs[s.server]!.pollOnce();
+          else if (s.kind === 'pass') await hubs[s.server]!.latePass({ horizonMs: 3_600_000, intervalMs: 60_000 });
+          else if (s.kind === 'subscribe') {
+            const since = BigInt(time.ms - CLUSTER.clockSkewMs) * 1000n;
+            subscriptions.push({ got: collectDeliveries(hubs[s.server]!.subscribe(spec, { kind: 'now' })), owed: (c) => micros(c) >= since });
+          } else if (s.kind === 'resume') {
+            const from = subscriptions[s.from % subscriptions.length]!.got;
+            if (from.length === 0) continue;
+            const position = decodeFeedCursor(codec, spec.feed, from[s.at % from.length]!.cursor)!;
+            const before = new Set(position.received);
+            subscriptions.push({
+              got: collectDeliveries(hubs[s.server]!.subscribe(spec, { kind: 'after', position })),
+              owed: (c) => micros(c) >= position.floor && !before.has(changeKey(c.id)),
+            });
+          }
+        }
+        // Everything lands; the polls move past it; then one pass on each server.
+        for (const h of held.splice(0)) written.push(await h.land());
+        for (let i = 0; i < 3; i++) {
+          time.ms += 4_000;
+          for (const h of hubs) await h.pollOnce();
+          await settled();
+        }
+        for (const h of hubs) await h.latePass({ horizonMs: 3_600_000, intervalMs: 60_000 });
+        await settled();
+        for (const [i, sub] of subscriptions.entries()) {
+          const ids = sub.got.map((d) => d.change.id);
+          expect(new Set(ids).size, `subscription ${i}: a change twice`).toBe(ids.length);
+          expect([...ids].sort(), `subscription ${i}`).toEqual(written.filter(sub.owed).map((c) => c.id).sort());
+        }
+        hub.stop();
+        other.stop();
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('gives no late change of an item it already gave (an attempt of a retried write that lands late)', async () => {
+    const { hub, writer, write, time } = await aHub();
+    const spec: FeedSpec = { feed: 'posts:retried' };
+    const sub = collect(hub.subscribe(spec, { kind: 'now' }));
+    time.ms += 10;
+    const w = writer();
+    const firstAttempt = w.nextId();
+    await write(w, spec.feed, 'post-1');
+    await write(w, spec.feed, 'post-2');
+    for (let i = 0; i < 3; i++) {
+      time.ms += 4_000;
+      await hub.pollOnce();
+    }
+    expect(items(await sub.take())).toEqual(['post-1', 'post-2']);
+    await write(w, spec.feed, 'post-1', firstAttempt); // the first attempt of post-1 lands now
+    const report = await hub.latePass({ horizonMs: 3_600_000, intervalMs: 60_000 });
+    expect({ late: report.late, got: items(await sub.take()) }).toEqual({ late: 0, got: [] });
+  });
+
+  it('gives a subscription that was catching up a late change a pass handled meanwhile, at the next pass, once', async () => {
+    const { hub, writer, write, time } = await aHub();
+    // Admission that holds its next call until released: the resumed subscriber's catch-up.
+    let hold: Promise<void> | null = null;
+    let release = () => {};
+    const spec: FeedSpec = {
+      feed: 'posts:caught-up',
+      admit: async (changes) => {
+        const gate = hold;
+        hold = null;
+        await gate;
+        return changes.map(() => 'deliver' as const);
+      },
+    };
+    const first = collect(hub.subscribe(spec, { kind: 'now' }));
+    time.ms += 10;
+    const w = writer();
+    await write(w, spec.feed, 'on time');
+    const lateId = w.nextId();
+    await hub.pollOnce();
+    const [onTime] = await first.take();
+    expect(onTime?.change.item).toBe('on time');
+    time.ms += 10_000;
+    await hub.pollOnce();
+
+    hold = new Promise<void>((resolve) => (release = resolve));
+    const resumed = collect(hub.subscribe(spec, { kind: 'after', position: decodeFeedCursor(codec, spec.feed, onTime!.cursor)! }));
+    await settled(); // its catch-up has read the feed, and waits on admission
+    await write(w, spec.feed, 'late', lateId);
+    await hub.latePass({ horizonMs: 3_600_000, intervalMs: 60_000 });
+    expect(items(await first.take())).toEqual(['late']);
+    release();
+    await settled();
+    expect(items(resumed.taken())).toEqual([]);
+    await hub.pollOnce();
+    await hub.latePass({ horizonMs: 3_600_000, intervalMs: 60_000 });
+    expect(items(await resumed.take())).toEqual(['late']);
+    await hub.latePass({ horizonMs: 3_600_000, intervalMs: 60_000 });
+    expect([items(await first.take()), items(resumed.taken())]).toEqual([[], []]);
+  });
+
   it('reads a fixed number of shard partitions per poll whatever the number of feeds, and delivers the same changes', async () => {
     const { hub, writer, write, time } = await aHub({ fanout: 'shards' });
     const subs = Array.from({ length: 50 }, (_, i) => collect(hub.subscribe({ feed: `posts:f${i}` }, { kind: 'now' })));
@@ -169,6 +313,50 @@ describe('the live hub', () => {
     expect(modes).toEqual(['shards', 'shards', 'shards']);
     for (const s of subs.slice(4)) await s.return!();
     expect((await hub.pollOnce()).mode).toBe('feeds');
+  });
+
+  it('reads the shards in a trailing pass only where they cost less than the feeds over its span', async () => {
+    const pass = { horizonMs: 3_600_000, intervalMs: 60_000 };
+    const modes: Array<[number, string, string, number]> = [];
+    for (const feeds of [12, 40]) {
+      const { hub, time } = await aHub({ fanout: 'auto' });
+      for (let i = 0; i < feeds; i++) hub.subscribe({ feed: `posts:h${i}` }, { kind: 'now' });
+      // Ten minutes of polls: one hour bucket per feed against three 5-minute ones per shard.
+      for (let t = 0; t < 20; t++) {
+        time.ms += 30_000;
+        await hub.pollOnce();
+      }
+      const report = await hub.latePass(pass);
+      modes.push([feeds, (await hub.pollOnce()).mode, report.mode, report.reads]);
+    }
+    expect(modes).toEqual([
+      [12, 'shards', 'feeds', 12],
+      [40, 'shards', 'shards', 3 * CHANGE_SHARDS],
+    ]);
+  });
+
+  it('runs each trailing pass on its own timer once started, only while a feed is live, and none once stopped', async () => {
+    const reports: LatePassReport[] = [];
+    const { hub, time } = await aHub({
+      latePasses: [
+        { horizonMs: 3_600_000, intervalMs: 40 },
+        { horizonMs: 10_800_000, intervalMs: 60 },
+      ],
+      onLatePass: (report) => reports.push(report),
+    });
+    hub.start();
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(reports).toEqual([]);
+    hub.subscribe({ feed: 'posts:timed' }, { kind: 'now' });
+    time.ms += 10_000;
+    await hub.pollOnce();
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    hub.stop();
+    const horizons = new Set(reports.map((r) => r.horizonMs));
+    expect([...horizons].sort((a, b) => a - b)).toEqual([3_600_000, 10_800_000]);
+    const made = reports.length;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(reports.length).toBe(made);
   });
 
   it('refuses a position older than the retention, and drops a subscriber that does not keep up', async () => {

@@ -1,8 +1,8 @@
 /**
  * GET /metrics on a real server: off by default; on, its series move with real
  * requests (a named query counts once under its name, with the store round trips and
- * statements the response reports), errors count under their code, the live side and
- * the background jobs have their series; the bearer token rules; the production
+ * statements the response reports), errors count under their code, the live side (its
+ * trailing passes too) and the background jobs have their series; the bearer token rules; the production
  * refusal; and operation-name labels bounded however many names clients send.
  */
 import { spawn } from 'node:child_process';
@@ -35,7 +35,7 @@ describe('GET /metrics', () => {
   const username = aUser().username;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { METRICS: 'true', LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0' }, wrap: (store) => (faulty = new FaultyStore(store)) });
+    server = await startTestServer({ env: { METRICS: 'true', LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0', LATE_WRITE_PASSES: '10/1' }, wrap: (store) => (faulty = new FaultyStore(store)) });
     base = baseOf(server);
     token = await server.token(username);
     const created = await server.gql(CREATE_USER, { input: { username, displayName: 'Metered' } }, token);
@@ -107,6 +107,20 @@ describe('GET /metrics', () => {
     expect(valueOf(samples, 'relay_sagas_in_flight')).toBe(0);
     for (const job of ['list_applier', 'saga_recovery', 'count_verifier', 'name_sweeper']) {
       expect(samples.filter((s) => s.name === 'relay_background_passes_total' && s.labels.job === job).map((s) => s.labels.outcome).sort(), job).toEqual(['failed', 'ok']);
+    }
+  });
+
+  it("counts the trailing passes' store reads by component and horizon, and the late writes they found (none here)", async () => {
+    const components = ['count_verifier', 'name_sweeper', 'list_applier'];
+    const deadline = Date.now() + 15_000;
+    let samples = await scrape(base);
+    while (components.some((c) => valueOf(samples, 'relay_late_pass_reads_total', { component: c, horizon: '10' }) === 0) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      samples = await scrape(base);
+    }
+    for (const component of components) {
+      expect(valueOf(samples, 'relay_late_pass_reads_total', { component, horizon: '10' }), component).toBeGreaterThan(0);
+      expect(samples.filter((s) => s.name === 'relay_late_changes_total' && s.labels.component === component).map((s) => s.value), component).toEqual([0]);
     }
   });
 
@@ -189,6 +203,19 @@ describe('GET /metrics', () => {
       expect(valueOf(after, 'relay_live_changes_delivered_total') - valueOf(before, 'relay_live_changes_delivered_total')).toBe(1);
       expect(valueOf(after, 'relay_live_polls_total')).toBeGreaterThan(valueOf(before, 'relay_live_polls_total'));
       expect(valueOf(after, 'relay_live_feeds_polled_total')).toBeGreaterThan(valueOf(before, 'relay_live_feeds_polled_total'));
+      // A trailing pass reads once the polls' floor has moved past where the subscription began.
+      const pass = { horizonMs: 3_600_000, intervalMs: 60_000 };
+      let reads = 0;
+      for (const deadline = Date.now() + 10_000; reads === 0 && Date.now() < deadline; ) {
+        reads += (await server.app.services.live.latePass(pass)).reads;
+        if (reads === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(reads).toBeGreaterThan(0);
+      const passed = await scrape(base);
+      expect({
+        reads: valueOf(passed, 'relay_late_pass_reads_total', { component: 'live', horizon: '3600' }),
+        late: valueOf(passed, 'relay_late_changes_total', { component: 'live' }),
+      }).toEqual({ reads, late: 0 });
       sub.stop();
     } finally {
       await client.dispose();

@@ -6,7 +6,6 @@
  * skipped, with the reason printed, where no Cassandra is reachable.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,7 +18,8 @@ import { CassandraStore } from '../../src/store/cassandra/cassandra-store.js';
 import type { Store } from '../../src/store/port.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
-import { cassandraClient, cassandraTarget, DDL_TIMEOUT_MS, testReplication, uniqueKeyspace, type StoreTarget } from '../support/stores.js';
+import { cassandraClient, cassandraTarget, dropKeyspace, DDL_TIMEOUT_MS, testReplication, uniqueKeyspace, type StoreTarget } from '../support/stores.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
 
 /** A target whose one store is already made (its own database file, or a keyspace reached through a proxy). */
@@ -109,46 +109,6 @@ describe('the probes on the embedded store', () => {
   });
 });
 
-/** A TCP proxy to a Cassandra node that can be stopped (every connection cut, the port refused) and started again on its port. */
-class TcpProxy {
-  private server: Server | null = null;
-  private readonly sockets = new Set<Socket>();
-  port = 0;
-
-  constructor(
-    private readonly host: string,
-    private readonly targetPort: number,
-  ) {}
-
-  async start(): Promise<void> {
-    const server = createServer((client) => {
-      const upstream = connect(this.targetPort, this.host);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => undefined);
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => resolve());
-    });
-    this.port = (server.address() as AddressInfo).port;
-    this.server = server;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    for (const s of this.sockets) s.destroy();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-}
-
 /**
  * The driver's address translation (`policies.addressResolution`): a node the cluster
  * names (in system.peers, in status events) as `address:port` is reached at its proxy.
@@ -201,12 +161,7 @@ describe.skipIf(!cassandra.available)('the probes on Cassandra behind TCP proxie
     const store = new CassandraStore({ client, keyspace, replication: testReplication() });
     const dispose = async () => {
       await Promise.all(proxies.map((p) => p.stop().catch(() => undefined)));
-      const admin = await cassandraClient(points);
-      try {
-        await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
-      } finally {
-        await admin.shutdown();
-      }
+      await dropKeyspace(points, keyspace);
     };
     server = await startTestServer({ target: targetOf('Cassandra via proxies', store, dispose) });
   }, 180_000);

@@ -10,6 +10,7 @@ import { timelineTable } from '../../src/features/timeline/timeline-tables.js';
 import { existingKeyOf, schemaChanges, schemaDifferences, type ExistingSchema } from '../../src/store/cassandra/cassandra-schema.js';
 import { CassandraStore, type CassandraClientLike, type CassandraResultLike } from '../../src/store/cassandra/cassandra-store.js';
 import { StoreStartupError } from '../../src/store/port.js';
+import { STORE_BATCHLOG_TABLES } from '../../src/store/cassandra/cassandra-batchlog.js';
 import { defineTable } from '../../src/store/table.js';
 import { freePort, runUntilExit } from '../support/child-server.js';
 
@@ -91,6 +92,24 @@ function timelineColumns(order: 'asc' | 'desc'): ColumnRow[] {
   ];
 }
 
+/** The adapter's own tables (its batchlog) as `system_schema.columns` describes them: every keyspace the adapter made holds them. */
+function ownTableColumns(): ColumnRow[] {
+  return STORE_BATCHLOG_TABLES.flatMap((t) =>
+    Object.entries(t.columns).map(([column, type]) => {
+      const partition = t.partitionKey.indexOf(column);
+      const clustering = t.clustering.findIndex((c) => c.column === column);
+      return {
+        table_name: t.name,
+        column_name: column,
+        type,
+        kind: partition >= 0 ? ('partition_key' as const) : clustering >= 0 ? ('clustering' as const) : ('regular' as const),
+        position: partition >= 0 ? partition : clustering,
+        clustering_order: clustering >= 0 ? ('asc' as const) : ('none' as const),
+      };
+    }),
+  );
+}
+
 /** A connected driver client whose keyspace `relay` holds the tables `columns` describe (its system_schema, nothing else). */
 function clusterHolding(columns: readonly ColumnRow[]): CassandraClientLike {
   const result = (rows: ReadonlyArray<Record<string, unknown>>): CassandraResultLike => ({
@@ -148,7 +167,7 @@ describe('the key structure check at start-up', () => {
 
   it('refuses to start on a timeline table recreated clustered ASC, naming the table and the difference, and reports it as /readyz does', async () => {
     for (const schema of ['check', 'create'] as const) {
-      const store = new CassandraStore({ client: clusterHolding(timelineColumns('asc')), keyspace: 'relay', schema });
+      const store = new CassandraStore({ client: clusterHolding([...timelineColumns('asc'), ...ownTableColumns()]), keyspace: 'relay', schema });
       await expect(store.ensureTables([timelineTable])).rejects.toThrow(
         new StoreStartupError(
           'the Cassandra schema keys tables otherwise than declared: table relay.timeline clustered by (post_id ASC), declared (post_id DESC); a primary key cannot be altered: copy the rows into a table created as declared (or drop it, when its rows may go, and run `npm run schema`)',
@@ -156,7 +175,7 @@ describe('the key structure check at start-up', () => {
       );
       expect(await store.checkSchema([timelineTable])).toEqual(['table relay.timeline clustered by (post_id ASC), declared (post_id DESC)']);
     }
-    const fine = new CassandraStore({ client: clusterHolding(timelineColumns('desc')), keyspace: 'relay', schema: 'check' });
+    const fine = new CassandraStore({ client: clusterHolding([...timelineColumns('desc'), ...ownTableColumns()]), keyspace: 'relay', schema: 'check' });
     await fine.ensureTables([timelineTable]);
     expect(await fine.checkSchema([timelineTable])).toEqual([]);
   });

@@ -2,7 +2,8 @@
  * The Cassandra adapter's write path, with the driver's real error classes and a fake
  * client (no cluster needed): which failures leave a write's outcome unknown
  * (OUTCOME_UNKNOWN) and which say nothing was written (UNAVAILABLE); a batch the
- * batchlog refused is sent again within the write budget; writes wait the write
+ * batchlog refused, or any batch while a node is down, goes through the adapter's own
+ * batchlog within the write budget; writes wait the write
  * timeout, are never retried by the driver after they may have been sent, and never
  * speculatively; a cluster whose coordinators wait longer than that refuses to start.
  */
@@ -14,6 +15,7 @@ import { cassandraClientFrom } from '../../src/store/cassandra/cassandra-connect
 import { BoundedWriteRetryPolicy, ReadOnlySpeculation } from '../../src/store/cassandra/cassandra-policies.js';
 import { CassandraStore, millisecondsOf, type CassandraClientLike, type CassandraResultLike } from '../../src/store/cassandra/cassandra-store.js';
 import { StoreOutcomeUnknownError, StoreStartupError, StoreUnavailableError } from '../../src/store/port.js';
+import { withTally } from '../../src/store/statements.js';
 import { defineTable } from '../../src/store/table.js';
 
 const { errors, policies, types } = cassandra;
@@ -42,9 +44,13 @@ class ScriptedClient implements CassandraClientLike {
   readonly metadata = {};
   readonly batches: cassandra.QueryOptions[] = [];
   readonly statements: Array<{ query: string; options?: cassandra.QueryOptions }> = [];
+  /** The nodes as the driver sees them: up or down. */
+  hosts?: { values(): Array<{ isUp(): boolean }> };
   constructor(
     private readonly batchAnswers: Array<Error | null>,
     private readonly executeAnswer: (query: string) => CassandraResultLike | Error = () => EMPTY,
+    /** How long each batch takes to be answered. */
+    private readonly batchDelayMs = 0,
   ) {}
   async connect(): Promise<void> {}
   async shutdown(): Promise<void> {}
@@ -56,6 +62,7 @@ class ScriptedClient implements CassandraClientLike {
   }
   async batch(_queries: unknown[], options?: cassandra.QueryOptions): Promise<CassandraResultLike> {
     this.batches.push(options ?? {});
+    if (this.batchDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.batchDelayMs));
     const answer = this.batchAnswers.length > 1 ? this.batchAnswers.shift()! : this.batchAnswers[0]!;
     if (answer) throw answer;
     return EMPTY;
@@ -114,22 +121,51 @@ describe('what a failed write tells', () => {
 });
 
 describe('a logged batch', () => {
-  it('is sent again at once after a BATCH_LOG timeout, each time within what is left of the write budget', async () => {
-    const client = new ScriptedClient([writeTimeout('BATCH_LOG'), writeTimeout('BATCH_LOG'), null]);
+  /** The statements of the adapter's own batchlog a client was sent, by kind. */
+  const ownLog = (client: ScriptedClient) =>
+    client.statements.map((s) => /^(INSERT INTO|DELETE FROM) ks\.(store_batchlog\w*)/.exec(s.query)?.slice(1).join(' ')).filter(Boolean);
+
+  it("after a BATCH_LOG timeout goes at once through the adapter's batchlog: logged, sent unlogged within what is left of the write budget, then its log row deleted", async () => {
+    const client = new ScriptedClient([writeTimeout('BATCH_LOG'), null]);
     await storeOver(client, 2_000).batch(twoRows);
-    expect(client.batches).toHaveLength(3);
+    expect(client.batches.map((o) => o.logged)).toEqual([true, false]);
     for (const options of client.batches) {
       expect(options.readTimeout).toBeGreaterThan(0);
       expect(options.readTimeout).toBeLessThanOrEqual(2_000);
     }
+    expect(ownLog(client)).toEqual(['INSERT INTO store_batchlog_minutes', 'INSERT INTO store_batchlog', 'DELETE FROM store_batchlog']);
   });
 
-  it('is answered unavailable, not unknown, when the batchlog keeps refusing past the budget', async () => {
-    const client = new ScriptedClient([writeTimeout('BATCH_LOG')]);
+  it("goes through the adapter's batchlog, without trying Cassandra's, while the driver sees a node down, and through Cassandra's again once every node is up", async () => {
+    const client = new ScriptedClient([null]);
+    let down = true;
+    client.hosts = { values: () => [{ isUp: () => true }, { isUp: () => !down }, { isUp: () => true }] };
+    const store = storeOver(client, 2_000);
+    // Each call's round trips count into the request's tally: the minute's mark (once), the log row, the batch, the row's deletion.
+    const tallies = [{ statements: 0 }, { statements: 0 }, { statements: 0 }];
+    await withTally(tallies[0], () => store.batch(twoRows));
+    await withTally(tallies[1], () => store.batch(twoRows));
+    down = false;
+    await withTally(tallies[2], () => store.batch(twoRows));
+    expect(tallies.map((t) => t.statements)).toEqual([4, 3, 1]);
+    expect(client.batches.map((o) => o.logged)).toEqual([false, false, true]);
+    // The minute is marked once; each batch's row is written, then deleted.
+    expect(ownLog(client)).toEqual([
+      'INSERT INTO store_batchlog_minutes',
+      'INSERT INTO store_batchlog',
+      'DELETE FROM store_batchlog',
+      'INSERT INTO store_batchlog',
+      'DELETE FROM store_batchlog',
+    ]);
+  });
+
+  it('is answered unavailable, not unknown, when the batchlog refused it after the whole budget', async () => {
+    const client = new ScriptedClient([writeTimeout('BATCH_LOG')], () => EMPTY, 40);
     const failed = storeOver(client, 30).batch(twoRows);
     await expect(failed).rejects.toBeInstanceOf(StoreUnavailableError);
     await failed.catch((err) => expect(err).not.toBeInstanceOf(StoreOutcomeUnknownError));
-    expect(client.batches.length).toBeGreaterThanOrEqual(2);
+    expect(client.batches).toHaveLength(1);
+    expect(ownLog(client)).toEqual([]);
   });
 
   it('is never sent again after a timeout whose outcome is unknown', async () => {

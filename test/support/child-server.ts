@@ -32,11 +32,15 @@ export interface ChildServer {
   readonly exited: Promise<NodeJS.Signals | number | null>;
 }
 
-/** Start the server (`entry`, from the project root) on `sqlitePath` and wait until /readyz answers. */
+/**
+ * Start the server (`entry`, from the project root) on `sqlitePath` and wait until /readyz
+ * answers, at most `readyTimeoutMs` (creating the schema on a three-node ring takes a minute).
+ */
 export async function startChildServer(
   sqlitePath: string,
   env: Record<string, string> = {},
   entry = 'src/main.ts',
+  readyTimeoutMs = 30_000,
 ): Promise<ChildServer> {
   const port = await freePort();
   let output = '';
@@ -59,7 +63,7 @@ export async function startChildServer(
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
+  for (const deadline = Date.now() + readyTimeoutMs; Date.now() < deadline; ) {
     if (child.exitCode !== null) throw new Error(`server exited early:\n${output}`);
     try {
       const res = await fetch(`${base}/readyz`);

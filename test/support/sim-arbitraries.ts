@@ -8,6 +8,9 @@ import type { Outcome, SimCluster } from './sim-cluster.js';
 /** Clock offsets of 2-3 instances, each within ±1 s of true time. */
 export const offsets = fc.array(fc.integer({ min: -1_000, max: 1_000 }), { minLength: 2, maxLength: 3 });
 
+/** How late a held-back batch lands (`SimOptions.lateLandingMs`): from seconds to minutes past its window. */
+export const lateLanding = fc.integer({ min: 10_000, max: 300_000 });
+
 /** Optionally, one instance crashing before one of its store calls. */
 export const crashPoint = fc.option(fc.record({ instance: fc.nat(2), beforeCall: fc.nat(40) }), { nil: undefined });
 

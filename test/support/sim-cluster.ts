@@ -10,6 +10,10 @@
  *   as by a Paxos ballot;
  * - a logged batch lands one partition at a time, each part after its own delay, other
  *   calls landing in between; once any part has landed, all of it lands;
+ * - with `lateLandingMs`, now and then a batch that carries a background job's mark (a
+ *   write the trailing passes answer for) has an unknown outcome: its caller is told it
+ *   timed out, and it lands, with its timestamps, that long (virtual ms) later, once
+ *   `settle` or `settleLate` gets there (a batchlog replay, a hint past the window);
  * - an instance crashes before one of its calls: its pending calls land or never land
  *   (chosen at random), no promise of it ever settles again (its code is frozen), its
  *   timers stop and its in-memory state is gone. `restart` starts a new process in
@@ -30,11 +34,12 @@ import {
 } from '../../src/composition-root.js';
 import { readConnectionCounts } from '../../src/counts/connection-counts.js';
 import type { ListApplier } from '../../src/features/lists/applier.js';
-import type { WindowedJob } from '../../src/background/windowed-job.js';
+import { windowMarksTable, type WindowedJob } from '../../src/background/windowed-job.js';
+import { latePassesOf } from '../../src/config.js';
 import type { RequestContext } from '../../src/graphql/context.js';
 import { Presence } from '../../src/background/presence.js';
 import { MonotonicClock, type Clock } from '../../src/store/clock.js';
-import type { ClusteringRange, DeleteOptions, Mutation, Store, WriteOptions } from '../../src/store/port.js';
+import { StoreOutcomeUnknownError, type ClusteringRange, type DeleteOptions, type Mutation, type Store, type WriteOptions } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import type { Row, TableSpec } from '../../src/store/table.js';
 import { memorySqliteStore } from './stores.js';
@@ -53,6 +58,16 @@ export class SimTime {
     this.jumpMs += ms;
   }
 }
+
+/** Where a `SimStore` holds batches back to land late. */
+interface LateLanding {
+  /** Whether to hold some back now. */
+  readonly armed: boolean;
+  hold(land: () => Promise<void>): void;
+}
+
+/** The share of marked batches that land late when the cluster has `lateLandingMs`. */
+const LATE_SHARE = 1 / 6;
 
 /** A promise that never settles: what a dead process's code waits on. */
 const never = <T>() => new Promise<T>(() => undefined);
@@ -80,6 +95,8 @@ export class SimStore extends StoreDecorator {
     private readonly random: () => number,
     private readonly maxDelayMs: number,
     private readonly onCrash: () => void,
+    /** Holds batches back to land late (the cluster's `lateLandingMs`), or null. */
+    private readonly late: LateLanding | null = null,
   ) {
     super(inner);
   }
@@ -151,6 +168,13 @@ export class SimStore extends StoreDecorator {
       parts.set(id, [...(parts.get(id) ?? []), m]);
     }
     const call: StoreCall = { operation: 'batch', table: stamped[0]?.table.name ?? null, tables: [] };
+    const late = this.late;
+    if (late?.armed && stamped.some((m) => m.table.name === windowMarksTable.name) && this.random() < LATE_SHARE) {
+      return this.around(call, async () => {
+        late.hold(() => this.inner.batch(stamped));
+        throw new StoreOutcomeUnknownError('simulated write timeout: the batch lands late', { timedOut: true });
+      });
+    }
     return this.around(call, async () => {
       // The batch log is written: every part lands, in any order, interleaved with other calls.
       const landing = [...parts.values()].map(async (part, n) => {
@@ -220,7 +244,7 @@ export class SimInstance {
   static async launch(name: string, offsetMs: number, cluster: SimCluster): Promise<SimInstance> {
     const clock = new MonotonicClock({ now: () => cluster.time.now() + offsetMs });
     let instance: SimInstance | undefined;
-    const store = new SimStore(cluster.base, clock, cluster.random, cluster.maxDelayMs, () => instance?.died());
+    const store = new SimStore(cluster.base, clock, cluster.random, cluster.maxDelayMs, () => instance?.died(), cluster.late);
     const presence = await Presence.claim(store, name, { random: cluster.random });
     clock.useNode(presence.identity.node);
     instance = new SimInstance(name, offsetMs, cluster, store, clock, presence);
@@ -262,6 +286,16 @@ export class SimInstance {
     await this.services.nameSweeper.runOnce();
   }
 
+  /** One trailing pass per configured horizon of every job that has them (`LATE_WRITE_PASSES`). */
+  async trailingPasses(): Promise<void> {
+    for (const pass of latePassesOf(this.services.cluster)) {
+      await this.verifier.runLate(pass.horizonMs);
+      await this.services.nameSweeper.runLate(pass.horizonMs);
+      await this.applier.runLate(pass.horizonMs);
+      await this.services.live.latePass(pass);
+    }
+  }
+
   /** The process died: its timers stop. */
   private died(): void {
     this.applier.stop();
@@ -277,6 +311,8 @@ export interface SimOptions {
   readonly maxDelayMs?: number;
   readonly seed: number;
   readonly settings?: Partial<FeatureSettings>;
+  /** When set, some batches land this long (virtual ms) after their caller was told they timed out (see the file comment). */
+  readonly lateLandingMs?: number;
 }
 
 /** Several instances over one in-memory store. */
@@ -289,8 +325,28 @@ export class SimCluster {
   readonly instances: SimInstance[] = [];
   /** Recovery waits this long for sagas it cannot prove abandoned (virtual ms). */
   readonly recoveryGraceMs = 10_000;
+  /** How late held-back batches land (virtual ms); null: none is held back. */
+  readonly lateLandingMs: number | null;
+  /** Batches held back, with when (true time) they land. */
+  private readonly held: Array<{ readonly dueAt: number; readonly land: () => Promise<void> }> = [];
+  /** Whether batches are held back now (`armLate`; `settle` disarms, as it does crashes). */
+  private lateArmed = false;
+  /** Where instances' stores hold batches back; null without `lateLandingMs`. */
+  readonly late: LateLanding | null;
 
   private constructor(options: SimOptions) {
+    this.lateLandingMs = options.lateLandingMs ?? null;
+    const lateMs = this.lateLandingMs;
+    const cluster = this;
+    this.late =
+      lateMs === null
+        ? null
+        : {
+            get armed() {
+              return cluster.lateArmed;
+            },
+            hold: (land) => void this.held.push({ dueAt: this.time.now() + lateMs, land }),
+          };
     this.random = prng(options.seed);
     this.maxDelayMs = options.maxDelayMs ?? 4;
     this.settings = {
@@ -341,13 +397,42 @@ export class SimCluster {
    */
   async settle(options: { stepMs?: number; rounds?: number } = {}): Promise<void> {
     for (const instance of this.instances) instance.store.disarm();
+    this.lateArmed = false;
     await this.quiesce();
     for (let i = 0; i < this.instances.length; i++) if (this.instances[i]!.isDead) await this.restart(i);
     for (let round = 0; round < (options.rounds ?? 3); round++) {
       this.time.advance(options.stepMs ?? 4_000);
+      await this.landDue();
       for (const instance of this.instances) await instance.backgroundPass();
       await this.quiesce();
     }
+  }
+
+  /** From now until the next `settle`, hold some batches back (with `lateLandingMs`). */
+  armLate(): void {
+    this.lateArmed = true;
+  }
+
+  /** Land the held-back batches that are due, in the order they were held. */
+  private async landDue(): Promise<void> {
+    const now = this.time.now();
+    const due = this.held.filter((h) => h.dueAt <= now);
+    this.held.splice(0, this.held.length, ...this.held.filter((h) => h.dueAt > now));
+    for (const h of due) await h.land();
+  }
+
+  /**
+   * Settle, then let every held-back batch land (`lateLandingMs` later, after the
+   * windows they belong to were settled, swept and cut), run every instance's trailing
+   * passes, and settle again: what the cluster comes to once late writes are found.
+   */
+  async settleLate(): Promise<void> {
+    await this.settle();
+    if (this.lateLandingMs === null) return;
+    await this.settle({ stepMs: this.lateLandingMs, rounds: 1 });
+    await this.settle();
+    for (const instance of this.instances) await instance.trailingPasses();
+    await this.settle();
   }
 
   /**

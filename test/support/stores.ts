@@ -145,6 +145,16 @@ export async function cassandraClient(contactPoints: readonly string[], policies
   return client;
 }
 
+/** Drop `keyspace` (if it exists) through a client of its own, waiting as long as a schema change may take on a busy node. */
+export async function dropKeyspace(contactPoints: readonly string[], keyspace: string): Promise<void> {
+  const admin = await cassandraClient(contactPoints);
+  try {
+    await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`, [], { readTimeout: 60_000 });
+  } finally {
+    await admin.shutdown();
+  }
+}
+
 /** A Cassandra store on a keyspace of its own, dropped on dispose. */
 async function cassandraStoreUnderTest(contactPoints: readonly string[], options: StoreOptions): Promise<StoreUnderTest> {
   const client = await cassandraClient(contactPoints);

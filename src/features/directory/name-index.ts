@@ -213,7 +213,8 @@ export function nameIndexMutations(next: NamedProfile, current: ReadonlyArray<{ 
       options,
     });
   }
-  out.push(markMutation(NAME_SWEEP_JOB, next.id, Number(version / 1000n)));
+  // Tagged with the version: a late change beside another of the user in its window is found.
+  out.push(markMutation(NAME_SWEEP_JOB, next.id, Number(version / 1000n), String(version)));
   return out;
 }
 
@@ -331,6 +332,13 @@ export function nameSweepJob(deps: SweepDeps): WindowedJobSpec {
     async handle(userIds) {
       for (const userId of userIds) await sweepUser(deps, userId);
     },
+    // A change that landed late (its entries, its row): sweeping the user again, as
+    // read now, converges whatever the order (the sweep reads the user and every
+    // version the entries table lists, and rewrites and marks anew what disagrees).
+    async handleLate(userIds, { store }) {
+      const counted = { ...deps, store, readUser: (id: string) => deps.readUser(id, store) };
+      for (const userId of userIds) await sweepUser(counted, userId);
+    },
   };
 }
 
@@ -339,7 +347,7 @@ export interface SweepDeps {
   readonly store: Store;
   readonly clock: Clock;
   /** `readUserForChange` (users.ts): the row, and the newest write time of its cells. */
-  readonly readUser: (userId: string) => Promise<UserForChange | null>;
+  readonly readUser: (userId: string, store?: Store) => Promise<UserForChange | null>;
 }
 
 /** Sweep one user's entries (the sweeper, and `--reindex` for users written before the index). */

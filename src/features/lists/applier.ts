@@ -19,10 +19,35 @@
  * before the read that found them applied: any transaction with such an id, sent by a
  * server whose clock is behind, had landed by then and was seen. Marks are transaction
  * ids written at their own time, so they never go back, whichever clock wrote them.
+ *
+ * Late transactions (#35). Cassandra does not promise that window: an append that timed
+ * out can land later (batchlog replay, a hint), below the list's mark, where a cut's
+ * range tombstone (stamped at the mark's time, above the transaction's own) would hide
+ * it for good, though the client may have been told it took effect (its count moved in
+ * the same batch). So, with trailing passes on (`LATE_WRITE_PASSES`):
+ * - a cut raises the list's mark as before, but its range tombstone only covers ids
+ *   older than the longest horizon as well: a late transaction stays readable for as
+ *   long as a trailing pass looks for it (readers start at the mark, or read back from
+ *   the newest transaction to the first applied one, and never walk the applied rows
+ *   below the mark);
+ * - every append marks each transaction on the trailing work list of the `lists` job
+ *   (windowed-job.ts); the timer pass runs that job's pass first (it only records which
+ *   marks it read: what landed in time is this pass's), and a cut never passes the
+ *   job's progress, so a mark the job counted as read belongs to a transaction that
+ *   landed before the cut passed it, which the cut's settle then applied;
+ * - the job's trailing passes hand every list with a mark that landed after its window
+ *   was read to `settleLate`, which applies, under the list's lease, every transaction
+ *   from the horizon on not applied yet, in id order, as `settle` applies a late one
+ *   above the mark (one can also land above the mark but below a transaction applied
+ *   since, whose queue entry was cut: readers, who stop at the first applied one, would
+ *   not see it either). A list held by another applier fails the pass, which the
+ *   next one retries (its marks are then still unread).
+ * Past the longest horizon a late transaction is hidden by the next cut, as before.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, type ClusterSettings } from '../../config.js';
+import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, latePassesOf, type ClusterSettings } from '../../config.js';
+import { WindowedJob, type LatePassReport } from '../../background/windowed-job.js';
 import { ChangeClock, createChangeWriter, readNewestChange, type ChangeWriter } from '../../live/change-log.js';
 import type { Clock } from '../../store/clock.js';
 import { MonotonicClock, timestampAbove } from '../../store/clock.js';
@@ -30,18 +55,22 @@ import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
 import type { TableSpec } from '../../store/table.js';
 import { startPeriodicTask, type PeriodicTask } from '../../background/periodic-task.js';
 import { KeyedLock } from '../../saga/keyed-lock.js';
-import { microsOfTimeuuid } from '../../store/timeuuid.js';
+import { microsOfTimeuuid, minTimeuuidOfMicros } from '../../store/timeuuid.js';
 import { renewIfOwned } from '../../store/owned-rows.js';
 import {
+  LIST_JOB,
   appendTransactions,
   appliedMark,
   markApplied,
   readPendingTransactions,
   readTransactionMark,
   visitTransactionsAbove,
+  visitTransactionsFrom,
   type ListTx,
 } from './ledger.js';
-import { listChangeOf, listFeedOf, readListItems } from './lists.js';
+import { itemsCountKey, listChangeOf, listFeedOf, placementEntry, readListItems } from './lists.js';
+import { currentEntries, indexChange } from '../../counts/count-ranks.js';
+import type { CountWriter } from '../../counts/connection-counts.js';
 import { planRebalance } from './rebalance.js';
 import {
   PENDING_SHARDS,
@@ -104,10 +133,71 @@ export class ListApplier {
       onApplied?: (delaySeconds: number) => void;
       /** Whether passes may run now (the process's presence holds its node); a wake while not is left to the timer. */
       runsWhen?: () => boolean;
+      /** Told what each trailing pass cost and found (metrics). */
+      onLatePass?: (report: LatePassReport) => void;
+      /**
+       * Records each item's placements in the counted index of its list's items (`offset`;
+       * lists.ts, `placementEntry`); without it (tests of the applier alone) nothing is recorded.
+       */
+      counts?: CountWriter;
     } = {},
   ) {
     this.clock = options.clock ?? new MonotonicClock();
     this.changes = options.changes ?? createChangeWriter(new ChangeClock(this.clock), { retentionSeconds: DEFAULT_LIVE_SETTINGS.retentionSeconds });
+    const cluster = options.cluster ?? DEFAULT_CLUSTER_SETTINGS;
+    this.horizonMs = Math.max(0, ...latePassesOf(cluster).map((p) => p.horizonMs));
+    this.trailing =
+      this.horizonMs > 0
+        ? new WindowedJob(
+            store,
+            {
+              job: LIST_JOB,
+              // What landed in time is the timer pass's (see the file comment).
+              handle: async () => undefined,
+              handleLate: async (listIds, context) => {
+                for (const listId of listIds) this.lateApplied += await this.settleLate(listId, context.store, context.from);
+              },
+            },
+            { clock: this.clock, cluster, logger: options.logger, onLatePass: options.onLatePass, runsWhen: options.runsWhen },
+          )
+        : null;
+  }
+
+  /** The longest trailing horizon (ms), 0 without trailing passes: the cut's tombstone stays that far behind. */
+  private readonly horizonMs: number;
+  /** The `lists` job: its marks tell which transactions landed late (see the file comment); null without trailing passes. */
+  private readonly trailing: WindowedJob | null;
+  /** Late transactions this applier's trailing passes applied. */
+  lateApplied = 0;
+
+  /** One trailing pass over the last `horizonMs` (the timers run them; tests call it). */
+  runLate(horizonMs: number): Promise<LatePassReport> {
+    return this.trailing ? this.trailing.runLate(horizonMs) : Promise.resolve({ horizonMs, reads: 0, late: 0 });
+  }
+
+  /**
+   * Apply, under the list's lease, every transaction from `fromMs` on not applied yet
+   * (late ones, below the list's mark or below a transaction applied since), in id
+   * order; returns how many. Throws when another applier holds the list: the trailing
+   * pass is then retried.
+   */
+  async settleLate(listId: string, reads: Store, fromMs: number): Promise<number> {
+    const outcome = await this.leased(listId, async (keep) => {
+      let applied = 0;
+      await visitTransactionsFrom(reads, listId, minTimeuuidOfMicros(BigInt(fromMs) * 1000n), async (page) => {
+        for (const { tx, applied: done } of page) {
+          if (done) continue;
+          if (!(await keep())) return false;
+          await this.lock.with(listId, () => this.applyAndMark(listId, tx));
+          applied++;
+        }
+        return true;
+      });
+      if (!(await keep())) throw new Error(`list ${listId} was taken by another applier during a trailing pass; the next pass retries it`);
+      return applied;
+    });
+    if (outcome === null) throw new Error(`list ${listId} is held by another applier; the next trailing pass retries it`);
+    return outcome;
   }
 
   private readonly changes: ChangeWriter;
@@ -175,7 +265,7 @@ export class ListApplier {
       // Anything appended meanwhile (a rebalance, say): apply it too.
       applied += await this.drainLeased(listId, keep);
       if (!(await keep())) return { applied, complete: false };
-      if (cut !== null && cut !== mark) await this.cut(listTransactionsTable, listTransactionMarksTable, { list_id: listId }, cut);
+      if (cut !== null && cut !== mark) await this.cutLog(listId, cut);
       return { applied, complete: true };
     });
     return outcome ?? { applied: 0, complete: false };
@@ -239,11 +329,37 @@ export class ListApplier {
 
   /**
    * The newest id a cut may pass: older than the clock-skew bound plus the write
-   * timeout by this clock, taken before the read that finds the entries applied.
+   * timeout by this clock, taken before the read that finds the entries applied, and
+   * below the trailing job's progress (see the file comment).
    */
   private cutBound(): bigint {
+    const bound = this.windowBound();
+    if (!this.trailing) return bound;
+    // Never past what the trailing job has read (see the file comment).
+    const read = this.trailing.progress();
+    if (read === null) return -1n;
+    const readMicros = BigInt(read) * 1000n - 1n;
+    return readMicros < bound ? readMicros : bound;
+  }
+
+  /** Older than the clock-skew bound plus the write timeout, by this clock. */
+  private windowBound(): bigint {
     const { clockSkewMs, writeTimeoutMs } = this.options.cluster ?? DEFAULT_CLUSTER_SETTINGS;
     return this.clock.nowMicros() - BigInt(clockSkewMs + writeTimeoutMs) * 1000n;
+  }
+
+  /**
+   * Cut a list's log up to `mark`: the mark raised, and the range tombstone kept the
+   * longest trailing horizon behind (see the file comment), covering only ids below
+   * both, stamped with its bound's time as a cut is.
+   */
+  private async cutLog(listId: string, mark: string): Promise<void> {
+    const partition = { list_id: listId };
+    const markMicros = microsOfTimeuuid(mark);
+    const behind = this.clock.nowMicros() - BigInt(this.horizonMs) * 1000n;
+    if (this.horizonMs === 0 || markMicros <= behind) return this.cut(listTransactionsTable, listTransactionMarksTable, partition, mark);
+    await this.store.deleteRange(listTransactionsTable, partition, { upper: { values: [minTimeuuidOfMicros(behind)], inclusive: false } }, { timestamp: behind - 1n });
+    await this.store.upsert(listTransactionMarksTable, { ...partition, mark }, { timestamp: markMicros });
   }
 
   /**
@@ -267,6 +383,8 @@ export class ListApplier {
     let applied = 0;
     this.passPending = null;
     try {
+      // The trailing job's own pass first: the cuts below never pass it.
+      await this.trailing?.runOnce();
       for (let shard = 0; shard < PENDING_SHARDS; shard++) applied += await this.runShard(shard);
       if (!this.legacyDrained) applied += await this.runLegacy();
     } finally {
@@ -344,7 +462,7 @@ export class ListApplier {
       for (const mark of marks) {
         found = true;
         const listId = mark.list_id as string;
-        const checkedAt = this.cutBound();
+        const checkedAt = this.windowBound();
         const outcome = await this.settle(listId);
         applied += outcome.applied;
         if (outcome.complete) {
@@ -381,9 +499,10 @@ export class ListApplier {
     }
   }
 
-  /** Run `runOnce` every `intervalMs` until stopped. */
+  /** Run `runOnce` every `intervalMs`, and the trailing passes on their own timers, until stopped. */
   start(intervalMs: number): void {
     if (this.timer) return;
+    this.trailing?.startTrailing();
     this.timer = startPeriodicTask({
       intervalMs,
       runsWhen: this.options.runsWhen,
@@ -401,6 +520,7 @@ export class ListApplier {
   /** Stop the timer and ignore later wakes. */
   stop(): void {
     this.stopped = true;
+    this.trailing?.stop();
     this.timer?.stop();
     this.timer = null;
   }
@@ -498,6 +618,18 @@ export class ListApplier {
       label: l,
     });
     const stamped = (mutations: Mutation[]) => mutations.map((m) => ({ ...m, options: stamp }));
+    // The item's placement entering (+1) or leaving (-1) the counted index, in the batch
+    // that makes the position permanent (or ends it), with the count's own timestamps;
+    // each entry under its current generation (`currentEntries`: one read).
+    const { counts } = this.options;
+    const touched: Array<{ weight: bigint; seq: bigint }> = [];
+    if (tx.kind === 'add' && !at) touched.push(tx.to);
+    if (tx.kind === 'move' && at && (at.weight !== tx.to.weight || at.seq !== tx.to.seq)) touched.push(at, tx.to);
+    if (tx.kind === 'remove' && at) touched.push(at);
+    const countKey = itemsCountKey(listId);
+    const entries = counts && touched.length > 0 ? await currentEntries(store, countKey, touched.map((p) => placementEntry(tx.itemId, p))) : [];
+    const placed = (p: { weight: bigint; seq: bigint }, sign: 1 | -1): Mutation[] =>
+      counts ? indexChange(counts, countKey, entries[touched.indexOf(p)]!, sign) : [];
     const finalBatch = async (mutations: Mutation[], announced: Mutation[]) => {
       await store.batch([...stamped(mutations), ...announced, appliedMark(listId, tx.txId)]);
       return true;
@@ -513,7 +645,7 @@ export class ListApplier {
             { kind: 'upsert', table: listItemsTable, row: { ...row(tx.to, false), label: tx.label } },
             { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, tx.label) },
           ],
-          await this.announce(listId, tx, { label: tx.label, ...tx.to }),
+          [...(await this.announce(listId, tx, { label: tx.label, ...tx.to })), ...placed(tx.to, 1)],
         );
       case 'move': {
         // A move of an item that no longer exists, or one already through step 2: nothing to do.
@@ -533,6 +665,8 @@ export class ListApplier {
             { kind: 'upsert', table: listItemIndexTable, row: indexRow(tx.to, label) },
           ]),
           ...(await this.announce(listId, tx, { label, ...tx.to })),
+          ...placed(at, -1),
+          ...placed(tx.to, 1),
         ]);
         break;
       }
@@ -553,7 +687,7 @@ export class ListApplier {
             { kind: 'delete', table: listItemsTable, key: row(at, true) },
             { kind: 'delete', table: listItemIndexTable, key: { item_id: tx.itemId } },
           ],
-          await this.announce(listId, tx, null),
+          [...(await this.announce(listId, tx, null)), ...placed(at, -1)],
         );
     }
     return false;

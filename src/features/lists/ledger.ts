@@ -22,6 +22,10 @@ import type { ClusteringBound, Mutation, Store } from '../../store/port.js';
 import { microsOfTimeuuid, timeuuidOfMicros } from '../../store/timeuuid.js';
 import { newestOf, timestampAbove, type Clock } from '../../store/clock.js';
 import { comparePositions, type Position } from './positions.js';
+import { markMutation } from '../../background/windowed-job.js';
+
+/** The applier's trailing job (marks and progress; applier.ts). */
+export const LIST_JOB = 'lists';
 import {
   listItemIndexTable,
   listItemsTable,
@@ -157,14 +161,39 @@ export async function readTransactionMark(store: Store, listId: string): Promise
  * Every transaction above the list's mark, applied or not, oldest first, a page at a
  * time (`visit` returns false to stop). For the applier's timer pass and for checks.
  */
-export async function visitTransactionsAbove(
+export function visitTransactionsAbove(
   store: Store,
   listId: string,
   mark: string | null,
   visit: (page: StoredTx[]) => Promise<boolean> | boolean,
   pageSize = 500,
 ): Promise<void> {
-  let lower: ClusteringBound | undefined = mark ? { values: [mark], inclusive: false } : undefined;
+  return visitTransactionRange(store, listId, mark ? { values: [mark], inclusive: false } : undefined, visit, pageSize);
+}
+
+/**
+ * The transactions of a list from `lower` on (an id, inclusive), applied or not, oldest
+ * first, a page at a time (`visit` returns false to stop): what a trailing pass reads,
+ * below the list's mark too (applier.ts).
+ */
+export function visitTransactionsFrom(
+  store: Store,
+  listId: string,
+  lower: string,
+  visit: (page: StoredTx[]) => Promise<boolean> | boolean,
+  pageSize = 500,
+): Promise<void> {
+  return visitTransactionRange(store, listId, { values: [lower], inclusive: true }, visit, pageSize);
+}
+
+/** The transactions of a list from a bound on, oldest first, a page at a time. */
+async function visitTransactionRange(
+  store: Store,
+  listId: string,
+  lower: ClusteringBound | undefined,
+  visit: (page: StoredTx[]) => Promise<boolean> | boolean,
+  pageSize: number,
+): Promise<void> {
   for (;;) {
     const rows = await store.slice(listTransactionsTable, { partition: { list_id: listId }, limit: pageSize, ...(lower && { lower }) });
     if (rows.length && !(await visit(rows.map((r) => ({ tx: txFromRow(r), applied: r.applied === true }))))) return;
@@ -254,6 +283,9 @@ export function writeTransactions(store: Store, listId: string, txs: readonly Li
     row: { shard: pendingShardOf(listId), tx_id: last, list_id: listId },
     options: { timestamp: microsOfTimeuuid(last) },
   });
+  // A mark per transaction on the applier's trailing work list: one that lands after
+  // the applier's cut passed it is found there and applied (applier.ts).
+  for (const tx of txs) mutations.push(markMutation(LIST_JOB, listId, Number(microsOfTimeuuid(tx.txId) / 1000n), tx.txId));
   return store.batch([...mutations, ...extra]);
 }
 

@@ -6,6 +6,9 @@
  */
 import type { Counted, CountWriter } from '../../counts/connection-counts.js';
 import { scanRows, type Membership } from '../../counts/recount.js';
+import { countedIndex, currentEntries, indexEntry, indexKeyOf } from '../../counts/count-ranks.js';
+import { BIGINT_BOUNDS, RANK_TOP, bigintAtRank, bigintRank, uuidAtRank } from '../../paging/rank-orders.js';
+import type { RankCache, RankOrder } from '../../paging/ranked-index.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
 import type { Change } from '../../live/change-log.js';
 import type { FeedSpec } from '../../live/live-hub.js';
@@ -78,6 +81,8 @@ export interface ListsDeps {
   readonly onAppend?: (listId: string) => void;
   /** Records items added and removed in the list's `items` count. */
   readonly counts: CountWriter;
+  /** The process's kept bucket lists of counted indexes (`offset`); without it, every page reads them. */
+  readonly rankCache?: RankCache;
   /** New ids and "now": fresh, or an idempotency key's plan (a redo makes the same list, item, transaction). */
   readonly ids: IdSource;
 }
@@ -88,6 +93,35 @@ export type ListItemPage = Page<ListItem> & Counted;
 /** The count key of a list's items (`OrderedList.items.totalCount`). */
 export function itemsCountKey(listId: string): string {
   return `items:${listId}`;
+}
+
+/**
+ * How `OrderedList.items`' keys (`[weight, seq, item id]`) map to ranks: a position's
+ * weight, a signed 64-bit number, has its top 60 bits kept (`bigintRank`). A position
+ * is 128 bits and more with its item id, so it cannot be a rank itself: items whose
+ * weights differ only in their low 4 bits, or not at all (a crowded gap, which the
+ * applier rebalances), share a rank, and a jump reads past them in its leaf. Appended
+ * items lie 2^32 apart, a rebalanced run at least 2^20: a leaf (2^12 weights) holds one.
+ */
+export const listOrder: RankOrder = {
+  rankOf: (key) => bigintRank(BigInt(key[0] as string)),
+  edgeKey: (rank, direction) =>
+    direction === 'forward'
+      ? [bigintAtRank(rank, 'lowest').toString(), BIGINT_BOUNDS.lowest.toString(), uuidAtRank(0n, 'lowest')]
+      : [bigintAtRank(rank, 'highest').toString(), BIGINT_BOUNDS.highest.toString(), uuidAtRank(RANK_TOP, 'highest')],
+};
+
+/**
+ * An item's entry at `position` in the counted index of its list's items (`offset`):
+ * its rank, then the item and the position, under the count's index key (count-ranks.ts,
+ * `indexKeyOf`). The applier, which makes positions permanent one transaction at a time
+ * in order, adds the entry of an item's new position and removes its old one in the
+ * batch that moves it (applier.ts), so the index follows the applied list exactly. An
+ * item moved back to a position it held before (a midpoint of the same two neighbours)
+ * takes the entry's next generation (`currentEntries`).
+ */
+export function placementEntry(itemId: string, position: Position): string {
+  return indexEntry(bigintRank(position.weight), `${itemId}@${position.weight}@${position.seq}`);
 }
 
 /** What happened to an item, as a subscriber of the list sees it (the GraphQL enum's values). */
@@ -198,8 +232,9 @@ export async function readLists(store: Store, ids: readonly string[]): Promise<A
 }
 
 /**
- * Every list's items as its pages show them (pending transactions applied), for
- * recounts: a scan of the lists, then each list read in order.
+ * Every list's items as its pages show them (pending transactions applied), and their
+ * entries in the counted index, for recounts: a scan of the lists, then each list read
+ * in order. An entry of a move still pending is the one its applier will add.
  */
 export async function* listMemberships(store: Store): AsyncGenerator<Membership> {
   for await (const lists of scanRows(store, listsTable)) {
@@ -211,6 +246,8 @@ export async function* listMemberships(store: Store): AsyncGenerator<Membership>
         if (from !== undefined) items = items.filter((item) => source.compare(source.keyOf(item), from!) !== 0);
         if (items.length === 0) break;
         yield { key: itemsCountKey(row.list_id as string), items: items.map((i) => i.itemId) };
+        const countKey = itemsCountKey(row.list_id as string);
+        yield { key: indexKeyOf(countKey), items: await currentEntries(store, countKey, items.map((i) => placementEntry(i.itemId, i))) };
         from = source.keyOf(items[items.length - 1]!);
       }
     }
@@ -292,9 +329,13 @@ export class Lists {
     return edgeFromNode(ledgerSource(this.deps.store, item.listId), item, this.deps.codec);
   }
 
-  /** One page of a list's items, in order, with its count's key. */
+  /**
+   * One page of a list's items, in order, with its count's key; an `offset` is found
+   * through the counted index of the items' placements (`listOrder`, `placementEntry`).
+   */
   async items(listId: string, args: PageArgs): Promise<ListItemPage> {
-    const page = await pageFromSource(ledgerSource(this.deps.store, listId), args, { connectionName: 'items', codec: this.deps.codec, signal: this.deps.signal });
+    const index = countedIndex(this.deps.store, indexKeyOf(itemsCountKey(listId)), listOrder, this.deps.rankCache);
+    const page = await pageFromSource(ledgerSource(this.deps.store, listId), args, { connectionName: 'items', codec: this.deps.codec, index, signal: this.deps.signal });
     return { ...page, countKey: itemsCountKey(listId) };
   }
 

@@ -13,6 +13,9 @@ import type { Admission, FeedSpec } from '../../live/live-hub.js';
 import type { CursorCodec } from '../../paging/cursor.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
+import { uuidAscending } from '../../paging/rank-orders.js';
+import type { RankCache } from '../../paging/ranked-index.js';
+import { countedIndex } from '../../counts/count-ranks.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
 import type { Clock } from '../../store/clock.js';
@@ -85,12 +88,22 @@ export interface MeetingsDeps {
   readonly changes: ChangeWriter;
   /** Records each acceptance in the meeting's count. */
   readonly counts: CountWriter;
+  /** The process's kept bucket lists of counted indexes (`offset`); without it, every page reads them. */
+  readonly rankCache?: RankCache;
   /** New ids, token bytes and "now": fresh, or an idempotency key's plan (a redo makes the same). */
   readonly ids: IdSource;
 }
 
 /** A page of a meeting's acceptors, with the key its `totalCount` is read by. */
 export type AcceptorPage = Page<Acceptance> & Counted;
+
+/**
+ * The rank of an acceptor in `Meeting.acceptedBy` (by user id), by which the meeting's
+ * count keeps its counted index (`offset`): the count's items are the acceptors' ids.
+ */
+export function acceptorRank(userId: string): bigint {
+  return uuidAscending.rankOf([userId]);
+}
 
 /** The count key of a meeting's acceptors (`acceptanceCount`, `acceptedBy.totalCount`). */
 export function acceptanceCountKey(meetingId: string): string {
@@ -323,7 +336,8 @@ export class Meetings {
     for await (const rows of partitionChunks(store, meetingUsersTable, { meeting_id: meetingId })) {
       await backfillItems(store, counts, key, rows.map((r) => r.user_id as string));
     }
-    const actual = await reconcileCount(store, counts, key, closedThrough(clock, cluster));
+    // With its counted index: rebuilt with the settlement, or its buckets would lack what the head holds.
+    const actual = await reconcileCount(store, counts, key, closedThrough(clock, cluster), (k) => (k === key ? acceptorRank : null));
     loaders.connectionCount.clear(key);
     loaders.connectionCount.prime(key, actual);
     return { meeting, previousCount: previous, acceptanceCount: actual };
@@ -384,10 +398,16 @@ export class Meetings {
     });
   }
 
-  /** One page of the users who accepted, in clustering order (by user id), with its count's key. */
+  /**
+   * One page of the users who accepted, in clustering order (by user id), with its
+   * count's key; an `offset` is found through the count's counted index (an acceptor's
+   * rank is its user id's, `acceptorRank`).
+   */
   async acceptedBy(meetingId: string, args: PageArgs): Promise<AcceptorPage> {
-    const page = await pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec, signal: this.deps.signal });
-    return { ...page, countKey: acceptanceCountKey(meetingId) };
+    const countKey = acceptanceCountKey(meetingId);
+    const index = countedIndex(this.deps.store, countKey, uuidAscending, this.deps.rankCache);
+    const page = await pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec, index, signal: this.deps.signal });
+    return { ...page, countKey };
   }
 
   /** The `Meeting.acceptedBy` edge of an acceptance, as a page of that connection gives it. */

@@ -23,11 +23,13 @@
 import { DomainError } from '../../errors.js';
 import type { SagaDefinition } from '../../saga/saga-runner.js';
 import type { CountWriter } from '../../counts/connection-counts.js';
+import { indexChange, indexEntry } from '../../counts/count-ranks.js';
 import type { ChangeWriter } from '../../live/change-log.js';
 import type { Mutation, Store } from '../../store/port.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { amendIfOwned, deleteIfOwned } from '../../store/owned-rows.js';
 import { ensureRegistered, pruneStep, type BucketRegistry } from '../bucket-registry.js';
+import { suspensionRank } from './suspension-ranks.js';
 import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
 /** What both sagas carry (JSON in the saga log). */
@@ -50,14 +52,24 @@ export const SUSPENSIONS_FEED = 'suspensions';
 export const SUSPENSIONS_COUNT_KEY = 'suspended';
 
 /**
- * A suspension entering (+1) or leaving (-1) the count, named by the saga that made it.
+ * A suspension entering (+1) or leaving (-1) the count, named by the saga that made it,
+ * and its entry in the count's counted index (`suspensionEntry`).
  * Written in the step that shows or hides it; a step run again by recovery records a
  * second attempt, which the count's ledger rules out (counts/connection-counts.ts), and
  * an undo of a suspension that never counted (its confirmation failed first) takes
  * nothing away.
  */
 function countChange(counts: CountWriter, p: SuspensionPayload, sign: 1 | -1): Mutation[] {
-  return counts.mutations({ key: SUSPENSIONS_COUNT_KEY, item: p.ownerSagaId, sign });
+  return [...counts.mutations({ key: SUSPENSIONS_COUNT_KEY, item: p.ownerSagaId, sign }), ...indexChange(counts, SUSPENSIONS_COUNT_KEY, suspensionEntry(p), sign)];
+}
+
+/**
+ * A suspension's entry in the counted index of `suspendedUsers` (`offset`): its rank
+ * (its time and user), then its saga. Its count key is the count's index key: the count
+ * names suspensions by saga, whose id tells nothing of where the suspension stands.
+ */
+export function suspensionEntry(p: Pick<SuspensionPayload, 'occurredOn' | 'userId' | 'ownerSagaId'>): string {
+  return indexEntry(suspensionRank(p.occurredOn, p.userId), p.ownerSagaId);
 }
 
 /** The change announcing a suspension, identified by the saga that made it. */

@@ -26,7 +26,10 @@ import { bucketOf, type BucketGranularity } from './buckets.js';
 import { listRegistered } from '../bucket-registry.js';
 import type { Counted } from '../../counts/connection-counts.js';
 import { scanRows, type Membership } from '../../counts/recount.js';
-import { SUSPENSIONS_COUNT_KEY, SUSPENSIONS_FEED, suspendSaga, suspensionBuckets, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
+import { countedIndex, indexKeyOf } from '../../counts/count-ranks.js';
+import type { RankCache } from '../../paging/ranked-index.js';
+import { suspensionOrder } from './suspension-ranks.js';
+import { SUSPENSIONS_COUNT_KEY, SUSPENSIONS_FEED, suspendSaga, suspensionEntry, suspensionBuckets, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
 import { SUSPENDED, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
 
 /** A suspension as the API shows it. */
@@ -58,6 +61,8 @@ export interface SuspensionsDeps {
   /** Shared by every request of the process: serialises sagas per user. */
   readonly lock: KeyedLock;
   readonly granularity: BucketGranularity;
+  /** The process's kept bucket lists of counted indexes (`offset`); without it, every page reads them. */
+  readonly rankCache?: RankCache;
   /** "Now": the clock's, or an idempotency key's plan (a redo suspends at the same time). */
   readonly ids: IdSource;
 }
@@ -109,7 +114,7 @@ export async function readSuspensions(store: Store, userIds: readonly string[]):
 /**
  * The suspensions `suspendedUsers` shows, each named by the saga that made it, for
  * recounts: a scan of the reverse lookups, each kept if shown (`readSuspensions`) and
- * its sorted-set row is there.
+ * its sorted-set row is there; and the same suspensions' entries in its counted index.
  */
 export async function* suspensionMemberships(store: Store): AsyncGenerator<Membership> {
   for await (const lookups of scanRows(store, suspendedUsersTable)) {
@@ -119,8 +124,14 @@ export async function* suspensionMemberships(store: Store): AsyncGenerator<Membe
       usersByStatusTable,
       kept.map((r) => ({ bucket: r.bucket!, status: SUSPENDED, occurred_on: r.occurred_on!, user_id: r.user_id! })),
     );
-    const items = kept.filter((_, i) => rows[i] !== null).map((r) => r.saga_id as string);
-    if (items.length > 0) yield { key: SUSPENSIONS_COUNT_KEY, items };
+    const shownRows = kept.filter((_, i) => rows[i] !== null);
+    if (shownRows.length === 0) continue;
+    yield { key: SUSPENSIONS_COUNT_KEY, items: shownRows.map((r) => r.saga_id as string) };
+    // And their entries in the count's counted index.
+    yield {
+      key: indexKeyOf(SUSPENSIONS_COUNT_KEY),
+      items: shownRows.map((r) => suspensionEntry({ occurredOn: (r.occurred_on as Date).getTime(), userId: r.user_id as string, ownerSagaId: r.saga_id as string })),
+    };
   }
 }
 
@@ -214,11 +225,13 @@ export class Suspensions {
    * row is shown only with its confirmed lookup, as `User.suspension` shows it: a
    * suspension whose saga is still open was never acknowledged (recovery may undo it).
    * The lookups of a page are read in one batch, through the request's loader, so
-   * `User.suspension` on the page's users costs nothing more.
+   * `User.suspension` on the page's users costs nothing more. An `offset` is found
+   * through the count's counted index (suspension-ranks.ts).
    */
   async page(args: PageArgs): Promise<SuspensionPage> {
     requireAdmin(this.deps.actor);
-    const page = await pageFromSource(this.source(), args, { connectionName: 'suspendedUsers', codec: this.deps.codec, signal: this.deps.signal });
+    const index = countedIndex(this.deps.store, indexKeyOf(SUSPENSIONS_COUNT_KEY), suspensionOrder(this.deps.granularity), this.deps.rankCache);
+    const page = await pageFromSource(this.source(), args, { connectionName: 'suspendedUsers', codec: this.deps.codec, index, signal: this.deps.signal });
     return { ...page, countKey: SUSPENSIONS_COUNT_KEY };
   }
 

@@ -40,6 +40,7 @@ import {
   writeTimestampOf,
 } from '../validate.js';
 import { sameValue } from '../values.js';
+import { ClientBatchlog, REPLAY_INTERVAL_MS, STORE_BATCHLOG_TABLES, TROUBLE_MS } from './cassandra-batchlog.js';
 import { connectFailureOf, isBatchlogTimeout, oneLine, storeErrorFrom, type ConnectFailure } from './cassandra-errors.js';
 import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-ranges.js';
 import { existingKeyOf, keyDifferences, schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
@@ -72,6 +73,8 @@ export interface CassandraClientLike {
   ): Promise<CassandraResultLike>;
   /** The driver's metadata; its `checkSchemaAgreement()` exists at run time but not in its typings. */
   readonly metadata: object;
+  /** The nodes the driver knows, up or down (the driver's own client has them; a fake may not). */
+  readonly hosts?: { values(): ReadonlyArray<{ isUp(): boolean }> };
   shutdown(): Promise<void>;
 }
 
@@ -185,6 +188,13 @@ export class CassandraStore implements Store {
   private readonly idempotentWriteOptions: cassandra.QueryOptions;
   private readonly nonIdempotentWriteOptions: cassandra.QueryOptions;
   private readonly writeTimeoutMs: number | undefined;
+  /** The adapter's own batchlog, used while Cassandra's cannot be written (cassandra-batchlog.ts). */
+  private readonly batchlog: ClientBatchlog;
+  /** Until when logged batches go through the adapter's batchlog after a `BATCH_LOG` timeout. */
+  private batchlogTroubleUntil = 0;
+  /** Whether the last logged batch went through the adapter's batchlog (a change is logged). */
+  private usingOwnBatchlog = false;
+  private replayTimer: NodeJS.Timeout | null = null;
 
   constructor(options: CassandraStoreOptions) {
     checkIdentifier(`keyspace "${options.keyspace}"`, options.keyspace);
@@ -209,6 +219,13 @@ export class CassandraStore implements Store {
     this.nonIdempotentOptions = this.queryOptions({ idempotent: false });
     this.idempotentWriteOptions = this.queryOptions({ idempotent: true, write: true });
     this.nonIdempotentWriteOptions = this.queryOptions({ idempotent: false, write: true });
+    this.batchlog = new ClientBatchlog({
+      store: this,
+      unlogged: (statements, timeoutMs, tally) => this.runUnlogged(tally, [...statements], timeoutMs ?? this.writeTimeoutMs),
+      // Cassandra replays its batchlog after twice the write timeout; a little more here.
+      replayAfterMs: Math.max(10_000, 4 * (this.writeTimeoutMs ?? DEFAULT_BATCHLOG_BUDGET_MS)),
+      log: this.log,
+    });
   }
 
   /**
@@ -216,7 +233,8 @@ export class CassandraStore implements Store {
    * in `check` mode refuse with one line naming it (DESIGN.md: schema set up once, by
    * `npm run schema`, not raced by every server start).
    */
-  async ensureTables(tables: readonly TableSpec[]): Promise<void> {
+  async ensureTables(declared: readonly TableSpec[]): Promise<void> {
+    const tables = withOwnTables(declared);
     checkDeclarations(tables);
     await this.connect();
     if (this.writeTimeoutMs !== undefined) await this.checkWriteTimeout(this.writeTimeoutMs);
@@ -249,6 +267,7 @@ export class CassandraStore implements Store {
       const verb = this.schema === 'create' ? 'differs from the declarations' : 'is missing';
       throw new StoreStartupError(`the Cassandra schema ${verb}: ${differences.join(', ')}; ${SCHEMA_HINT}`);
     }
+    this.startReplays();
   }
 
   async get(table: TableSpec, key: Row): Promise<Row | null> {
@@ -460,10 +479,12 @@ export class CassandraStore implements Store {
   }
 
   async checkSchema(tables: readonly TableSpec[]): Promise<string[]> {
-    return schemaDifferences(this.keyspace, await this.existingSchema(activeTally()), tables);
+    return schemaDifferences(this.keyspace, await this.existingSchema(activeTally()), withOwnTables(tables));
   }
 
   async close(): Promise<void> {
+    if (this.replayTimer) clearInterval(this.replayTimer);
+    this.replayTimer = null;
     await this.client.shutdown();
   }
 
@@ -556,35 +577,81 @@ export class CassandraStore implements Store {
   /**
    * A logged batch: one statement sent, applied all or nothing. A write timeout of type
    * `BATCH_LOG` means the coordinator could not write the batchlog, so nothing of the
-   * batch was applied: it is sent again at once (a new query plan, so most often another
-   * coordinator), while the write budget lasts, each time with what is left of it as its
-   * timeout, so that the batch still lands within the window its timestamps assume.
+   * batch was applied: it is sent again at once, while the write budget lasts, with what
+   * is left of it as its timeout, so that the batch still lands within the window its
+   * timestamps assume. Another coordinator would most often pick the same unreachable
+   * node for its batchlog (on three nodes, every one does), so it goes through the
+   * adapter's own batchlog instead, as every logged batch does while the driver sees a
+   * node down (cassandra-batchlog.ts).
    */
   private async runBatch(tally: StatementTally | undefined, statements: Statement[]): Promise<void> {
     const budget = this.writeTimeoutMs ?? DEFAULT_BATCHLOG_BUDGET_MS;
     const started = Date.now();
     for (;;) {
-      countStatements(tally);
+      if (this.ownBatchlogNeeded()) return this.batchlog.apply(statements, started + budget, tally);
       const left = budget - (Date.now() - started);
-      let result: CassandraResultLike;
       try {
-        result = await this.client.batch(statements, {
-          prepare: true,
-          logged: true,
-          consistency: this.consistency,
-          isIdempotent: true,
-          ...(this.writeTimeoutMs !== undefined ? { readTimeout: Math.max(1, left) } : {}),
-        });
+        return await this.sendBatch(tally, statements, true, this.writeTimeoutMs !== undefined ? Math.max(1, left) : undefined);
       } catch (err) {
+        if (isBatchlogTimeout(err)) this.batchlogTroubleUntil = Date.now() + TROUBLE_MS;
         if (isBatchlogTimeout(err) && budget - (Date.now() - started) > 0) {
-          this.log(`batchlog write timed out, nothing applied; sending the batch again (${oneLine(err)})`);
+          this.log(`batchlog write timed out, nothing applied; sending the batch again through the adapter's batchlog (${oneLine(err)})`);
           continue;
         }
         throw storeErrorFrom(err, { write: true });
       }
-      this.reportWarnings(tally, result, statements);
-      return;
     }
+  }
+
+  /** One batch sent, logged or not, waiting `timeoutMs` for its answer (the driver's timeout when undefined); driver errors as they are. */
+  private async sendBatch(tally: StatementTally | undefined, statements: Statement[], logged: boolean, timeoutMs: number | undefined): Promise<void> {
+    countStatements(tally);
+    const result = await this.client.batch(statements, {
+      prepare: true,
+      logged,
+      consistency: this.consistency,
+      isIdempotent: true,
+      ...(timeoutMs !== undefined ? { readTimeout: timeoutMs } : {}),
+    });
+    this.reportWarnings(tally, result, statements);
+  }
+
+  /**
+   * Whether a logged batch goes through the adapter's batchlog now: while the driver
+   * sees a node down (the coordinators may still count it live, and pick it for their
+   * batchlog, until their failure detectors convict it), and for a while after a
+   * `BATCH_LOG` timeout (cassandra-batchlog.ts).
+   */
+  private ownBatchlogNeeded(): boolean {
+    const needed = Date.now() < this.batchlogTroubleUntil || (this.client.hosts?.values().some((h) => !h.isUp()) ?? false);
+    if (needed !== this.usingOwnBatchlog) {
+      this.usingOwnBatchlog = needed;
+      this.log(
+        needed
+          ? "a node is down or Cassandra's batchlog timed out: logged batches go through the adapter's batchlog (store_batchlog) for now"
+          : "every node is up: logged batches use Cassandra's batchlog again",
+      );
+    }
+    return needed;
+  }
+
+  /** An unlogged batch: each statement applied on its own replicas, no batchlog (the adapter's own log covers it). */
+  private async runUnlogged(tally: StatementTally | undefined, statements: Statement[], timeoutMs: number | undefined): Promise<void> {
+    try {
+      await this.sendBatch(tally, statements, false, timeoutMs);
+    } catch (err) {
+      throw storeErrorFrom(err, { write: true });
+    }
+  }
+
+  /** Replay passes over the adapter's batchlog, now and every REPLAY_INTERVAL_MS, until `close`. */
+  private startReplays(): void {
+    if (this.replayTimer) return;
+    const pass = () =>
+      void this.batchlog.replay().catch((err) => this.log(`a replay pass over the adapter's batchlog failed (${oneLine(err)}); the next one tries again`));
+    this.replayTimer = setInterval(pass, REPLAY_INTERVAL_MS);
+    this.replayTimer.unref();
+    pass();
   }
 
   /**
@@ -887,6 +954,11 @@ export class CassandraStore implements Store {
     if (plan.counter && plan.regular.every((c) => out[c] === null)) return null;
     return out;
   }
+}
+
+/** The declared tables and the adapter's own (its batchlog), once each. */
+function withOwnTables(tables: readonly TableSpec[]): TableSpec[] {
+  return [...tables, ...STORE_BATCHLOG_TABLES.filter((t) => !tables.some((d) => d.name === t.name))];
 }
 
 /** What a restriction's WHERE text depends on (not its values): a key for the statement cache. */
