@@ -61,7 +61,8 @@ export async function runRoundTrips(
     const ctx = createRequestContext(services, admin);
     // The naive resolvers read the store directly; their calls are counted too.
     const naiveStore = new CountingStore(store);
-    const contextValue: NaiveContext = { ...ctx, naiveStore };
+    // The context keeps its prototype (its features are getters there): extended, not spread.
+    const contextValue: NaiveContext = Object.assign(ctx, { naiveStore });
     const result = await graphql({ schema: s, source: QUERY, contextValue });
     if (result.errors) throw new Error(JSON.stringify(result.errors));
     const edges = (result.data as { suspendedUsers: { edges: unknown[] } }).suspendedUsers.edges.length;

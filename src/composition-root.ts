@@ -21,12 +21,12 @@ import {
 import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
 import { countTables } from './counts/count-tables.js';
 import { isIndexKey, rankOfIndexEntry, type RankOfItem } from './counts/count-ranks.js';
-import { actorOf } from './features/actor.js';
+import { actorOf, type Actor } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
 import { nameSweepJob } from './features/directory/name-index.js';
 import { idempotencyTables } from './features/idempotency/idempotency-tables.js';
-import { MutationKeys, requestKeys } from './features/idempotency/mutation-keys.js';
+import { MutationKeys, requestKeys, type RequestKeys } from './features/idempotency/mutation-keys.js';
 import { ListApplier } from './features/lists/applier.js';
 import { listTables } from './features/lists/lists-tables.js';
 import { Lists } from './features/lists/lists.js';
@@ -392,72 +392,139 @@ export function createRequestContext(
     onSlowConsumer?: () => void;
   } = {},
 ): RequestContext {
-  const { codec, settings } = services;
-  // The request's store stops at its deadline (REQUEST_TIMEOUT_MS), when it has one.
-  const { signal } = options;
-  const store = new CountingStore(services.store, options.deadline, signal, services.requestCalls);
-  const loaders = options.loaders ?? createLoaders(store, { ...options, counts: countReading(services) });
-  const actor = viewer && actorOf(viewer, loaders.userIdByUsername);
-  const sagas = createSagaRunner(services, store);
-  // Fresh ids, or an idempotency key's plan while a keyed mutation runs.
-  const ids = new RequestIds();
-  const changes = plannedChangeWriter(services.changes, ids);
-  const directory = new Directory({
-    store,
-    codec,
-    signal,
-    actor,
-    users: loaders.userById,
-    sagas,
-    logger: services.logger,
-    cluster: services.cluster,
-    nameSwept: () => services.nameSweeper.progress(),
-  });
-  const users = new Users({ store, actor, loaders, directory, clock: services.clock, ids });
-  const timeline = new Timeline({ store, codec, signal, loaders, changes, counts: services.counts, rankCache: services.rankCache });
-  const suspensions = new Suspensions({
-    store,
-    codec,
-    signal,
-    actor,
-    loaders,
-    sagas,
-    lock: services.userLock,
-    granularity: settings.suspensionBucket,
-    rankCache: services.rankCache,
-    ids,
-  });
-  const meetings = new Meetings({
-    store,
-    codec,
-    signal,
-    actor,
-    loaders,
-    clock: services.clock,
-    tokens: services.acceptanceTokens,
-    lock: services.acceptanceLock,
-    strategy: settings.acceptanceStrategy,
-    cluster: services.cluster,
-    changes,
-    counts: services.counts,
-    rankCache: services.rankCache,
-    ids,
-  });
-  const lists = new Lists({ store, codec, signal, actor, loaders, clock: services.clock, onAppend: services.onListAppend, counts: services.counts, rankCache: services.rankCache, ids });
-  return {
-    viewer: actor,
-    loaders,
-    users,
-    timeline,
-    suspensions,
-    meetings,
-    directory,
-    lists,
-    live: new LiveSubscriptions({ hub: services.live, codec, onSlowConsumer: options.onSlowConsumer }),
-    mutationKeys: requestKeys(services.mutationKeys, store, ids),
-    startedAt: performance.now(),
-    storeRoundTrips: () => store.roundTrips,
-    storeStatements: () => store.statements,
-    rateLimit: options.rateLimit ?? null,
-  };
+  return new RequestScope(services, viewer, options);
+}
+
+/** What `createRequestContext` takes besides the services and the viewer. */
+type RequestOptions = NonNullable<Parameters<typeof createRequestContext>[2]>;
+
+/**
+ * One request's context. Every feature, and what only some of them use (sagas, request
+ * ids, the change writer), is made when the request first asks for it, by a getter on
+ * the prototype: a page reads through one or two of the six features, and a request
+ * pays for no closure per feature.
+ */
+class RequestScope implements RequestContext {
+  readonly viewer: Actor | null;
+  readonly loaders: Loaders;
+  readonly startedAt = performance.now();
+  readonly rateLimit: RequestBudget | null;
+  private readonly store: CountingStore;
+  private sagaRunner?: SagaRunner;
+  private requestIds?: RequestIds;
+  private changeWriter?: ChangeWriter;
+  private madeDirectory?: Directory;
+  private madeUsers?: Users;
+  private madeTimeline?: Timeline;
+  private madeSuspensions?: Suspensions;
+  private madeMeetings?: Meetings;
+  private madeLists?: Lists;
+  private madeLive?: LiveSubscriptions;
+  private madeKeys?: RequestKeys;
+
+  constructor(
+    private readonly services: Services,
+    viewer: Viewer | null,
+    private readonly options: RequestOptions,
+  ) {
+    // The request's store stops at its deadline (REQUEST_TIMEOUT_MS), when it has one.
+    this.store = new CountingStore(services.store, options.deadline, options.signal, services.requestCalls);
+    this.loaders = options.loaders ?? createLoaders(this.store, { ...options, counts: countReading(services) });
+    this.viewer = viewer && actorOf(viewer, this.loaders.userIdByUsername);
+    this.rateLimit = options.rateLimit ?? null;
+  }
+
+  private get sagas(): SagaRunner {
+    return (this.sagaRunner ??= createSagaRunner(this.services, this.store));
+  }
+
+  /** Fresh ids, or an idempotency key's plan while a keyed mutation runs. */
+  private get ids(): RequestIds {
+    return (this.requestIds ??= new RequestIds());
+  }
+
+  private get changes(): ChangeWriter {
+    return (this.changeWriter ??= plannedChangeWriter(this.services.changes, this.ids));
+  }
+
+  /** What every paging feature is made with: the request's store, codec, signal, viewer and loaders, and the process's kept index lists. */
+  private get common() {
+    return { store: this.store, codec: this.services.codec, signal: this.options.signal, actor: this.viewer, loaders: this.loaders, rankCache: this.services.rankCache };
+  }
+
+  get directory(): Directory {
+    const { store, services, options } = this;
+    return (this.madeDirectory ??= new Directory({
+      store,
+      codec: services.codec,
+      signal: options.signal,
+      actor: this.viewer,
+      users: this.loaders.userById,
+      sagas: this.sagas,
+      logger: services.logger,
+      cluster: services.cluster,
+      nameSwept: () => services.nameSweeper.progress(),
+    }));
+  }
+
+  get users(): Users {
+    return (this.madeUsers ??= new Users({ store: this.store, actor: this.viewer, loaders: this.loaders, directory: this.directory, clock: this.services.clock, ids: this.ids }));
+  }
+
+  get timeline(): Timeline {
+    return (this.madeTimeline ??= new Timeline({ ...this.common, changes: this.changes, counts: this.services.counts }));
+  }
+
+  get suspensions(): Suspensions {
+    const { services } = this;
+    return (this.madeSuspensions ??= new Suspensions({
+      ...this.common,
+      sagas: this.sagas,
+      lock: services.userLock,
+      granularity: services.settings.suspensionBucket,
+      ids: this.ids,
+    }));
+  }
+
+  get meetings(): Meetings {
+    const { services } = this;
+    return (this.madeMeetings ??= new Meetings({
+      ...this.common,
+      clock: services.clock,
+      tokens: services.acceptanceTokens,
+      lock: services.acceptanceLock,
+      strategy: services.settings.acceptanceStrategy,
+      cluster: services.cluster,
+      changes: this.changes,
+      counts: services.counts,
+      ids: this.ids,
+    }));
+  }
+
+  get lists(): Lists {
+    const { services } = this;
+    return (this.madeLists ??= new Lists({
+      ...this.common,
+      clock: services.clock,
+      onAppend: services.onListAppend,
+      counts: services.counts,
+      ids: this.ids,
+    }));
+  }
+
+  get live(): LiveSubscriptions {
+    return (this.madeLive ??= new LiveSubscriptions({ hub: this.services.live, codec: this.services.codec, onSlowConsumer: this.options.onSlowConsumer }));
+  }
+
+  get mutationKeys(): RequestKeys {
+    return (this.madeKeys ??= requestKeys(this.services.mutationKeys, this.store, this.ids));
+  }
+
+  storeRoundTrips(): number {
+    return this.store.roundTrips;
+  }
+
+  storeStatements(): number {
+    return this.store.statements;
+  }
 }

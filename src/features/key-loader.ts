@@ -6,6 +6,8 @@
  */
 export interface KeyLoader<K, V> {
   load(key: K): Promise<V>;
+  /** The value when this request already read it (no promise), otherwise `load`'s promise. */
+  loadNow(key: K): V | Promise<V>;
   clear(key: K): unknown;
   prime(key: K, value: V): unknown;
 }

@@ -18,55 +18,172 @@ import type { Store } from '../store/port.js';
 
 /** The loaders of one request. */
 export interface Loaders {
-  readonly userById: DataLoader<string, User | null>;
-  readonly userIdByUsername: DataLoader<string, string | null>;
-  readonly postByKey: DataLoader<{ authorId: string; postId: string }, Post | null, string>;
-  readonly suspensionByUserId: DataLoader<string, Suspension | null>;
-  readonly meetingById: DataLoader<string, Meeting | null>;
+  readonly userById: RequestLoader<string, User | null>;
+  readonly userIdByUsername: RequestLoader<string, string | null>;
+  readonly postByKey: RequestLoader<{ authorId: string; postId: string }, Post | null, string>;
+  readonly suspensionByUserId: RequestLoader<string, Suspension | null>;
+  readonly meetingById: RequestLoader<string, Meeting | null>;
   /**
    * Connection sizes by count key (`totalCount`, `acceptanceCount`): every count a
    * request asks for at once is one read.
    */
-  readonly connectionCount: DataLoader<string, number>;
-  readonly listById: DataLoader<string, OrderedList | null>;
-  readonly listItemByRef: DataLoader<{ listId: string; itemId: string }, ListItem | null, string>;
+  readonly connectionCount: RequestLoader<string, number>;
+  readonly listById: RequestLoader<string, OrderedList | null>;
+  readonly listItemByRef: RequestLoader<{ listId: string; itemId: string }, ListItem | null, string>;
 }
+
+/**
+ * A loader's cache that also keeps each value once its promise has settled, beside the
+ * promise DataLoader cached for it, so `RequestLoader.loadNow` can hand the value out
+ * without a promise. A value is kept only while the promise it came from is still the
+ * one cached for its key: `clear`, `prime` and `clearAll` keep the two in step.
+ */
+class SettledCache<C, V> extends Map<C, Promise<V>> {
+  readonly held = new Map<C, V>();
+
+  override set(key: C, promise: Promise<V>): this {
+    this.held.delete(key);
+    promise.then(
+      (value) => {
+        if (super.get(key) === promise) this.held.set(key, value);
+      },
+      // A failed read stays the loader's to report: `loadNow` then goes through `load`.
+      () => undefined,
+    );
+    return super.set(key, promise);
+  }
+
+  override delete(key: C): boolean {
+    this.held.delete(key);
+    return super.delete(key);
+  }
+
+  override clear(): void {
+    this.held.clear();
+    super.clear();
+  }
+}
+
+/**
+ * A per-request DataLoader that hands out a value this request already read without a
+ * promise (`loadNow`). DataLoader answers even a cache hit with a new promise, resolved
+ * with the cached one when its batch is dispatched: three promises, two more microtasks
+ * and a batch tick for a value already in hand. A page's edges ask for the same few
+ * objects again and again (every post's author; each suspended user's suspension, read
+ * while the page was filtered), so resolvers ask through `loadNow`.
+ */
+export class RequestLoader<K, V, C = K> extends DataLoader<K, V, C> {
+  private readonly settled: SettledCache<C, V> | null;
+  private readonly keyOf: (key: K) => C;
+
+  constructor(batch: DataLoader.BatchLoadFn<K, V>, options: { cache: boolean; cacheKeyFn?: (key: K) => C }) {
+    const settled = options.cache ? new SettledCache<C, V>() : null;
+    super(batch, { cache: options.cache, ...(options.cacheKeyFn && { cacheKeyFn: options.cacheKeyFn }), ...(settled && { cacheMap: settled }) });
+    this.settled = settled;
+    this.keyOf = options.cacheKeyFn ?? (sameKey as (key: K) => C);
+  }
+
+  /** The value of `key` when this request has already read it; otherwise `load(key)`. */
+  loadNow(key: K): V | Promise<V> {
+    if (this.settled !== null) {
+      const cacheKey = this.keyOf(key);
+      const { held } = this.settled;
+      if (held.has(cacheKey)) return held.get(cacheKey)!;
+    }
+    return this.load(key);
+  }
+}
+
+/** A key that is its own cache key (DataLoader's default). */
+const sameKey = <K>(key: K): K => key;
 
 /** Without a verifier's progress or a clock of the process: the wall clock, and every window read as unsettled. */
 const STANDALONE_COUNTS = (): CountReadOptions => ({ nowMs: Date.now(), cluster: DEFAULT_CLUSTER_SETTINGS, progress: null });
 
 /**
- * Fresh loaders over one store view. `cache: false` keeps the batching but remembers
+ * Fresh loaders over one store view, each made on first use. `cache: false` keeps the batching but remembers
  * nothing: for long jobs (seeding) that would otherwise hold every row they touch.
  * `counts` tells count reads the time and the verifier's progress (the process's).
  * `signal` is the request's: once its client has gone, no batch reads
  * (`RequestAbortedError`).
  */
 export function createLoaders(store: Store, options: { cache?: boolean; counts?: () => CountReadOptions; signal?: AbortSignal } = {}): Loaders {
-  const cache = options.cache ?? true;
-  const counts = options.counts ?? STANDALONE_COUNTS;
-  const { signal } = options;
-  // Each batch asks first whether its request still has a client.
-  const batch =
-    <K, V>(read: (keys: readonly K[]) => Promise<V[]>) =>
-    async (keys: readonly K[]) => {
+  return new RequestLoaders(store, options.cache ?? true, options.counts ?? STANDALONE_COUNTS, options.signal);
+}
+
+/**
+ * The loaders of one request, each made when the request first asks for it (a getter on
+ * the prototype, so a request pays for the two or three it uses, and no closure per loader).
+ */
+class RequestLoaders implements Loaders {
+  private madeUserById?: Loaders['userById'];
+  private madeUserIdByUsername?: Loaders['userIdByUsername'];
+  private madePostByKey?: Loaders['postByKey'];
+  private madeSuspensionByUserId?: Loaders['suspensionByUserId'];
+  private madeMeetingById?: Loaders['meetingById'];
+  private madeConnectionCount?: Loaders['connectionCount'];
+  private madeListById?: Loaders['listById'];
+  private madeListItemByRef?: Loaders['listItemByRef'];
+
+  constructor(
+    private readonly store: Store,
+    private readonly cache: boolean,
+    private readonly counts: () => CountReadOptions,
+    private readonly signal: AbortSignal | undefined,
+  ) {}
+
+  /** A batch function that first asks whether its request still has a client. */
+  private batch<K, V>(read: (keys: readonly K[]) => Promise<V[]>): (keys: readonly K[]) => Promise<V[]> {
+    const { signal } = this;
+    return async (keys) => {
       stopIfAborted(signal);
       return read(keys);
     };
-  return {
-    userById: new DataLoader(batch((ids: readonly string[]) => readUsers(store, ids)), { cache }),
-    userIdByUsername: new DataLoader(batch((names: readonly string[]) => readUserIds(store, names)), { cache }),
-    postByKey: new DataLoader(batch((keys: readonly { authorId: string; postId: string }[]) => readPosts(store, keys)), {
+  }
+
+  get userById(): Loaders['userById'] {
+    const { store, cache } = this;
+    return (this.madeUserById ??= new RequestLoader(this.batch((ids: readonly string[]) => readUsers(store, ids)), { cache }));
+  }
+
+  get userIdByUsername(): Loaders['userIdByUsername'] {
+    const { store, cache } = this;
+    return (this.madeUserIdByUsername ??= new RequestLoader(this.batch((names: readonly string[]) => readUserIds(store, names)), { cache }));
+  }
+
+  get postByKey(): Loaders['postByKey'] {
+    const { store, cache } = this;
+    return (this.madePostByKey ??= new RequestLoader(this.batch((keys: readonly { authorId: string; postId: string }[]) => readPosts(store, keys)), {
       cache,
-      cacheKeyFn: (k) => `${k.authorId}:${k.postId}`,
-    }),
-    suspensionByUserId: new DataLoader(batch((ids: readonly string[]) => readSuspensions(store, ids)), { cache }),
-    meetingById: new DataLoader(batch((ids: readonly string[]) => readMeetings(store, ids)), { cache }),
-    connectionCount: new DataLoader(batch((keys: readonly string[]) => readConnectionCounts(store, keys, counts())), { cache }),
-    listById: new DataLoader(batch((ids: readonly string[]) => readLists(store, ids)), { cache }),
-    // One ledger read per list, however many of its items are asked for.
-    listItemByRef: new DataLoader(
-      batch(async (refs: readonly { listId: string; itemId: string }[]) => {
+      cacheKeyFn: (k: { authorId: string; postId: string }) => `${k.authorId}:${k.postId}`,
+    }));
+  }
+
+  get suspensionByUserId(): Loaders['suspensionByUserId'] {
+    const { store, cache } = this;
+    return (this.madeSuspensionByUserId ??= new RequestLoader(this.batch((ids: readonly string[]) => readSuspensions(store, ids)), { cache }));
+  }
+
+  get meetingById(): Loaders['meetingById'] {
+    const { store, cache } = this;
+    return (this.madeMeetingById ??= new RequestLoader(this.batch((ids: readonly string[]) => readMeetings(store, ids)), { cache }));
+  }
+
+  get connectionCount(): Loaders['connectionCount'] {
+    const { store, cache, counts } = this;
+    return (this.madeConnectionCount ??= new RequestLoader(this.batch((keys: readonly string[]) => readConnectionCounts(store, keys, counts())), { cache }));
+  }
+
+  get listById(): Loaders['listById'] {
+    const { store, cache } = this;
+    return (this.madeListById ??= new RequestLoader(this.batch((ids: readonly string[]) => readLists(store, ids)), { cache }));
+  }
+
+  /** One ledger read per list, however many of its items are asked for. */
+  get listItemByRef(): Loaders['listItemByRef'] {
+    const { store, cache } = this;
+    return (this.madeListItemByRef ??= new RequestLoader(
+      this.batch(async (refs: readonly { listId: string; itemId: string }[]) => {
         const byList = new Map<string, string[]>();
         for (const r of refs) byList.set(r.listId, [...(byList.get(r.listId) ?? []), r.itemId]);
         const found = new Map<string, ListItem | null>();
@@ -76,7 +193,7 @@ export function createLoaders(store: Store, options: { cache?: boolean; counts?:
         }
         return refs.map((r) => found.get(`${r.listId}:${r.itemId}`) ?? null);
       }),
-      { cache, cacheKeyFn: (r) => `${r.listId}:${r.itemId}` },
-    ),
-  };
+      { cache, cacheKeyFn: (r: { listId: string; itemId: string }) => `${r.listId}:${r.itemId}` },
+    ));
+  }
 }

@@ -28,7 +28,7 @@ async function suspensionLeftOpen() {
 
 /** What another server's admin reads of the user's suspension. */
 async function suspensionSeenBy(instance: SimInstance, userId: string) {
-  const read = await instance.run((ctx) => ctx.suspensions.ofUser(userId));
+  const read = await instance.run(async (ctx) => ctx.suspensions.ofUser(userId));
   if (read.kind !== 'ok') throw new Error('read failed');
   return read.value;
 }

@@ -35,7 +35,8 @@ export function featuresOver(store: Store, settings: Partial<FeatureSettings> = 
     { cursorSecret: CURSOR_SECRET, suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins', ...settings },
     { store, logger: pino({ level: 'silent' }) },
   );
-  return { services, ...createRequestContext(services, { username: 'root', isAdmin: true }) };
+  // The context keeps its prototype (its features are getters there): extended, not spread.
+  return Object.assign(createRequestContext(services, { username: 'root', isAdmin: true }), { services });
 }
 
 /** The suspensions feature over `store`, and a saga runner for recovery, as a fresh process has them. */

@@ -206,12 +206,17 @@ export class Suspensions {
    * A user's current suspension, or null: admins see every suspension, a member only
    * their own (FORBIDDEN otherwise).
    */
-  async ofUser(userId: string): Promise<Suspension | null> {
+  ofUser(userId: string): Suspension | null | Promise<Suspension | null> {
     const actor = signedIn(this.deps.actor);
-    if (!actor.isAdmin) {
-      const self = await actor.userId().catch(() => null);
-      if (self !== userId) throw new DomainError('FORBIDDEN', "only admins and the user may see a user's suspension");
-    }
+    // An admin's page has read these already (its filter): the value at once, no promise.
+    if (actor.isAdmin) return this.deps.loaders.suspensionByUserId.loadNow(userId);
+    return this.ownSuspension(actor, userId);
+  }
+
+  /** A member's own suspension; FORBIDDEN for anyone else's. */
+  private async ownSuspension(actor: Actor, userId: string): Promise<Suspension | null> {
+    const self = await actor.userId().catch(() => null);
+    if (self !== userId) throw new DomainError('FORBIDDEN', "only admins and the user may see a user's suspension");
     return this.deps.loaders.suspensionByUserId.load(userId);
   }
 

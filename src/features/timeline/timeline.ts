@@ -205,7 +205,8 @@ export class Timeline {
    */
   async posts(authorId: string, args: PageArgs): Promise<PostPage> {
     const countKey = postsCountKey(authorId);
-    const index = countedIndex(this.store, countKey, timeuuidDescending, this.deps.rankCache);
+    // Only a page with an offset looks anything up in the index: none is made for the others.
+    const index = args.offset ? countedIndex(this.store, countKey, timeuuidDescending, this.deps.rankCache) : undefined;
     const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec, index, signal: this.deps.signal });
     return { ...page, countKey };
   }

@@ -18,7 +18,7 @@ import type {
 } from '../__generated__/resolvers-types.js';
 import type { RequestContext } from '../context.js';
 
-const totalCount = (page: Counted, _args: unknown, ctx: RequestContext) => ctx.loaders.connectionCount.load(page.countKey);
+const totalCount = (page: Counted, _args: unknown, ctx: RequestContext) => ctx.loaders.connectionCount.loadNow(page.countKey);
 
 export const postConnectionType: PostConnectionResolvers = { totalCount };
 export const listItemConnectionType: ListItemConnectionResolvers = { totalCount };

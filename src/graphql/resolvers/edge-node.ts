@@ -2,15 +2,29 @@
 import type { RequestContext } from '../context.js';
 
 /**
- * A `node` resolver for edges of references: loads the object (a page's visibility
- * check has usually filled the loader already, so this costs no read). A reference to
- * nothing is an internal error, masked for the client.
+ * What a loader's `loadNow` gave, or the error `missing` makes when it found nothing:
+ * a value at once when the request already holds it (no promise for graphql-jit to
+ * wait on), otherwise a promise of it.
  */
-export function edgeNodeFrom<R, T>(what: string, idOf: (ref: R) => string, load: (ctx: RequestContext, id: string) => Promise<T | null>) {
-  return async (edge: { readonly node: R }, _args: unknown, ctx: RequestContext): Promise<T> => {
+export function existing<T>(found: T | null | Promise<T | null>, missing: () => Error): T | Promise<T> {
+  if (found instanceof Promise) {
+    return found.then((value) => {
+      if (value === null) throw missing();
+      return value;
+    });
+  }
+  if (found === null) throw missing();
+  return found;
+}
+
+/**
+ * A `node` resolver for edges of references: loads the object (a page's visibility
+ * check has usually filled the loader already, so this costs no read, nor a promise).
+ * A reference to nothing is an internal error, masked for the client.
+ */
+export function edgeNodeFrom<R, T>(what: string, idOf: (ref: R) => string, load: (ctx: RequestContext, id: string) => T | null | Promise<T | null>) {
+  return (edge: { readonly node: R }, _args: unknown, ctx: RequestContext): T | Promise<T> => {
     const id = idOf(edge.node);
-    const found = await load(ctx, id);
-    if (!found) throw new Error(`edge to unknown ${what} ${id}`);
-    return found;
+    return existing(load(ctx, id), () => new Error(`edge to unknown ${what} ${id}`));
   };
 }

@@ -68,7 +68,7 @@ export const orderedListType: OrderedListResolvers = {
 };
 
 export const orderedListEdgeType: OrderedListEdgeResolvers = {
-  node: edgeNodeFrom('list', (ref: { listId: string }) => ref.listId, (ctx, id) => ctx.loaders.listById.load(id)),
+  node: edgeNodeFrom('list', (ref: { listId: string }) => ref.listId, (ctx, id) => ctx.loaders.listById.loadNow(id)),
 };
 
 export const listItemType: ListItemResolvers = {

@@ -36,10 +36,10 @@ export const meetingType: MeetingResolvers = {
 };
 
 export const meetingEdgeType: MeetingEdgeResolvers = {
-  node: edgeNodeFrom('meeting', (ref: { meetingId: string }) => ref.meetingId, (ctx, id) => ctx.loaders.meetingById.load(id)),
+  node: edgeNodeFrom('meeting', (ref: { meetingId: string }) => ref.meetingId, (ctx, id) => ctx.loaders.meetingById.loadNow(id)),
 };
 
-const loadedUser = edgeNodeFrom('user', (ref: { userId: string }) => ref.userId, (ctx, id) => ctx.loaders.userById.load(id));
+const loadedUser = edgeNodeFrom('user', (ref: { userId: string }) => ref.userId, (ctx, id) => ctx.loaders.userById.loadNow(id));
 
 export const userEdgeType: UserEdgeResolvers = {
   // A name search's edge may carry its user, from the index entry: no read (name-index.ts).

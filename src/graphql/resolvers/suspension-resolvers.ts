@@ -8,6 +8,7 @@ import type {
 import { requireViewer } from '../context.js';
 import { apiError } from '../errors.js';
 import { localIdOf } from '../ids.js';
+import { existing } from './edge-node.js';
 import { removal } from './idempotent.js';
 
 const userIdOf = (id: string) => localIdOf(id, 'userId', 'User');
@@ -41,9 +42,5 @@ export const userSuspensionField: Pick<UserResolvers, 'suspension'> = {
 };
 
 export const suspensionType: SuspensionResolvers = {
-  user: async (s, _args, ctx) => {
-    const user = await ctx.loaders.userById.load(s.userId);
-    if (!user) throw new Error(`suspension of unknown user ${s.userId}`);
-    return user;
-  },
+  user: (s, _args, ctx) => existing(ctx.loaders.userById.loadNow(s.userId), () => new Error(`suspension of unknown user ${s.userId}`)),
 };

@@ -2,6 +2,7 @@
 import type { MutationResolvers, PostResolvers } from '../__generated__/resolvers-types.js';
 import { requireViewerId } from '../context.js';
 import { parseGlobalId, postGlobalId } from '../ids.js';
+import { existing } from './edge-node.js';
 import { removal } from './idempotent.js';
 
 export const timelineMutations: Pick<MutationResolvers, 'createPost' | 'deletePost'> = {
@@ -21,9 +22,6 @@ export const timelineMutations: Pick<MutationResolvers, 'createPost' | 'deletePo
 
 export const postType: PostResolvers = {
   id: (post) => postGlobalId(post),
-  author: async (post, _args, ctx) => {
-    const author = await ctx.loaders.userById.load(post.authorId);
-    if (!author) throw new Error(`post ${post.postId} has no author row ${post.authorId}`);
-    return author;
-  },
+  // Every post of a page has its author in hand after the first: no promise for those.
+  author: (post, _args, ctx) => existing(ctx.loaders.userById.loadNow(post.authorId), () => new Error(`post ${post.postId} has no author row ${post.authorId}`)),
 };
