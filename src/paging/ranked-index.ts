@@ -309,8 +309,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // Bucket lists read once per walk (a select under the cursor's own buckets reuses
   // them), from `cached` lists kept under settlement `trusted` where there are any.
   // `keep` is asked as a read starts, and given each list it brings when it comes back.
-  // Level 0's list, when not kept, comes with the top of the index (`options.top`): a
-  // list asked for once that read is back, of a level it holds whole, is taken from it.
+  // Level 0's list, when not kept, is read beside the top of the index (`options.top`):
+  // a list asked for once that read is back, of a level it holds whole, is taken from it.
   const listsOf = (keep: () => Keep, trusted?: string): Lists => {
     const read = new Map<string, readonly RankBucket[] | Promise<readonly RankBucket[]>>();
     let top: TopOfIndex | undefined;
@@ -327,10 +327,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         } else if (level === 0 && options.top && !top) {
           const keeping = keep();
           const reading: TopOfIndex = (top = { keeping, whole: 0 });
-          found = options.top(TOP_ROWS).then((rows) => {
+          // Level 0 itself beside it: the top holds it whole only where it has few buckets.
+          found = Promise.all([options.top(TOP_ROWS), options.buckets(0, undefined)]).then(([rows, list]) => {
             reading.rows = rows;
             reading.whole = rows.length < TOP_ROWS ? RANK_LEVEL_SHIFTS.length : rows[rows.length - 1]!.level;
-            const list = childrenIn(rows, 0, undefined);
             keeping(0, undefined, list);
             return list;
           });
