@@ -18,9 +18,10 @@
  *   the cursor are read at once, in one wave.
  * A page at any offset therefore costs at most 1 + LEVELS + 1 waves of reads (one less
  * without a cursor): 8 at most. Fewer in practice: the index's first rows are read
- * beside level 0, and every level they hold whole comes with them (`TOP_ROWS`); and a process keeps the lists it
- * read across requests (`RankCache`), checked against the index's settlement read beside
- * the page, so a page whose lists are kept is one wave. Wider levels would cost fewer
+ * beside level 0, and every level they hold whole comes with them (`TOP_ROWS`); a
+ * dense level's next list is read ahead; and a process keeps the lists it read across
+ * requests (`RankCache`), checked against the index's settlement read beside the page,
+ * so a page whose lists are kept is one wave. Wider levels would cost fewer
  * waves on a first visit but read more bucket rows each (2^10 children a level read 2-3x
  * slower pages where posts are dense). Without an index, `readingPositions` reads the
  * edges being skipped, a chunk at a time.
