@@ -47,6 +47,7 @@ import { ChangeClock, createChangeWriter, plannedChangeWriter, type ChangeWriter
 import { LiveHub, type PollReport } from './live/live-hub.js';
 import { LiveSubscriptions } from './live/subscriptions.js';
 import { createCursorCodec, type CursorCodec } from './paging/cursor.js';
+import { RankCache } from './paging/ranked-index.js';
 import { presenceTable, type Presence } from './background/presence.js';
 import { randomUUID } from 'node:crypto';
 import { KeyedLock } from './saga/keyed-lock.js';
@@ -178,6 +179,8 @@ export interface Services {
   readonly changes: ChangeWriter;
   /** Records items added to and removed from counted connections (`totalCount`). */
   readonly counts: CountWriter;
+  /** The counted indexes' bucket lists this process keeps across requests (`offset`). */
+  readonly rankCache: RankCache;
   /**
    * Settles the counts of closed windows (the server starts its timer); its progress
    * tells this process's count reads which windows are settled.
@@ -262,6 +265,7 @@ export function createServices(
     changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
+    rankCache: new RankCache(),
     countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, rankedCounts), jobOptions('count_verifier')),
     nameSweeper: new WindowedJob(
       deps.store,
@@ -443,9 +447,9 @@ class RequestScope implements RequestContext {
     return (this.changeWriter ??= plannedChangeWriter(this.services.changes, this.ids));
   }
 
-  /** What every paging feature is made with: the request's store, codec, signal, viewer and loaders. */
+  /** What every paging feature is made with: the request's store, codec, signal, viewer and loaders, and the process's kept index lists. */
   private get common() {
-    return { store: this.store, codec: this.services.codec, signal: this.options.signal, actor: this.viewer, loaders: this.loaders };
+    return { store: this.store, codec: this.services.codec, signal: this.options.signal, actor: this.viewer, loaders: this.loaders, rankCache: this.services.rankCache };
   }
 
   get directory(): Directory {

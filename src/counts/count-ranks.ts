@@ -16,14 +16,19 @@
  * is a function of the item.
  *
  * A full settlement (`settleFully`, recounts) rebuilds every bucket from the ledger.
+ *
+ * Buckets change only before a head write that moves the head's bound (or its count):
+ * that is what lets a process keep bucket lists across requests, checked against the
+ * head (`readRankSettlement`, paging/ranked-index.ts `RankCache`). Anything else that
+ * writes buckets must move the head after them too.
  */
 import { allRowsOf } from '../paging/partition-chunks.js';
-import { RANK_BITS, RANK_LEVEL_SHIFTS, childPrefixRange, rankPrefixes, rankedIndex, type RankBucket, type RankOrder } from '../paging/ranked-index.js';
+import { childPrefixRange, levelWidth, rankPrefixes, rankedIndex, type LevelBucket, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
 import type { PositionIndex } from '../paging/types.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { CountWriter } from './connection-counts.js';
 import type { Row } from '../store/table.js';
-import { countItemsTable, countRanksTable } from './count-tables.js';
+import { HEAD_SLOT, connectionCountsTable, countItemsTable, countRanksTable } from './count-tables.js';
 
 /** The rank of an item in its connection, for the count keys that have an index; null for the others. */
 export type RankOfItem = (countKey: string) => ((item: string) => bigint) | null;
@@ -180,7 +185,7 @@ export async function rebuildRanks(store: Store, key: string, rankOf: (item: str
  */
 export async function readRankBuckets(store: Store, key: string, level: number, parent: bigint | undefined): Promise<RankBucket[]> {
   const range = parent === undefined ? null : childPrefixRange(level, parent);
-  const width = level === 0 ? RANK_BITS - RANK_LEVEL_SHIFTS[0]! : RANK_LEVEL_SHIFTS[level - 1]! - RANK_LEVEL_SHIFTS[level]!;
+  const width = levelWidth(level);
   const rows = await store.slice(countRanksTable, {
     partition: { count_key: key },
     lower: { values: range ? [level, range.lowest] : [level], inclusive: true },
@@ -190,7 +195,30 @@ export async function readRankBuckets(store: Store, key: string, level: number, 
   return rows.map((r) => ({ prefix: r.prefix as bigint, count: Number(r.count as bigint) }));
 }
 
-/** The counted index of count `key` (or of its index entries' key), for the paging engine's `offset`. */
-export function countedIndex(store: Store, key: string, order: RankOrder): PositionIndex {
-  return rankedIndex({ order, buckets: (level, parent) => readRankBuckets(store, key, level, parent) });
+/** The first `limit` buckets of `key`'s index, of every level, in level then prefix order: one slice. */
+export async function readRankTop(store: Store, key: string, limit: number): Promise<LevelBucket[]> {
+  const rows = await store.slice(countRanksTable, { partition: { count_key: key }, limit });
+  return rows.map((r) => ({ level: r.level as number, prefix: r.prefix as bigint, count: Number(r.count as bigint) }));
+}
+
+/**
+ * The settlement of `key`'s index as one token: the head's bound and count, which every
+ * settlement that changes a bucket moves (see the file comment). One read.
+ */
+export async function readRankSettlement(store: Store, key: string): Promise<string> {
+  const head = await store.get(connectionCountsTable, { count_key: key, slot: HEAD_SLOT });
+  return `${(head?.settled_through as bigint | null | undefined) ?? ''}/${(head?.settled_count as bigint | null | undefined) ?? ''}`;
+}
+
+/**
+ * The counted index of count `key`, for the paging engine's `offset`; with the
+ * process's `cache`, its bucket lists are kept across requests (`RankCache`).
+ */
+export function countedIndex(store: Store, key: string, order: RankOrder, cache?: RankCache): PositionIndex {
+  return rankedIndex({
+    order,
+    buckets: (level, parent) => readRankBuckets(store, key, level, parent),
+    top: (limit) => readRankTop(store, key, limit),
+    ...(cache && { cached: { cache, id: key, settlement: () => readRankSettlement(store, key) } }),
+  });
 }

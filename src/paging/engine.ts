@@ -7,7 +7,7 @@
 import { stopIfAborted } from '../store/deadline.js';
 import type { CursorCodec } from './cursor.js';
 import { readRun, readingPositions } from './ranked-index.js';
-import type { CursorKey, Direction, Edge, OrderedSource, Page, PageArgs, PositionIndex } from './types.js';
+import type { CursorKey, Direction, Edge, Located, OrderedSource, Page, PageArgs, PagePosition, PositionIndex } from './types.js';
 import { PagingArgumentError } from './types.js';
 
 /** Page sizes: the default, and the most a client may ask for. */
@@ -200,29 +200,32 @@ function closeWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs, read: 
  * page starts, a read from there takes it and one more row (`hasNext`); the edges
  * skipped within the read, or one probe the other way, prove `hasPrevious` (forward;
  * the flags swap backward). Past the end, the page is empty and `hasPrevious` (forward)
- * tells whether the connection has any edge at all.
+ * tells whether the connection has any edge at all. A position the index found from
+ * reads kept from earlier requests is read at once, alongside the index's check of
+ * them; when they are refused, the page is read again from the position found anew.
  */
 async function readOffsetWindow<N>(source: OrderedSource<N>, args: ResolvedPageArgs, index: PositionIndex, signal: AbortSignal | undefined): Promise<Window<N>> {
   const forward = args.direction === 'forward';
   const opposite: Direction = forward ? 'backward' : 'forward';
   const from = forward ? args.after : args.before;
-  stopIfAborted(signal);
-  const start = await index.locate(source, from, args.direction, args.offset);
-  stopIfAborted(signal);
   // Whether any row lies before `key` (exclusive), in the paging direction.
   const anyBefore = async (key: CursorKey | undefined) =>
     (await source.read(key, opposite, 2)).some((r) => key === undefined || source.compare(source.keyOf(r), key) !== 0);
-  let rows: N[] = [];
-  let behind: boolean;
-  if (start === null) {
-    behind = await anyBefore(undefined);
-  } else {
+  const windowAt = async (start: PagePosition | null): Promise<Window<N>> => {
+    stopIfAborted(signal);
+    if (start === null) return closeWindow(source, args, [], await anyBefore(undefined));
     const [read, before] = await Promise.all([
       readRun(source, start.key, args.direction, start.skip + args.size + 1),
       start.skip === 0 && start.key !== undefined ? anyBefore(start.key) : Promise.resolve(false),
     ]);
-    rows = read.slice(start.skip);
-    behind = start.skip > 0 ? read.length > 0 || (await anyBefore(start.key)) : before;
+    const behind = start.skip > 0 ? read.length > 0 || (await anyBefore(start.key)) : before;
+    return closeWindow(source, args, read.slice(start.skip), behind);
+  };
+  stopIfAborted(signal);
+  let located: Located = await index.locate(source, from, args.direction, args.offset);
+  for (;;) {
+    const [window, again]: [Window<N>, Located | null] = await Promise.all([windowAt(located.position), located.recheck ?? null]);
+    if (again === null) return window;
+    located = again;
   }
-  return closeWindow(source, args, rows, behind);
 }

@@ -16,14 +16,18 @@
  * - rank (how many edges lie at or before a cursor): the cursor's rank names its
  *   bucket at every level, so every level's sibling buckets and the leaf's edges up to
  *   the cursor are read at once, in one wave.
- * A page at any offset therefore costs 1 + LEVELS + 1 waves of reads (one less without a
- * cursor), whatever the offset: 8 at most. Wider levels would cost fewer waves but read
- * more bucket rows each (2^10 children a level read 2-3x slower pages where posts are
- * dense). Without an index, `readingPositions` reads the edges
- * being skipped, a chunk at a time.
+ * A page at any offset therefore costs at most 1 + LEVELS + 1 waves of reads (one less
+ * without a cursor): 8 at most. Fewer in practice: the index's first rows are read
+ * beside level 0, and every level they hold whole comes with them (`TOP_ROWS`); a
+ * dense level's next list is read ahead; and a process keeps the lists it read across
+ * requests (`RankCache`), checked against the index's settlement read beside the page,
+ * so a page whose lists are kept is one wave. Wider levels would cost fewer
+ * waves on a first visit but read more bucket rows each (2^10 children a level read 2-3x
+ * slower pages where posts are dense). Without an index, `readingPositions` reads the
+ * edges being skipped, a chunk at a time.
  */
 import { ticksOfTimeuuid, timeuuidBoundOfTicks } from '../store/timeuuid.js';
-import type { CursorKey, Direction, OrderedSource, PagePosition, PositionIndex } from './types.js';
+import type { CursorKey, Direction, Located, OrderedSource, PagePosition, PositionIndex } from './types.js';
 
 /** How many bits a rank has. */
 export const RANK_BITS = 60;
@@ -34,6 +38,11 @@ const RANK_MAX = (1n << BigInt(RANK_BITS)) - 1n;
 /** The shift of each level's prefix (`rank >> shift`), from the top level to the leaves. */
 export const RANK_LEVEL_SHIFTS: readonly number[] = [48, 40, 32, 24, 16, 8];
 
+/** How many bits a bucket of `level` adds to its parent's prefix: log2 of the children a parent has. */
+export function levelWidth(level: number): number {
+  return level === 0 ? RANK_BITS - RANK_LEVEL_SHIFTS[0]! : RANK_LEVEL_SHIFTS[level - 1]! - RANK_LEVEL_SHIFTS[level]!;
+}
+
 /** The bucket of `rank` at every level, top level first. */
 export function rankPrefixes(rank: bigint): bigint[] {
   return RANK_LEVEL_SHIFTS.map((shift) => rank >> BigInt(shift));
@@ -41,7 +50,7 @@ export function rankPrefixes(rank: bigint): bigint[] {
 
 /** The range of child prefixes of bucket `parent` (at `level - 1`) at `level`. */
 export function childPrefixRange(level: number, parent: bigint): { lowest: bigint; highest: bigint } {
-  const width = BigInt(RANK_LEVEL_SHIFTS[level - 1]! - RANK_LEVEL_SHIFTS[level]!);
+  const width = BigInt(levelWidth(level));
   return { lowest: parent << width, highest: ((parent + 1n) << width) - 1n };
 }
 
@@ -71,6 +80,115 @@ export interface RankedIndexOptions {
    * undefined), in ascending prefix order. One read.
    */
   buckets(level: number, parent: bigint | undefined): Promise<RankBucket[]>;
+  /**
+   * The first `limit` buckets of the index, of every level, in level then prefix order.
+   * One read. Without it, level 0 is read as the others are.
+   */
+  top?(limit: number): Promise<LevelBucket[]>;
+  /**
+   * Keep buckets across requests (see `RankCache`): the process's cache, this index's
+   * name in it, and a read of the index's settlement (one call: a token that changes
+   * with every settlement that may change a bucket).
+   */
+  readonly cached?: { readonly cache: RankCache; readonly id: string; settlement(): Promise<string> };
+}
+
+/** Bucket rows a process keeps across requests (`RankCache`): a few MB. */
+export const RANK_CACHE_ROWS = 50_000;
+
+/** Indexes whose last settlement read a process remembers (`RankCache`). */
+const RANK_CACHE_INDEXES = 10_000;
+
+/**
+ * The bucket lists read lately, kept across requests, each under the settlement it was
+ * read under; least recently used first out. A list is kept under settlement S only
+ * when it was read after a read of the index's settlement gave S (every bucket it
+ * holds is then S's value, or a later one's still being written), or alongside such a
+ * read made once S was already known here and confirmed by it. A page uses kept lists
+ * of S only when its own read of the settlement, made alongside its other reads, gives
+ * S back: settlements only move forward, and the buckets change only with them, so
+ * the lists are what a read would give. Otherwise it finds its position again from the
+ * store. A settled page is therefore as exact as without the cache.
+ */
+export class RankCache {
+  private readonly settlements = new Map<string, string>();
+  private readonly lists = new Map<string, { readonly token: string; readonly list: readonly RankBucket[] }>();
+  private rows = 0;
+
+  constructor(private readonly maxRows = RANK_CACHE_ROWS) {}
+
+  /** The settlement of index `id` last read here, if any. */
+  settlement(id: string): string | undefined {
+    return this.settlements.get(id);
+  }
+
+  /** Remember `token` as the settlement of index `id` just read. */
+  settle(id: string, token: string): void {
+    this.settlements.delete(id);
+    this.settlements.set(id, token);
+    if (this.settlements.size > RANK_CACHE_INDEXES) this.settlements.delete(this.settlements.keys().next().value!);
+  }
+
+  /** The list of `level` under `parent` of index `id` kept under settlement `token`, if any. */
+  get(id: string, token: string, level: number, parent: bigint | undefined): readonly RankBucket[] | undefined {
+    const name = listName(id, level, parent);
+    const entry = this.lists.get(name);
+    if (entry?.token !== token) return undefined;
+    this.lists.delete(name);
+    this.lists.set(name, entry);
+    return entry.list;
+  }
+
+  /** Keep the list of `level` under `parent` of index `id`, read under settlement `token`. */
+  put(id: string, token: string, level: number, parent: bigint | undefined, list: readonly RankBucket[]): void {
+    const name = listName(id, level, parent);
+    const old = this.lists.get(name);
+    if (old) {
+      this.rows -= old.list.length + 1;
+      this.lists.delete(name);
+    }
+    this.lists.set(name, { token, list });
+    this.rows += list.length + 1;
+    for (const [oldest, entry] of this.lists) {
+      if (this.rows <= this.maxRows) break;
+      this.lists.delete(oldest);
+      this.rows -= entry.list.length + 1;
+    }
+  }
+}
+
+function listName(id: string, level: number, parent: bigint | undefined): string {
+  return `${id}\u0000${level}:${parent ?? ''}`;
+}
+
+/** A bucket row of any level: what the top of an index is read as. */
+export interface LevelBucket extends RankBucket {
+  readonly level: number;
+}
+
+/**
+ * Rows read at once from the top of an index whose lists are not kept: where posts are
+ * dense, the few buckets of its upper levels (one wave instead of one per level); where
+ * they are sparse, level 0 and part of the next.
+ */
+const TOP_ROWS = 64;
+
+/** Keeps a list a read brought (`RankCache`), as decided when the read started. */
+type Keep = (level: number, parent: bigint | undefined, list: RankBucket[]) => void;
+
+/** The top of an index read in one slice: its rows once back, and how many levels they hold whole. */
+interface TopOfIndex {
+  readonly keeping: Keep;
+  rows?: readonly LevelBucket[];
+  whole: number;
+}
+
+/** The buckets of `level` under `parent` among `rows` (every level-0 bucket without a parent). */
+function childrenIn(rows: readonly LevelBucket[], level: number, parent: bigint | undefined): RankBucket[] {
+  const range = parent === undefined ? null : childPrefixRange(level, parent);
+  return rows
+    .filter((r) => r.level === level && (!range || (r.prefix >= range.lowest && r.prefix <= range.highest)))
+    .map((r) => ({ prefix: r.prefix, count: r.count }));
 }
 
 /** Rows read per call while walking a connection's edges. */
@@ -114,12 +232,12 @@ export async function readRun<N>(
  * without a counted index. Its cost grows with the offset.
  */
 export const readingPositions: PositionIndex = {
-  async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<PagePosition | null> {
+  async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<Located> {
     const rows = await readRun(source, from, direction, offset + (from ? 2 : 1));
     // The cursor's own row, when it still exists, is not one of the edges after it.
     const own = from !== undefined && rows.length > 0 && source.compare(source.keyOf(rows[0]!), from) === 0 ? 1 : 0;
     const row = rows[own + offset];
-    return row === undefined ? null : { key: source.keyOf(row), skip: 0 };
+    return { position: row === undefined ? null : { key: source.keyOf(row), skip: 0 } };
   },
 };
 
@@ -130,51 +248,135 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // The edge of leaf `prefix` a read in `direction` starts from.
   const leafEdge = (prefix: bigint, direction: Direction) =>
     order.edgeKey(direction === 'forward' ? prefix << leafShift : ((prefix + 1n) << leafShift) - 1n, direction);
+  // A list at once when it is kept or came with the top, else the read that brings it.
+  type Lists = (level: number, parent: bigint | undefined) => readonly RankBucket[] | Promise<readonly RankBucket[]>;
+
+  // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
+  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, buckets: Lists): Promise<PagePosition | null> {
+    const inOrder = async (level: number, parent: bigint | undefined) => {
+      const list = await buckets(level, parent);
+      return direction === 'forward' ? list : [...list].reverse();
+    };
+
+    // Rank: the edges at or before `from`, every level's siblings and the leaf at once.
+    let position = offset;
+    if (from !== undefined) {
+      const prefixes = rankPrefixes(order.rankOf(from));
+      const sign = direction === 'forward' ? 1 : -1;
+      const leaf = prefixes[prefixes.length - 1]!;
+      const [levels, inLeaf] = await Promise.all([
+        Promise.all(prefixes.map((_, level) => buckets(level, level === 0 ? undefined : prefixes[level - 1]))),
+        readRun(source, leafEdge(leaf, direction), direction, Number.MAX_SAFE_INTEGER, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK),
+      ]);
+      levels.forEach((list, level) => {
+        for (const b of list) if (sign * (b.prefix < prefixes[level]! ? -1 : b.prefix > prefixes[level]! ? 1 : 0) < 0) position += b.count;
+      });
+      position += inLeaf.length;
+    }
+
+    // Select: down the levels to the leaf holding `position`.
+    let remaining = position;
+    let parent: bigint | undefined;
+    for (let level = 0; level < RANK_LEVEL_SHIFTS.length; level++) {
+      const list = await inOrder(level, parent);
+      const at = list.findIndex((b) => {
+        if (remaining < b.count) return true;
+        remaining -= b.count;
+        return false;
+      });
+      if (at < 0) return null;
+      if (level === RANK_LEVEL_SHIFTS.length - 1 && remaining === 0) {
+        // The page starts its leaf: start at the leaf before it instead, when its list has
+        // one, so that the edges skipped prove `hasPrevious` without a probe beside the read.
+        const before = list.slice(0, at).findLast((b) => b.count > 0);
+        if (before) return { key: leafEdge(before.prefix, direction), skip: before.count };
+      }
+      parent = list[at]!.prefix;
+      // Read ahead: where this level is dense (a quarter of its buckets under the parent
+      // hold edges, the one holding the position two per child: posts at a steady rate)
+      // and the next level's list is a read, read beside it the list below the child that
+      // would hold the position were the bucket's edges spread evenly; when they are,
+      // that list needs no wave of its own.
+      const dense = level + 2 < RANK_LEVEL_SHIFTS.length && list.length * 4 >= 2 ** levelWidth(level) && list[at]!.count >= 2 ** (levelWidth(level + 1) + 1);
+      if (dense && buckets(level + 1, parent) instanceof Promise) {
+        const { lowest, highest } = childPrefixRange(level + 1, parent);
+        const within = BigInt(Math.floor((remaining / list[at]!.count) * Number(highest - lowest + 1n)));
+        Promise.resolve(buckets(level + 2, direction === 'forward' ? lowest + within : highest - within)).catch(() => {});
+      }
+    }
+    return { key: leafEdge(parent!, direction), skip: remaining };
+  }
+
+  // Bucket lists read once per walk (a select under the cursor's own buckets reuses
+  // them), from `cached` lists kept under settlement `trusted` where there are any.
+  // `keep` is asked as a read starts, and given each list it brings when it comes back.
+  // Level 0's list, when not kept, is read beside the top of the index (`options.top`):
+  // a list asked for once that read is back, of a level it holds whole, is taken from it.
+  const listsOf = (keep: () => Keep, trusted?: string): Lists => {
+    const read = new Map<string, readonly RankBucket[] | Promise<readonly RankBucket[]>>();
+    let top: TopOfIndex | undefined;
+    return (level, parent) => {
+      const name = `${level}:${parent ?? ''}`;
+      let found = read.get(name);
+      if (!found) {
+        const kept = trusted === undefined ? undefined : options.cached!.cache.get(options.cached!.id, trusted, level, parent);
+        const fromTop = top?.rows && level < top.whole ? childrenIn(top.rows, level, parent) : undefined;
+        if (kept) found = kept;
+        else if (fromTop) {
+          top!.keeping(level, parent, fromTop);
+          found = fromTop;
+        } else if (level === 0 && options.top && !top) {
+          const keeping = keep();
+          const reading: TopOfIndex = (top = { keeping, whole: 0 });
+          // Level 0 itself beside it: the top holds it whole only where it has few buckets.
+          found = Promise.all([options.top(TOP_ROWS), options.buckets(0, undefined)]).then(([rows, list]) => {
+            reading.rows = rows;
+            reading.whole = rows.length < TOP_ROWS ? RANK_LEVEL_SHIFTS.length : rows[rows.length - 1]!.level;
+            keeping(0, undefined, list);
+            return list;
+          });
+        } else {
+          const keeping = keep();
+          found = options.buckets(level, parent).then((list) => (keeping(level, parent, list), list));
+        }
+        read.set(name, found);
+      }
+      return found;
+    };
+  };
 
   return {
-    async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<PagePosition | null> {
-      // Buckets read once per page: a select under the cursor's own buckets reuses them.
-      const read = new Map<string, Promise<RankBucket[]>>();
-      const buckets = (level: number, parent: bigint | undefined): Promise<RankBucket[]> => {
-        const key = `${level}:${parent ?? ''}`;
-        let found = read.get(key);
-        if (!found) read.set(key, (found = options.buckets(level, parent)));
-        return found;
+    async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<Located> {
+      const cached = options.cached;
+      if (!cached) return { position: await walk(source, from, direction, offset, listsOf(() => () => {})) };
+      const { cache, id } = cached;
+      // The settlement known here before this page's reads: the kept lists it may use.
+      const trusted = cache.settlement(id);
+      let read: string | undefined;
+      const settlement = cached.settlement().then((token) => {
+        read = token;
+        cache.settle(id, token);
+        return token;
+      });
+      // A failed read of the settlement fails the page only where the page waits for it.
+      settlement.catch(() => {});
+      // A list read once the settlement is read is kept under it; one read alongside,
+      // under the trusted settlement, if the read confirms it.
+      const keep = (): Keep => {
+        const under = read;
+        return (level, parent, list) => {
+          if (under !== undefined) cache.put(id, under, level, parent, list);
+          else if (trusted !== undefined) settlement.then((token) => token === trusted && cache.put(id, token, level, parent, list), () => {});
+        };
       };
-      const inOrder = async (level: number, parent: bigint | undefined) => {
-        const list = await buckets(level, parent);
-        return direction === 'forward' ? list : [...list].reverse();
-      };
-
-      // Rank: the edges at or before `from`, every level's siblings and the leaf at once.
-      let position = offset;
-      if (from !== undefined) {
-        const prefixes = rankPrefixes(order.rankOf(from));
-        const sign = direction === 'forward' ? 1 : -1;
-        const leaf = prefixes[prefixes.length - 1]!;
-        const [levels, inLeaf] = await Promise.all([
-          Promise.all(prefixes.map((_, level) => buckets(level, level === 0 ? undefined : prefixes[level - 1]))),
-          readRun(source, leafEdge(leaf, direction), direction, Number.MAX_SAFE_INTEGER, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK),
-        ]);
-        levels.forEach((list, level) => {
-          for (const b of list) if (sign * (b.prefix < prefixes[level]! ? -1 : b.prefix > prefixes[level]! ? 1 : 0) < 0) position += b.count;
-        });
-        position += inLeaf.length;
+      if (trusted === undefined) {
+        // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
+        return { position: await walk(source, from, direction, offset, listsOf(keep)) };
       }
-
-      // Select: down the levels to the leaf holding `position`.
-      let remaining = position;
-      let parent: bigint | undefined;
-      for (let level = 0; level < RANK_LEVEL_SHIFTS.length; level++) {
-        const holding = (await inOrder(level, parent)).find((b) => {
-          if (remaining < b.count) return true;
-          remaining -= b.count;
-          return false;
-        });
-        if (!holding) return null;
-        parent = holding.prefix;
-      }
-      return { key: leafEdge(parent!, direction), skip: remaining };
+      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, listsOf(keep, token)) });
+      const position = await walk(source, from, direction, offset, listsOf(keep, trusted));
+      if (read !== undefined) return read === trusted ? { position } : again(read);
+      return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
     },
   };
 }

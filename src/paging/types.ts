@@ -52,6 +52,19 @@ export interface PagePosition {
   readonly skip: number;
 }
 
+/** What `PositionIndex.locate` found. */
+export interface Located {
+  /** Where the page starts; null past the end. */
+  readonly position: PagePosition | null;
+  /**
+   * Present when `position` came from index reads kept from earlier requests, before
+   * this page's read of the index's settlement came back: resolves to null once that
+   * read confirms them, or to the position found again from the store when it does not
+   * (read the page from there instead).
+   */
+  readonly recheck?: Promise<Located | null>;
+}
+
 /**
  * How a connection finds the edge `offset` edges after a cursor (or from its start or
  * end) without paging through the edges in between: a counted index (ranked-index.ts),
@@ -62,7 +75,7 @@ export interface PositionIndex {
    * Where the edge lies that comes `offset` edges after every edge at or before `from`
    * (after none when `from` is undefined), in `direction`; null when there is none.
    */
-  locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<PagePosition | null>;
+  locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<Located>;
 }
 
 /** One edge of a page. */

@@ -4,7 +4,9 @@
  * timeline) and delete posts (the same post on two servers at once), their writes land
  * late and out of order, an instance may crash mid-write or mid-settlement. Once
  * settled, every offset page of every author's posts, from the start, the end or a
- * cursor, in both directions, equals the model's slice of what the timeline holds.
+ * cursor, in both directions, equals the model's slice of what the timeline holds,
+ * though every instance read the same pages before, keeping the index's lists under
+ * the settlement then (paging/ranked-index.ts, `RankCache`).
  */
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
@@ -69,6 +71,13 @@ describe('offset on a simulated cluster', () => {
                 }
               }),
             );
+            // The same pages before the writes settle: each instance keeps the lists it reads.
+            const read = (instance: (typeof cluster.instances)[number], author: string, q: (typeof queries)[number], cursorPost: string | undefined) =>
+              instance.run(async (ctx) => {
+                const cursor = cursorPost === undefined ? undefined : ctx.timeline.postEdge({ authorId: author, postId: cursorPost, content: '', createdAt: new Date(0) }).cursor;
+                return ctx.timeline.posts(author, q.backward ? { last: q.size, before: cursor, offset: q.offset } : { first: q.size, after: cursor, offset: q.offset });
+              });
+            for (const author of authors) for (const instance of cluster.instances) for (const q of queries) await read(instance, author, q, posts[(q.cursorAt ?? 0) % POSTS]!.postId);
             await cluster.settle({ rounds: 5 });
             for (const author of authors) {
               // What the timeline holds, newest first: the model's connection.
@@ -77,10 +86,7 @@ describe('offset on a simulated cluster', () => {
               for (const instance of cluster.instances) {
                 for (const q of queries) {
                   const cursorPost = q.cursorAt === undefined || held.length === 0 ? undefined : held[q.cursorAt % held.length];
-                  const got = await instance.run(async (ctx) => {
-                    const cursor = cursorPost === undefined ? undefined : ctx.timeline.postEdge({ authorId: author, postId: cursorPost, content: '', createdAt: new Date(0) }).cursor;
-                    return ctx.timeline.posts(author, q.backward ? { last: q.size, before: cursor, offset: q.offset } : { first: q.size, after: cursor, offset: q.offset });
-                  });
+                  const got = await read(instance, author, q, cursorPost);
                   if (got.kind !== 'ok') throw new Error('reading a page failed');
                   const page = got.value;
                   expect(

@@ -3,8 +3,10 @@
  * and cursors equal the model's slices, with two servers whose clocks differ, posts
  * imported into the middle of the timeline and posts deleted twice; a settlement that
  * crashed between its bucket writes and its head, or that two verifiers ran at once,
- * leaves the counted index exact; a full settlement (a recount) rebuilds the same
- * buckets.
+ * leaves the counted index exact, though a server read every page before (keeping the
+ * index's lists); a page whose lists are kept takes at most 2 waves from a cursor, and
+ * one whose kept lists a settlement moved at most 8; a full settlement (a recount)
+ * rebuilds the same buckets.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
@@ -28,6 +30,7 @@ import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.
 import { CLUSTER, T0, twoServers } from '../support/count-servers.js';
 import { expectExactOffsetPages, expectOffsetPagesAsPlainOnes } from '../support/offset-pages.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
+import { WaveCountingStore } from '../../bench/waves.js';
 
 /** A store whose batches fail, once armed, when they write a count's head settlement: a verifier crashing there. */
 class CrashBeforeHead extends StoreDecorator {
@@ -88,6 +91,8 @@ describeEachStore('offset on a timeline', (target) => {
     const key = postsCountKey(author.id);
     for (let i = 0; i < 30; i++) await w.a.ctx().timeline.createPost(author.id, `first ${i}`);
     await w.settle();
+    // Read once settled: server a keeps the index's lists under this settlement.
+    expect(await expectExactPages(store, w.a.ctx, author.id)).toBe(30);
     for (let i = 0; i < 30; i++) await (i % 2 ? w.a : w.b).ctx().timeline.createPost(author.id, `second ${i}`, new Date(T0 - i * 1_000));
     w.closeWindows();
     // The crash: every touched bucket written, the head not.
@@ -100,6 +105,36 @@ describeEachStore('offset on a timeline', (target) => {
     w.closeWindows();
     await Promise.all([settleIncrementally(store, key, w.through(), rankedCounts), settleIncrementally(store, key, w.through(), rankedCounts)]);
     expect(await expectExactPages(store, w.a.ctx, author.id)).toBe(70);
+  }, target.ddlTimeoutMs);
+
+  it('reads a page whose index lists are kept with the head beside it, and within 8 waves once a settlement moved them', async () => {
+    const { store: inner } = await pool.create();
+    const store = new WaveCountingStore(inner);
+    const w = await twoServers(store);
+    const author = await w.a.ctx().users.create(aUser());
+    // Posts an hour apart: a sparse index, whose first visit reads the most levels.
+    for (let i = 0; i < 150; i++) await w.a.ctx().timeline.createPost(author.id, `post ${i}`, new Date(T0 - (i + 1) * 3_600_000));
+    await w.settle();
+    const held = async () => (await inner.slice(timelineTable, { partition: { user_id: author.id }, limit: 1_000 })).map((r) => r.post_id as string);
+    const cursorPost = (await held())[40]!;
+    const cursor = w.a.ctx().timeline.postEdge({ authorId: author.id, postId: cursorPost, content: '', createdAt: new Date(0) }).cursor;
+    const page = async () => {
+      store.reset();
+      const got = await w.a.ctx().timeline.posts(author.id, { first: 5, after: cursor, offset: 60 });
+      const waves = store.waves;
+      const all = await held();
+      const at = all.indexOf(cursorPost) + 1 + 60;
+      expect(got.edges.map((e) => e.node.postId)).toEqual(all.slice(at, at + 5));
+      return waves;
+    };
+    expect(await page()).toBeLessThanOrEqual(8);
+    await page();
+    // Kept: the cursor's leaf, then the page, each beside the head (one wave where calls overlap).
+    expect(await page()).toBeLessThanOrEqual(2);
+    // A newer post moves the head: the kept lists are refused and the position found again.
+    await w.b.ctx().timeline.createPost(author.id, 'newest');
+    await w.settle();
+    expect(await page()).toBeLessThanOrEqual(8);
   }, target.ddlTimeoutMs);
 
   it('rebuilds the same buckets from the ledger (a recount) as the settlement window by window', async () => {

@@ -3,13 +3,15 @@
  * or a cursor (deleted or not), in both directions, through a counted index
  * (`rankedIndex`, its buckets counted from the data) and without one (reading the
  * edges skipped). Every page equals the model's slice, flags included; a negative
- * offset is refused naming `offset`.
+ * offset is refused naming `offset`. With bucket lists kept across pages (`RankCache`),
+ * every page read after a settlement equals the model's slice whatever was kept before
+ * it, and a page whose lists are all kept reads only the settlement and the page.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { pageFromSource, type PagingOptions } from '../../src/paging/engine.js';
-import { RANK_LEVEL_SHIFTS, rankPrefixes, rankedIndex, type RankBucket } from '../../src/paging/ranked-index.js';
+import { RANK_LEVEL_SHIFTS, RankCache, rankPrefixes, rankedIndex, type LevelBucket, type RankBucket } from '../../src/paging/ranked-index.js';
 import { PagingArgumentError } from '../../src/paging/types.js';
 import { ArraySource } from '../support/array-source.js';
 import { modelOffsetPage } from '../support/paging-model.js';
@@ -17,23 +19,118 @@ import { modelOffsetPage } from '../support/paging-model.js';
 const codec = createCursorCodec('offset-property-secret');
 const byNumber = (a: number, b: number) => a - b;
 
-/** A counted index over an ArraySource's keys, each key its own rank; `reads` counts bucket reads. */
-function indexOver(source: ArraySource) {
+/** The buckets of `level` under `parent` counted from `keys`, each key its own rank. */
+function bucketsOf(keys: readonly number[], level: number, parent: bigint | undefined): RankBucket[] {
+  const counts = new Map<bigint, number>();
+  for (const k of keys) {
+    const prefixes = rankPrefixes(BigInt(k));
+    if (level > 0 && prefixes[level - 1] !== parent) continue;
+    counts.set(prefixes[level]!, (counts.get(prefixes[level]!) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([prefix, count]): RankBucket => ({ prefix, count }));
+}
+
+/** The first `limit` buckets of every level counted from `keys`, in level then prefix order. */
+function topOf(keys: readonly number[], limit: number): LevelBucket[] {
+  const rows: LevelBucket[] = [];
+  const walk = (level: number, parent: bigint | undefined) => {
+    for (const b of bucketsOf(keys, level, parent)) rows.push({ level, ...b });
+  };
+  // Level by level: every bucket of a level, under every parent in prefix order.
+  let parents: Array<bigint | undefined> = [undefined];
+  for (let level = 0; level < RANK_LEVEL_SHIFTS.length && rows.length < limit; level++) {
+    const before = rows.length;
+    for (const parent of parents) walk(level, parent);
+    parents = rows.slice(before).map((r) => r.prefix);
+  }
+  return rows.slice(0, limit);
+}
+
+const numberOrder = { rankOf: (key: readonly unknown[]) => BigInt(key[0] as number), edgeKey: (rank: bigint) => [Number(rank)] };
+
+/**
+ * A counted index over an ArraySource's keys, each key its own rank; `reads` counts
+ * bucket reads. With `top`, level 0 comes with the index's first rows, and the levels
+ * they hold whole with it.
+ */
+function indexOver(source: ArraySource, top = false) {
   const stats = { reads: 0 };
   const index = rankedIndex({
-    order: { rankOf: (key) => BigInt(key[0] as number), edgeKey: (rank) => [Number(rank)] },
+    order: numberOrder,
     async buckets(level, parent) {
       stats.reads++;
-      const counts = new Map<bigint, number>();
-      for (const k of source.all) {
-        const prefixes = rankPrefixes(BigInt(k));
-        if (level > 0 && prefixes[level - 1] !== parent) continue;
-        counts.set(prefixes[level]!, (counts.get(prefixes[level]!) ?? 0) + 1);
-      }
-      return [...counts].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([prefix, count]): RankBucket => ({ prefix, count }));
+      return bucketsOf(source.all, level, parent);
     },
+    ...(top && {
+      async top(limit: number) {
+        stats.reads++;
+        return topOf(source.all, limit);
+      },
+    }),
   });
   return { index, stats };
+}
+
+/**
+ * An index settled from a snapshot of a source (`settle` takes a new one and moves the
+ * settlement), its lists kept in `cache`; `slow` answers the settlement's read a task
+ * later than the buckets' reads (as a remote store may), and they come back `lag`
+ * ticks after they read.
+ */
+class SettledIndex {
+  private snapshot: readonly number[] = [];
+  private settlements = 0;
+  /** Settle within the next read of the settlement, after the reads that page starts with. */
+  settleWithin = false;
+  readonly stats = { buckets: 0, settlements: 0 };
+
+  constructor(
+    private readonly source: ArraySource,
+    readonly cache: RankCache,
+    private readonly slow: boolean,
+    private readonly lag = 0,
+  ) {
+    this.settle();
+  }
+
+  settle(): void {
+    this.snapshot = [...this.source.all];
+    this.settlements++;
+  }
+
+  /** The index as one page sees it. */
+  page() {
+    return rankedIndex({
+      order: numberOrder,
+      buckets: async (level, parent) => {
+        this.stats.buckets++;
+        const list = bucketsOf(this.snapshot, level, parent);
+        for (let i = 0; i < this.lag; i++) await null;
+        return list;
+      },
+      top: async (limit) => {
+        this.stats.buckets++;
+        const rows = topOf(this.snapshot, limit);
+        for (let i = 0; i < this.lag; i++) await null;
+        return rows;
+      },
+      cached: {
+        cache: this.cache,
+        id: 'numbers',
+        settlement: async () => {
+          this.stats.settlements++;
+          await null;
+          if (this.settleWithin) {
+            this.settleWithin = false;
+            this.settle();
+          }
+          const token = String(this.settlements);
+          if (this.slow) await new Promise((resolve) => setTimeout(resolve, 0));
+          return token;
+        },
+      },
+    });
+  }
 }
 
 // Keys spread over several leaves and upper buckets: a leaf holds 256 ranks, the level above 2^18.
@@ -44,14 +141,15 @@ describe('offset', () => {
     it(`gives the model's slice from the start, the end and any cursor, ${indexed ? 'through a counted index' : 'reading the edges skipped'}`, async () => {
       await fc.assert(
         fc.asyncProperty(
-          fc.uniqueArray(key, { maxLength: 80 }),
+          fc.uniqueArray(key, { maxLength: 80, size: 'medium' }),
           fc.boolean(),
           fc.integer({ min: 0, max: 9 }),
           fc.integer({ min: 0, max: 90 }),
           fc.option(fc.tuple(key, fc.boolean())),
-          async (keys, backward, size, offset, cursorChoice) => {
+          fc.boolean(),
+          async (keys, backward, size, offset, cursorChoice, top) => {
             const source = new ArraySource(keys);
-            const { index } = indexOver(source);
+            const { index } = indexOver(source, top);
             const options: PagingOptions = { connectionName: 'numbers', codec, ...(indexed && { index }) };
             // A cursor at an existing key, or at one deleted since (a key not held).
             let cursor: number | undefined;
@@ -83,6 +181,120 @@ describe('offset', () => {
     expect(stats.reads).toBe(RANK_LEVEL_SHIFTS.length);
     // The page itself: one read from the leaf's start (it holds 3 keys at most), and no probe (edges were skipped).
     expect(source.reads.length).toBe(1);
+  });
+
+  it('reads ahead beside a dense level at most one list a level, and still gives the model\'s slice', async () => {
+    // 3,000 keys 2^21 apart: every level-3 bucket under the first level-2 one holds edges.
+    const source = new ArraySource(Array.from({ length: 3_000 }, (_, i) => i * 2 ** 21 + (i % 7)));
+    for (const backward of [false, true]) {
+      for (const offset of [1, 700, 1_999, 2_990]) {
+        const { index, stats } = indexOver(source);
+        const page = await pageFromSource(source, backward ? { last: 5, offset } : { first: 5, offset }, { connectionName: 'numbers', codec, index });
+        expect(page.edges.map((e) => e.node)).toEqual(modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 5, offset, undefined).nodes);
+        expect(stats.reads).toBeGreaterThanOrEqual(RANK_LEVEL_SHIFTS.length);
+        expect(stats.reads).toBeLessThanOrEqual(RANK_LEVEL_SHIFTS.length + 1);
+      }
+    }
+  });
+
+  it('gives the model\'s slice after every settlement with bucket lists kept across pages', async () => {
+    const change = fc.oneof(fc.record({ insert: key }), fc.record({ remove: fc.nat() }));
+    const page = fc.record({ backward: fc.boolean(), size: fc.integer({ min: 1, max: 9 }), offset: fc.integer({ min: 1, max: 50 }), cursorAt: fc.option(fc.nat()), wait: fc.boolean() });
+    // Rounds of changes, each settled, then read: the first pages of a round meet lists kept
+    // under the settlement before. A settlement `within` a page lands between that page's
+    // first reads and its read of the settlement: only the pages after it must be exact.
+    const round = fc.record({ changes: fc.array(change, { minLength: 1, maxLength: 6 }), within: fc.boolean(), pages: fc.array(page, { minLength: 1, maxLength: 4 }) });
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(key, { minLength: 1, maxLength: 60 }), fc.array(round, { minLength: 1, maxLength: 6 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), fc.nat(4), async (keys, rounds, slow, rows, lag) => {
+        const source = new ArraySource(keys);
+        const settled = new SettledIndex(source, new RankCache(rows), slow, lag);
+        for (const r of [{ changes: [], within: false, pages: rounds[0]!.pages }, ...rounds]) {
+          for (const c of r.changes) {
+            if ('insert' in c) source.insert(c.insert);
+            else if (source.all.length > 0) source.remove(source.all[c.remove % source.all.length]!);
+          }
+          const pages = [...r.pages];
+          if (r.within) {
+            settled.settleWithin = true;
+            pages.unshift({ ...pages[0]!, wait: false });
+          } else settled.settle();
+          for (const [i, q] of pages.entries()) {
+            // Let settlement reads still out land first (or not).
+            if (q.wait) await new Promise((resolve) => setTimeout(resolve, 0));
+            const cursor = q.cursorAt === null || source.all.length === 0 ? undefined : source.all[q.cursorAt % source.all.length]!;
+            const encoded = cursor === undefined ? undefined : codec.encodeCursor(source.id, [cursor]);
+            const got = await pageFromSource(
+              source,
+              q.backward ? { last: q.size, before: encoded, offset: q.offset } : { first: q.size, after: encoded, offset: q.offset },
+              { connectionName: 'numbers', codec, index: settled.page() },
+            );
+            if (r.within && i === 0) continue;
+            expect({ nodes: got.edges.map((e) => e.node), hasPreviousPage: got.pageInfo.hasPreviousPage, hasNextPage: got.pageInfo.hasNextPage }).toEqual(
+              modelOffsetPage(source.all, byNumber, q.backward ? 'backward' : 'forward', q.size, q.offset, cursor),
+            );
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('reads only the settlement and the page once every bucket list it needs is kept, and reads them again once it moves', async () => {
+    for (const slow of [false, true]) {
+      const source = new ArraySource(Array.from({ length: 5_000 }, (_, i) => i * 97));
+      const settled = new SettledIndex(source, new RankCache(), slow);
+      const read = async (offset: number) => {
+        // A late settlement read lands before the next page.
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        settled.stats.buckets = 0;
+        source.reads.length = 0;
+        const page = await pageFromSource(source, { first: 20, offset }, { connectionName: 'numbers', codec, index: settled.page() });
+        return { nodes: page.edges.map((e) => e.node), buckets: settled.stats.buckets, pageReads: source.reads.length };
+      };
+      // Level 0 and the index's top beside it (levels 0 to 4 whole: 5,000 keys of ranks
+      // below 2^19), then the leaves' list: three reads. A page keeps the lists it reads
+      // once the settlement is known here: those read after its own read of it, and those
+      // read alongside, once that read confirms the one known. Answered at once, the
+      // settlement is known after the top's read; answered late, only after the first
+      // page, and the second keeps what it reads alongside.
+      for (const expected of slow ? [3, 3] : [3, 2]) {
+        const page = await read(4_000);
+        expect(page).toEqual({ nodes: source.all.slice(4_000, 4_020), buckets: expected, pageReads: 1 });
+      }
+      expect(await read(4_000)).toEqual({ nodes: source.all.slice(4_000, 4_020), buckets: 0, pageReads: 1 });
+      // A settlement that moved the buckets: found again from them, not from the lists kept.
+      source.remove(source.all[10]!);
+      source.insert(1);
+      source.insert(3);
+      settled.settle();
+      const again = await read(4_000);
+      expect(again.nodes).toEqual(source.all.slice(4_000, 4_020));
+      expect(again.buckets).toBe(3);
+      expect(await read(4_000)).toMatchObject({ nodes: source.all.slice(4_000, 4_020) });
+      expect(await read(4_000)).toMatchObject({ nodes: source.all.slice(4_000, 4_020), buckets: 0 });
+    }
+  });
+
+  it('fails a page on a failed read of the settlement only when it used kept lists, and never leaves the failure unhandled', async () => {
+    const source = new ArraySource(Array.from({ length: 500 }, (_, i) => i * 97));
+    const cache = new RankCache();
+    let fail = false;
+    const index = () =>
+      rankedIndex({
+        order: numberOrder,
+        buckets: async (level, parent) => bucketsOf(source.all, level, parent),
+        cached: { cache, id: 'numbers', settlement: async () => (fail ? Promise.reject(new Error('head unreachable')) : '1') },
+      });
+    const page = () => pageFromSource(source, { first: 5, offset: 300 }, { connectionName: 'numbers', codec, index: index() });
+    // Nothing kept: the page does not need the settlement.
+    fail = true;
+    expect((await page()).edges.map((e) => e.node)).toEqual(source.all.slice(300, 305));
+    fail = false;
+    await page();
+    await page();
+    // Kept lists, unconfirmed: the page fails with the read.
+    fail = true;
+    await expect(page()).rejects.toThrow('head unreachable');
   });
 
   it('refuses a negative offset, naming it, before reading anything', async () => {

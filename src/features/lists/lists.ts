@@ -8,7 +8,7 @@ import type { Counted, CountWriter } from '../../counts/connection-counts.js';
 import { scanRows, type Membership } from '../../counts/recount.js';
 import { countedIndex, currentEntries, indexEntry, indexKeyOf } from '../../counts/count-ranks.js';
 import { BIGINT_BOUNDS, RANK_TOP, bigintAtRank, bigintRank, uuidAtRank } from '../../paging/rank-orders.js';
-import type { RankOrder } from '../../paging/ranked-index.js';
+import type { RankCache, RankOrder } from '../../paging/ranked-index.js';
 import { DomainError, badInput, checkText } from '../../errors.js';
 import type { Change } from '../../live/change-log.js';
 import type { FeedSpec } from '../../live/live-hub.js';
@@ -81,6 +81,8 @@ export interface ListsDeps {
   readonly onAppend?: (listId: string) => void;
   /** Records items added and removed in the list's `items` count. */
   readonly counts: CountWriter;
+  /** The process's kept bucket lists of counted indexes (`offset`); without it, every page reads them. */
+  readonly rankCache?: RankCache;
   /** New ids and "now": fresh, or an idempotency key's plan (a redo makes the same list, item, transaction). */
   readonly ids: IdSource;
 }
@@ -332,7 +334,7 @@ export class Lists {
    * through the counted index of the items' placements (`listOrder`, `placementEntry`).
    */
   async items(listId: string, args: PageArgs): Promise<ListItemPage> {
-    const index = countedIndex(this.deps.store, indexKeyOf(itemsCountKey(listId)), listOrder);
+    const index = countedIndex(this.deps.store, indexKeyOf(itemsCountKey(listId)), listOrder, this.deps.rankCache);
     const page = await pageFromSource(ledgerSource(this.deps.store, listId), args, { connectionName: 'items', codec: this.deps.codec, index, signal: this.deps.signal });
     return { ...page, countKey: itemsCountKey(listId) };
   }

@@ -14,6 +14,7 @@ import type { CursorCodec } from '../../paging/cursor.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import { uuidAscending } from '../../paging/rank-orders.js';
+import type { RankCache } from '../../paging/ranked-index.js';
 import { countedIndex } from '../../counts/count-ranks.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
@@ -87,6 +88,8 @@ export interface MeetingsDeps {
   readonly changes: ChangeWriter;
   /** Records each acceptance in the meeting's count. */
   readonly counts: CountWriter;
+  /** The process's kept bucket lists of counted indexes (`offset`); without it, every page reads them. */
+  readonly rankCache?: RankCache;
   /** New ids, token bytes and "now": fresh, or an idempotency key's plan (a redo makes the same). */
   readonly ids: IdSource;
 }
@@ -402,7 +405,7 @@ export class Meetings {
    */
   async acceptedBy(meetingId: string, args: PageArgs): Promise<AcceptorPage> {
     const countKey = acceptanceCountKey(meetingId);
-    const index = countedIndex(this.deps.store, countKey, uuidAscending);
+    const index = countedIndex(this.deps.store, countKey, uuidAscending, this.deps.rankCache);
     const page = await pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec, index, signal: this.deps.signal });
     return { ...page, countKey };
   }

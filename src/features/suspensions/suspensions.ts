@@ -27,6 +27,7 @@ import { listRegistered } from '../bucket-registry.js';
 import type { Counted } from '../../counts/connection-counts.js';
 import { scanRows, type Membership } from '../../counts/recount.js';
 import { countedIndex, indexKeyOf } from '../../counts/count-ranks.js';
+import type { RankCache } from '../../paging/ranked-index.js';
 import { suspensionOrder } from './suspension-ranks.js';
 import { SUSPENSIONS_COUNT_KEY, SUSPENSIONS_FEED, suspendSaga, suspensionEntry, suspensionBuckets, unsuspendSaga, type SuspensionPayload } from './suspension-sagas.js';
 import { SUSPENDED, suspendedUsersTable, usersByStatusTable } from './suspensions-tables.js';
@@ -60,6 +61,8 @@ export interface SuspensionsDeps {
   /** Shared by every request of the process: serialises sagas per user. */
   readonly lock: KeyedLock;
   readonly granularity: BucketGranularity;
+  /** The process's kept bucket lists of counted indexes (`offset`); without it, every page reads them. */
+  readonly rankCache?: RankCache;
   /** "Now": the clock's, or an idempotency key's plan (a redo suspends at the same time). */
   readonly ids: IdSource;
 }
@@ -232,7 +235,7 @@ export class Suspensions {
    */
   async page(args: PageArgs): Promise<SuspensionPage> {
     requireAdmin(this.deps.actor);
-    const index = countedIndex(this.deps.store, indexKeyOf(SUSPENSIONS_COUNT_KEY), suspensionOrder(this.deps.granularity));
+    const index = countedIndex(this.deps.store, indexKeyOf(SUSPENSIONS_COUNT_KEY), suspensionOrder(this.deps.granularity), this.deps.rankCache);
     const page = await pageFromSource(this.source(), args, { connectionName: 'suspendedUsers', codec: this.deps.codec, index, signal: this.deps.signal });
     return { ...page, countKey: SUSPENSIONS_COUNT_KEY };
   }

@@ -10,7 +10,7 @@ import type { FeedSpec } from '../../live/live-hub.js';
 import type { CursorCodec } from '../../paging/cursor.js';
 import { countedIndex } from '../../counts/count-ranks.js';
 import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
-import { timeuuidDescending } from '../../paging/ranked-index.js';
+import { timeuuidDescending, type RankCache } from '../../paging/ranked-index.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { Store } from '../../store/port.js';
@@ -57,6 +57,8 @@ export interface TimelineDeps {
   readonly changes: ChangeWriter;
   /** Records posts added and deleted in the author's `posts` count. */
   readonly counts: CountWriter;
+  /** The process's kept bucket lists of counted indexes (`offset`); without it, every page reads them. */
+  readonly rankCache?: RankCache;
 }
 
 /** A page of an author's posts, with the key its `totalCount` is read by. */
@@ -204,7 +206,7 @@ export class Timeline {
   async posts(authorId: string, args: PageArgs): Promise<PostPage> {
     const countKey = postsCountKey(authorId);
     // Only a page with an offset looks anything up in the index: none is made for the others.
-    const index = args.offset ? countedIndex(this.store, countKey, timeuuidDescending) : undefined;
+    const index = args.offset ? countedIndex(this.store, countKey, timeuuidDescending, this.deps.rankCache) : undefined;
     const page = await pageFromSource(this.source(authorId), args, { connectionName: 'posts', codec: this.codec, index, signal: this.deps.signal });
     return { ...page, countKey };
   }
