@@ -209,6 +209,32 @@ describeEachStore('writes landing after the window', (target) => {
     expect(await labels()).toEqual(['first', 'late', 'third']);
   }, target.ddlTimeoutMs);
 
+  it('count a list\'s only item whose whole append landed late, while the other server kept settling the list', async () => {
+    const w = await lateWorld(pool);
+    const owner = await w.b.ctx().users.create(aUser());
+    const list = await w.b.ctx().lists.create('Held', owner.id);
+    const applier = createListApplier({ ...w.b.services, cluster: CLUSTER });
+    const key = itemsCountKey(list.listId);
+    await w.heldBack('list_transactions', () => w.a.ctx().lists.add(list.listId, 'held'));
+    // The other server settles past the item's window before it lands.
+    for (let i = 0; i < 3; i++) {
+      w.at(w.now() + 5_000);
+      await w.settle();
+      await applier.runOnce();
+    }
+    expect([await w.a.read(key), await w.b.read(key)]).toEqual([0, 0]);
+    w.at(w.now() + 8_000);
+    await w.faults.land();
+    expect((await applier.runLate(HOUR_MS)).late).toBe(1);
+    expect((await w.b.services.countVerifier.runLate(HOUR_MS)).late).toBe(1);
+    w.at(w.now() + 10_000);
+    await w.settle();
+    await applier.runOnce();
+    const items = await w.b.ctx().lists.items(list.listId, { first: 10 });
+    expect(items.edges.map((e) => e.node.label)).toEqual(['held']);
+    expect([await w.a.read(key), await w.b.read(key)]).toEqual([1, 1]);
+  }, target.ddlTimeoutMs);
+
   it('count exactly a suspension lifted and an acceptance whose batches landed late', async () => {
     const w = await lateWorld(pool);
     const ctx = w.a.ctx();
