@@ -200,6 +200,19 @@ describe.skipIf(reason !== null)('two servers on Cassandra, one behind a proxy t
       );
       const itemsExactMs = Date.now() - landedAt;
       const itemId = settledItems.value[0].edges[0]?.node.id;
+      if (settledItems.value.some((v: { totalCount: number }) => v.totalCount !== 1)) {
+        const raw = Buffer.from(listId, 'base64').toString().split(':')[1];
+        const c = await cassandraClient(points);
+        const q = async (cql: string) => (await c.execute(cql)).rows.map((r) => JSON.stringify(r, (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
+        console.log('DEBUG landedAt', landedAt, 'now', Date.now(), 'list', raw);
+        console.log('DEBUG heads', await q(`SELECT * FROM ${keyspace}.connection_counts WHERE count_key = 'items:${raw}'`));
+        console.log('DEBUG ledger', await q(`SELECT * FROM ${keyspace}.count_items WHERE count_key = 'items:${raw}'`));
+        console.log('DEBUG events', await q(`SELECT * FROM ${keyspace}.count_events WHERE count_key = 'items:${raw}' ALLOW FILTERING`).catch((e) => String(e)));
+        console.log('DEBUG marks', await q(`SELECT * FROM ${keyspace}.window_marks WHERE job = 'counts' ALLOW FILTERING`));
+        console.log('DEBUG seen', await q(`SELECT * FROM ${keyspace}.window_seen ALLOW FILTERING`).catch((e) => String(e)));
+        console.log('DEBUG progress', await q(`SELECT * FROM ${keyspace}.job_progress`));
+        await c.shutdown();
+      }
       expect(settledItems.value).toEqual([
         { totalCount: 1, edges: [{ node: { id: itemId, label } }] },
         { totalCount: 1, edges: [{ node: { id: itemId, label } }] },
