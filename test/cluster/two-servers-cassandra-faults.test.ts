@@ -118,8 +118,8 @@ describe.skipIf(reason !== null)('two servers on Cassandra, one behind a proxy t
       STORE_WRITE_TIMEOUT_MS: String(writeTimeoutMs),
       LATE_WRITE_PASSES,
     };
-    // The direct server creates the schema; the held one then finds it.
-    direct = await startChildServer(':memory:', { ...env, INSTANCE_ID: 'direct', CASSANDRA_CONTACT_POINTS: points.join(',') });
+    // The direct server creates the schema (41 statements: over 30 s on a loaded node); the held one then finds it.
+    direct = await startChildServer(':memory:', { ...env, INSTANCE_ID: 'direct', CASSANDRA_CONTACT_POINTS: points.join(',') }, 'src/main.ts', 120_000);
     held = await startChildServer(':memory:', { ...env, INSTANCE_ID: 'held', CASSANDRA_CONTACT_POINTS: proxy.address });
   }, 240_000);
 
