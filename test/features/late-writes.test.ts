@@ -37,7 +37,7 @@ const HOUR_MS = 3_600_000;
 const TIMED: ClusterSettings = { ...CLUSTER, latePasses: [{ horizonMs: HOUR_MS, intervalMs: 20 }] };
 
 /** Poll `done` every few ms until it holds, or fail after `timeoutMs` of real time naming `what`. */
-async function waitFor(what: string, done: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+async function waitFor(what: string, done: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   for (const deadline = Date.now() + timeoutMs; !(await done()); ) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
