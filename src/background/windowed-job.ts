@@ -321,6 +321,16 @@ export class WindowedJob {
     return { horizonMs, reads: store.reads, late: subjects.size };
   }
 
+  /** One trailing pass as its timer runs it: `runLate` over `pass`'s horizon, then its report to `onLatePass`. */
+  async trailingPass(pass: LatePass): Promise<LatePassReport> {
+    // The pass first, then its report: an optional call (`onLatePass?.(…)`) skips its
+    // arguments when nothing listens, and a server without metrics then never ran a
+    // trailing pass (#35: the proxy test's late list item stayed uncounted).
+    const report = await this.runLate(pass.horizonMs);
+    this.options.onLatePass?.(report);
+    return report;
+  }
+
   private confirm(through: number): void {
     if (this.confirmed === null || through > this.confirmed) this.confirmed = through;
   }
@@ -351,7 +361,7 @@ export class WindowedJob {
         intervalMs: pass.intervalMs,
         runsWhen: this.options.runsWhen,
         pass: async () => {
-          this.options.onLatePass?.(await this.runLate(pass.horizonMs));
+          await this.trailingPass(pass);
         },
         onError: (err) => this.options.logger?.error({ err, job: this.spec.job, horizonMs: pass.horizonMs }, 'trailing pass failed; will retry'),
       }),

@@ -82,6 +82,35 @@ describe('ordered lists on a simulated cluster', () => {
     );
   }, 60_000);
 
+  for (const finder of [0, 1]) {
+    it(`count a list's only item whose append landed after every server passed its window, once server ${finder} runs its trailing passes as its timers do`, async () => {
+      // The proxy test's ordering (#35), step by step: the append (its transaction, its
+      // count's event and mark) lands a minute late, after both servers' passes.
+      const cluster = await SimCluster.create({ seed: 35, offsetsMs: [0, 400], lateLandingMs: 60_000 });
+      try {
+        const made = await cluster.at(1).run((ctx) => ctx.lists.create('held', OWNER));
+        if (made.kind !== 'ok') throw new Error('setup failed');
+        const { listId } = made.value;
+        const key = itemsCountKey(listId);
+        await cluster.settle({ rounds: 1 });
+        cluster.armLate(1);
+        expect((await cluster.at(0).run((ctx) => ctx.lists.add(listId, 'held'))).kind).toBe('error');
+        await cluster.settle();
+        await cluster.settle({ stepMs: 60_000, rounds: 1 });
+        await cluster.settle();
+        const counts = () => Promise.all(cluster.instances.map((instance) => instance.count(key)));
+        expect(await counts()).toEqual([0, 0]);
+        await cluster.at(finder).trailingPasses();
+        await cluster.settle();
+        expect(await pagedIds(cluster, listId, 3)).toHaveLength(1);
+        expect(await counts()).toEqual([1, 1]);
+        expect(await cluster.count(key)).toBe(1);
+      } finally {
+        await cluster.close();
+      }
+    }, 30_000);
+  }
+
   it('apply adds and moves whose appends landed minutes behind the cut, each item listed once and counted', async () => {
     await assertSim(
       'lists-late',

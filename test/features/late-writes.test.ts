@@ -24,6 +24,8 @@ import { aUser } from '../../src/features/users/user-mother.js';
 import { JOB_WINDOW_MS } from '../../src/background/windowed-job.js';
 import { connectionCountsTable } from '../../src/counts/count-tables.js';
 import type { WriteOptions } from '../../src/store/port.js';
+import type { ClusterSettings } from '../../src/config.js';
+import { HEAD_SLOT } from '../../src/counts/count-tables.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import type { Row, TableSpec } from '../../src/store/table.js';
 import { OutcomeFaultStore } from '../support/faulty-store.js';
@@ -31,6 +33,16 @@ import { CLUSTER, twoServers } from '../support/count-servers.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
 
 const HOUR_MS = 3_600_000;
+/** Trailing passes on a real timer, every 20 ms, over the last hour (as LATE_WRITE_PASSES=3600/… would, faster). */
+const TIMED: ClusterSettings = { ...CLUSTER, latePasses: [{ horizonMs: HOUR_MS, intervalMs: 20 }] };
+
+/** Poll `done` every few ms until it holds, or fail after `timeoutMs` of real time naming `what`. */
+async function waitFor(what: string, done: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; !(await done()); ) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 /** Holds the next write of a count's settlement (its head) until released: a verifier slow to write. */
 class SettlementGate extends StoreDecorator {
@@ -66,11 +78,11 @@ class SettlementGate extends StoreDecorator {
 }
 
 /** Two servers over a store whose writes can be held back and landed late. */
-async function lateWorld(pool: StorePool) {
+async function lateWorld(pool: StorePool, cluster: ClusterSettings = CLUSTER) {
   const { store: base } = await pool.create();
   const gate = new SettlementGate(base);
   const faults = new OutcomeFaultStore(gate);
-  const w = await twoServers(faults);
+  const w = await twoServers(faults, cluster);
   // From the real time on: the store stamps what it is not given a time for with it.
   w.at(Date.now());
   return {
@@ -231,6 +243,45 @@ describeEachStore('writes landing after the window', (target) => {
     await w.settle();
     await applier.runOnce();
     const items = await w.b.ctx().lists.items(list.listId, { first: 10 });
+    expect(items.edges.map((e) => e.node.label)).toEqual(['held']);
+    expect([await w.a.read(key), await w.b.read(key)]).toEqual([1, 1]);
+  }, target.ddlTimeoutMs);
+
+  it('count a list\'s only item whose append landed late once the servers\' own timers run the trailing passes, with no metrics listening to them', async () => {
+    // The proxy test's ordering (#35): the item's append, its count's event and mark
+    // with it, lands after both servers passed its window; only a trailing pass finds it.
+    const w = await lateWorld(pool, TIMED);
+    const owner = await w.b.ctx().users.create(aUser());
+    const list = await w.b.ctx().lists.create('Held', owner.id);
+    const appliers = [w.a, w.b].map((server) => createListApplier(server.services));
+    const key = itemsCountKey(list.listId);
+    await w.heldBack('list_transactions', () => w.a.ctx().lists.add(list.listId, 'held'));
+    for (let i = 0; i < 3; i++) {
+      w.at(w.now() + 5_000);
+      await w.settle();
+      for (const applier of appliers) await applier.runOnce();
+    }
+    w.at(w.now() + 8_000);
+    await w.faults.land();
+    expect([await w.a.read(key), await w.b.read(key)]).toEqual([0, 0]);
+    // Each server's timers as the server starts them (its trailing passes among them),
+    // created without metrics: nothing listens to the passes' reports.
+    const verifiers = [w.a.services.countVerifier, w.b.services.countVerifier];
+    for (const verifier of verifiers) verifier.startTrailing();
+    for (const applier of appliers) applier.start(HOUR_MS);
+    try {
+      await waitFor('a trailing pass to apply the item and mark its count for a full settlement', async () => {
+        const head = await w.base.get(connectionCountsTable, { count_key: key, slot: HEAD_SLOT });
+        return appliers[0]!.lateApplied + appliers[1]!.lateApplied === 1 && head?.redo_through != null;
+      });
+    } finally {
+      for (const verifier of verifiers) verifier.stop();
+      for (const applier of appliers) applier.stop();
+    }
+    w.at(w.now() + 10_000);
+    await w.settle();
+    for (const applier of appliers) await applier.runOnce();
+    const items = await w.a.ctx().lists.items(list.listId, { first: 10 });
     expect(items.edges.map((e) => e.node.label)).toEqual(['held']);
     expect([await w.a.read(key), await w.b.read(key)]).toEqual([1, 1]);
   }, target.ddlTimeoutMs);

@@ -10,21 +10,22 @@ import { Presence } from '../../src/background/presence.js';
 import { JOB_WINDOW_MS, closedThrough } from '../../src/background/windowed-job.js';
 import { MonotonicClock } from '../../src/store/clock.js';
 import type { Store } from '../../src/store/port.js';
+import type { ClusterSettings } from '../../src/config.js';
 
 /** When the servers' time starts. */
 export const T0 = Date.parse('2026-01-01T00:00:00Z');
 /** The cluster settings both servers run with. */
 export const CLUSTER = { clockSkewMs: 1_000, writeTimeoutMs: 2_000 };
 
-/** Two servers over `store` (its tables made here). */
-export async function twoServers(store: Store) {
+/** Two servers over `store` (its tables made here), with `cluster`'s settings (`CLUSTER` by default). */
+export async function twoServers(store: Store, cluster: ClusterSettings = CLUSTER) {
   await store.ensureTables(ALL_TABLES);
   let nowMs = T0;
   const server = async (name: string, offsetMs: number) => {
     const presence = await Presence.claim(store, name, { random: () => 0 });
     const clock = new MonotonicClock({ now: () => nowMs + offsetMs, node: presence.identity.node });
     const services = createServices(
-      { cursorSecret: 'connection-counts-test-secret', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins', cluster: CLUSTER },
+      { cursorSecret: 'connection-counts-test-secret', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins', cluster },
       { store, logger: pino({ level: 'silent' }), clock, presence },
     );
     return {
@@ -32,7 +33,7 @@ export async function twoServers(store: Store) {
       ctx: () => createRequestContext(services, { username: 'root', isAdmin: true }),
       /** Record a change as a write would, alone in its batch. */
       record: (change: CountChange) => store.batch(services.counts.mutations(change)),
-      read: async (key: string) => (await readConnectionCounts(store, [key], { nowMs: nowMs + offsetMs, cluster: CLUSTER, progress: services.countVerifier.progress() }))[0]!,
+      read: async (key: string) => (await readConnectionCounts(store, [key], { nowMs: nowMs + offsetMs, cluster, progress: services.countVerifier.progress() }))[0]!,
     };
   };
   const a = await server('a', 0);
@@ -44,12 +45,12 @@ export async function twoServers(store: Store) {
     at: (ms: number) => void (nowMs = ms),
     now: () => nowMs,
     /** Time enough for every window written so far to close. */
-    closeWindows: () => void (nowMs += CLUSTER.clockSkewMs + CLUSTER.writeTimeoutMs + 2 * JOB_WINDOW_MS),
+    closeWindows: () => void (nowMs += cluster.clockSkewMs + cluster.writeTimeoutMs + 2 * JOB_WINDOW_MS),
     /** The end of the closed windows, by the first server's clock. */
-    through: () => closedThrough(a.services.clock, CLUSTER),
+    through: () => closedThrough(a.services.clock, cluster),
     /** Let every window close, and both verifiers pass. */
     async settle() {
-      nowMs += CLUSTER.clockSkewMs + CLUSTER.writeTimeoutMs + 2 * JOB_WINDOW_MS;
+      nowMs += cluster.clockSkewMs + cluster.writeTimeoutMs + 2 * JOB_WINDOW_MS;
       await a.services.countVerifier.runOnce();
       await b.services.countVerifier.runOnce();
     },

@@ -63,6 +63,8 @@ export class SimTime {
 interface LateLanding {
   /** Whether to hold some back now. */
   readonly armed: boolean;
+  /** The share of marked batches held back while armed. */
+  readonly share: number;
   hold(land: () => Promise<void>): void;
 }
 
@@ -169,7 +171,7 @@ export class SimStore extends StoreDecorator {
     }
     const call: StoreCall = { operation: 'batch', table: stamped[0]?.table.name ?? null, tables: [] };
     const late = this.late;
-    if (late?.armed && stamped.some((m) => m.table.name === windowMarksTable.name) && this.random() < LATE_SHARE) {
+    if (late?.armed && stamped.some((m) => m.table.name === windowMarksTable.name) && this.random() < late.share) {
       return this.around(call, async () => {
         late.hold(() => this.inner.batch(stamped));
         throw new StoreOutcomeUnknownError('simulated write timeout: the batch lands late', { timedOut: true });
@@ -286,14 +288,25 @@ export class SimInstance {
     await this.services.nameSweeper.runOnce();
   }
 
-  /** One trailing pass per configured horizon of every job that has them (`LATE_WRITE_PASSES`). */
+  /**
+   * One trailing pass per configured horizon of every job that has them
+   * (`LATE_WRITE_PASSES`), each as its timer runs it (and, like a server without
+   * metrics, with nothing listening to its report).
+   */
   async trailingPasses(): Promise<void> {
     for (const pass of latePassesOf(this.services.cluster)) {
-      await this.verifier.runLate(pass.horizonMs);
-      await this.services.nameSweeper.runLate(pass.horizonMs);
-      await this.applier.runLate(pass.horizonMs);
+      await this.verifier.trailingPass(pass);
+      await this.services.nameSweeper.trailingPass(pass);
+      await this.applier.trailingPass(pass);
       await this.services.live.latePass(pass);
     }
+  }
+
+  /** A connection count as this process reads it: through its verifier's progress. */
+  async count(key: string): Promise<number> {
+    const nowMs = Number(this.services.clock.nowMicros() / 1000n);
+    const [count] = await readConnectionCounts(this.cluster.base, [key], { nowMs, cluster: this.services.cluster, progress: this.verifier.progress() });
+    return count!;
   }
 
   /** The process died: its timers stop. */
@@ -331,6 +344,8 @@ export class SimCluster {
   private readonly held: Array<{ readonly dueAt: number; readonly land: () => Promise<void> }> = [];
   /** Whether batches are held back now (`armLate`; `settle` disarms, as it does crashes). */
   private lateArmed = false;
+  /** The share of marked batches held back while armed. */
+  private lateShare = LATE_SHARE;
   /** Where instances' stores hold batches back; null without `lateLandingMs`. */
   readonly late: LateLanding | null;
 
@@ -344,6 +359,9 @@ export class SimCluster {
         : {
             get armed() {
               return cluster.lateArmed;
+            },
+            get share() {
+              return cluster.lateShare;
             },
             hold: (land) => void this.held.push({ dueAt: this.time.now() + lateMs, land }),
           };
@@ -408,9 +426,10 @@ export class SimCluster {
     }
   }
 
-  /** From now until the next `settle`, hold some batches back (with `lateLandingMs`). */
-  armLate(): void {
+  /** From now until the next `settle`, hold some batches back (with `lateLandingMs`): `share` of those that carry a mark. */
+  armLate(share: number = LATE_SHARE): void {
     this.lateArmed = true;
+    this.lateShare = share;
   }
 
   /** Land the held-back batches that are due, in the order they were held. */

@@ -46,7 +46,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, latePassesOf, type ClusterSettings } from '../../config.js';
+import { DEFAULT_CLUSTER_SETTINGS, DEFAULT_LIVE_SETTINGS, latePassesOf, type ClusterSettings, type LatePass } from '../../config.js';
 import { WindowedJob, type LatePassReport } from '../../background/windowed-job.js';
 import { ChangeClock, createChangeWriter, readNewestChange, type ChangeWriter } from '../../live/change-log.js';
 import type { Clock } from '../../store/clock.js';
@@ -173,6 +173,11 @@ export class ListApplier {
   /** One trailing pass over the last `horizonMs` (the timers run them; tests call it). */
   runLate(horizonMs: number): Promise<LatePassReport> {
     return this.trailing ? this.trailing.runLate(horizonMs) : Promise.resolve({ horizonMs, reads: 0, late: 0 });
+  }
+
+  /** One trailing pass as its timer runs it (reported to `onLatePass`): what a simulated process runs instead of the timer. */
+  trailingPass(pass: LatePass): Promise<LatePassReport> {
+    return this.trailing ? this.trailing.trailingPass(pass) : Promise.resolve({ horizonMs: pass.horizonMs, reads: 0, late: 0 });
   }
 
   /**
