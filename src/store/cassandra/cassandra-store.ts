@@ -45,6 +45,7 @@ import { connectFailureOf, isBatchlogTimeout, oneLine, storeErrorFrom, type Conn
 import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-ranges.js';
 import { existingKeyOf, keyDifferences, schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
 import { fromDriver, toDriver } from './cassandra-values.js';
+import { SendTurn } from './cassandra-send-turn.js';
 
 const { types } = cassandra;
 
@@ -195,6 +196,7 @@ export class CassandraStore implements Store {
   /** Whether the last logged batch went through the adapter's batchlog (a change is logged). */
   private usingOwnBatchlog = false;
   private replayTimer: NodeJS.Timeout | null = null;
+  private readonly sendTurn = new SendTurn();
 
   constructor(options: CassandraStoreOptions) {
     checkIdentifier(`keyspace "${options.keyspace}"`, options.keyspace);
@@ -543,6 +545,8 @@ export class CassandraStore implements Store {
     const driverOptions = common ? this.commonOptions(options) : this.queryOptions(options);
     let result: CassandraResultLike;
     try {
+      // Reads wait for the loop's check phase, so that the reads of requests that arrived together share a socket write.
+      if (!options.write) await this.sendTurn.next();
       result = await this.client.execute(statement.query, statement.params, driverOptions);
     } catch (err) {
       throw storeErrorFrom(err, { write: options.write });
