@@ -51,6 +51,14 @@ describe("the Cassandra adapter's send turn", () => {
     ]);
   });
 
+  it("hands a getMany's reads and another callback's read to the driver together", async () => {
+    const client = new TickCountingClient();
+    const store = new CassandraStore({ client, keyspace: 'ks' });
+    const [many, one] = await fromSeparateCallbacks([() => store.getMany(kv, [{ id: ID[0] }, { id: ID[1] }]), () => store.get(kv, { id: ID[0] })]);
+    expect([many, one]).toEqual([[null, null], null]);
+    expect(client.sent.map((s) => s.ticksRun)).toEqual([0, 0, 0]);
+  });
+
   it('sends a write at once, in its own callback: writes are not held', async () => {
     const client = new TickCountingClient();
     const store = new CassandraStore({ client, keyspace: 'ks' });

@@ -165,7 +165,12 @@ interface RunOptions {
   readonly fetchSize?: number;
   readonly consistency?: cassandra.types.consistencies;
   readonly prepare?: boolean;
+  /** A read whose caller already waited for the send turn (`SendTurn`): sent at once. */
+  readonly turnTaken?: boolean;
 }
+
+/** The options of an idempotent read sent at once, its caller having waited for the send turn. */
+const TURN_TAKEN: RunOptions = { idempotent: true, turnTaken: true };
 
 /** The Cassandra adapter. */
 export class CassandraStore implements Store {
@@ -284,7 +289,10 @@ export class CassandraStore implements Store {
     const checked = keys.map((k) => primaryKeyOf(table, k));
     // One statement per key, each to its own replicas; all at once when they are few.
     if (checked.length <= this.readConcurrency) {
-      return Promise.all(checked.map(async (k) => this.liveRow(table, (await this.run(tally, this.selectRow(table, k), { idempotent: true })).rows[0])));
+      if (checked.length === 0) return [];
+      // One wait for the send turn, not one per key.
+      await this.sendTurn.next();
+      return Promise.all(checked.map(async (k) => this.liveRow(table, (await this.run(tally, this.selectRow(table, k), TURN_TAKEN)).rows[0])));
     }
     const out: Array<Row | null> = new Array(checked.length).fill(null);
     // Many keys: a bounded number in flight.
@@ -546,7 +554,7 @@ export class CassandraStore implements Store {
     let result: CassandraResultLike;
     try {
       // Reads wait for the loop's check phase, so that the reads of requests that arrived together share a socket write.
-      if (!options.write) await this.sendTurn.next();
+      if (!options.write && !options.turnTaken) await this.sendTurn.next();
       result = await this.client.execute(statement.query, statement.params, driverOptions);
     } catch (err) {
       throw storeErrorFrom(err, { write: options.write });
