@@ -59,6 +59,18 @@ describe("the Cassandra adapter's send turn", () => {
     expect(client.sent.map((s) => s.ticksRun)).toEqual([0, 0, 0]);
   });
 
+  it("hands the first reads of a getMany of more keys than it sends at once to the driver with another callback's read", async () => {
+    const client = new TickCountingClient();
+    const store = new CassandraStore({ client, keyspace: 'ks', readConcurrency: 2 });
+    const keys = [{ id: ID[0] }, { id: ID[1] }, { id: ID[0] }];
+    const [many, one] = await fromSeparateCallbacks([() => store.getMany(kv, keys), () => store.get(kv, { id: ID[1] })]);
+    expect([many, one]).toEqual([[null, null, null], null]);
+    const ticks = client.sent.map((s) => s.ticksRun);
+    expect(ticks.slice(0, 3)).toEqual([0, 0, 0]);
+    expect(ticks).toHaveLength(4);
+    expect(ticks[3]).toBeGreaterThan(0);
+  });
+
   it('sends a write at once, in its own callback: writes are not held', async () => {
     const client = new TickCountingClient();
     const store = new CassandraStore({ client, keyspace: 'ks' });

@@ -171,6 +171,8 @@ interface RunOptions {
 
 /** The options of an idempotent read sent at once, its caller having waited for the send turn. */
 const TURN_TAKEN: RunOptions = { idempotent: true, turnTaken: true };
+/** The options of an idempotent read. */
+const READ: RunOptions = { idempotent: true };
 
 /** The Cassandra adapter. */
 export class CassandraStore implements Store {
@@ -287,20 +289,22 @@ export class CassandraStore implements Store {
   async getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
     const tally = activeTally();
     const checked = keys.map((k) => primaryKeyOf(table, k));
+    if (checked.length === 0) return [];
+    // One wait for the send turn for the first reads, not one per key.
+    await this.sendTurn.next();
     // One statement per key, each to its own replicas; all at once when they are few.
     if (checked.length <= this.readConcurrency) {
-      if (checked.length === 0) return [];
-      // One wait for the send turn, not one per key.
-      await this.sendTurn.next();
       return Promise.all(checked.map(async (k) => this.liveRow(table, (await this.run(tally, this.selectRow(table, k), TURN_TAKEN)).rows[0])));
     }
     const out: Array<Row | null> = new Array(checked.length).fill(null);
-    // Many keys: a bounded number in flight.
+    // Many keys: a bounded number in flight; a worker's later reads, asked as answers arrive, wait for the turn as any read does.
     let next = 0;
     const worker = async () => {
+      let options = TURN_TAKEN;
       while (next < checked.length) {
         const i = next++;
-        const result = await this.run(tally, this.selectRow(table, checked[i]!), { idempotent: true });
+        const result = await this.run(tally, this.selectRow(table, checked[i]!), options);
+        options = READ;
         out[i] = this.liveRow(table, result.rows[0]);
       }
     };
