@@ -22,7 +22,7 @@
  * quotes are in bench/results/recorded-cassandra.json).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { runCompiled } from './compiled.js';
@@ -174,15 +174,34 @@ async function startFloor(oursPort: number, workloads: readonly Workload[], env:
   return floor;
 }
 
-/** Check, warm up and load `workload` on `server`; Cassandra's CPU per request where visible. */
-async function loadHttp(server: Started, workload: Workload, name: string): Promise<Measure & { cassandraCpuMsPerRequest: number | null }> {
+/** Write system calls a process has made so far (`syscw` of /proc/PID/io; null where it cannot be read). */
+function writeCalls(pid: number): number | null {
+  try {
+    return Number(/^syscw: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))![1]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Check, warm up and load `workload` on `server`; Cassandra's CPU per request where
+ * visible, and the server's socket writes per request (one is the response; the rest
+ * went to Cassandra).
+ */
+async function loadHttp(server: Started, workload: Workload, name: string): Promise<Measure & { cassandraCpuMsPerRequest: number | null; writesPerRequest: number | null }> {
   await check(server.port, workload, name);
   await load(server.port, server.child.pid!, workload, WARMUP, CONNECTIONS);
   const dbBefore = cassandraCpuMs(pids);
+  const writesBefore = writeCalls(server.child.pid!);
   const http = await load(server.port, server.child.pid!, workload, DURATION, CONNECTIONS);
   const dbAfter = cassandraCpuMs(pids);
+  const writesAfter = writeCalls(server.child.pid!);
   const total = http.requestsPerSecond * DURATION;
-  return { ...http, cassandraCpuMsPerRequest: dbBefore === null || dbAfter === null ? null : +((dbAfter - dbBefore) / total).toFixed(3) };
+  return {
+    ...http,
+    cassandraCpuMsPerRequest: dbBefore === null || dbAfter === null ? null : +((dbAfter - dbBefore) / total).toFixed(3),
+    writesPerRequest: writesBefore === null || writesAfter === null ? null : +((writesAfter - writesBefore) / total).toFixed(2),
+  };
 }
 
 // ---- the run ---------------------------------------------------------------------------
@@ -314,6 +333,8 @@ async function main(): Promise<void> {
         row(`${page.name}: over HTTP req/s`, fmt(pick((r) => r.http.requestsPerSecond)));
         row(`${page.name}: over HTTP p50 / p99 ms`, `${median(rounds.map((r) => r.http.p50))} / ${median(rounds.map((r) => r.http.p99))}`);
         row(`${page.name}: over HTTP server CPU ms/request`, fmt(pick((r) => r.http.cpuMsPerRequest ?? NaN), 3));
+        row(`${page.name}: over HTTP server socket writes/request (the response, and to Cassandra)`, fmt(pick((r) => r.http.writesPerRequest ?? NaN), 2));
+        row(`${page.name}: over HTTP Cassandra CPU ms/request (in process; the driver alone)`, `${fmt(pick((r) => r.http.cassandraCpuMsPerRequest ?? NaN), 3)} (${fmt(pick((r) => r.inProcess.cassandraCpuMsPerOp ?? NaN), 3)}; ${fmt(pick((r) => r.ceiling.cassandraCpuMsPerOp ?? NaN), 3)})`);
         row(`${page.name}: ours over HTTP / ceiling`, `${fmt(pick((r) => r.httpOverCeiling), 3)}x`);
         row(`${page.name}: Apollo's floor req/s`, fmt(pick((r) => r.floor.requestsPerSecond)));
         row(`${page.name}: Apollo's floor p50 / p99 ms`, `${median(rounds.map((r) => r.floor.p50))} / ${median(rounds.map((r) => r.floor.p99))}`);

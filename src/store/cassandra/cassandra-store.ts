@@ -45,6 +45,7 @@ import { connectFailureOf, isBatchlogTimeout, oneLine, storeErrorFrom, type Conn
 import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-ranges.js';
 import { existingKeyOf, keyDifferences, schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
 import { fromDriver, toDriver } from './cassandra-values.js';
+import { SendTurn } from './cassandra-send-turn.js';
 
 const { types } = cassandra;
 
@@ -164,7 +165,14 @@ interface RunOptions {
   readonly fetchSize?: number;
   readonly consistency?: cassandra.types.consistencies;
   readonly prepare?: boolean;
+  /** A read whose caller already waited for the send turn (`SendTurn`): sent at once. */
+  readonly turnTaken?: boolean;
 }
+
+/** The options of an idempotent read sent at once, its caller having waited for the send turn. */
+const TURN_TAKEN: RunOptions = { idempotent: true, turnTaken: true };
+/** The options of an idempotent read. */
+const READ: RunOptions = { idempotent: true };
 
 /** The Cassandra adapter. */
 export class CassandraStore implements Store {
@@ -195,6 +203,7 @@ export class CassandraStore implements Store {
   /** Whether the last logged batch went through the adapter's batchlog (a change is logged). */
   private usingOwnBatchlog = false;
   private replayTimer: NodeJS.Timeout | null = null;
+  private readonly sendTurn = new SendTurn();
 
   constructor(options: CassandraStoreOptions) {
     checkIdentifier(`keyspace "${options.keyspace}"`, options.keyspace);
@@ -280,17 +289,22 @@ export class CassandraStore implements Store {
   async getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
     const tally = activeTally();
     const checked = keys.map((k) => primaryKeyOf(table, k));
+    if (checked.length === 0) return [];
+    // One wait for the send turn for the first reads, not one per key.
+    await this.sendTurn.next();
     // One statement per key, each to its own replicas; all at once when they are few.
     if (checked.length <= this.readConcurrency) {
-      return Promise.all(checked.map(async (k) => this.liveRow(table, (await this.run(tally, this.selectRow(table, k), { idempotent: true })).rows[0])));
+      return Promise.all(checked.map(async (k) => this.liveRow(table, (await this.run(tally, this.selectRow(table, k), TURN_TAKEN)).rows[0])));
     }
     const out: Array<Row | null> = new Array(checked.length).fill(null);
-    // Many keys: a bounded number in flight.
+    // Many keys: a bounded number in flight; a worker's later reads, asked as answers arrive, wait for the turn as any read does.
     let next = 0;
     const worker = async () => {
+      let options = TURN_TAKEN;
       while (next < checked.length) {
         const i = next++;
-        const result = await this.run(tally, this.selectRow(table, checked[i]!), { idempotent: true });
+        const result = await this.run(tally, this.selectRow(table, checked[i]!), options);
+        options = READ;
         out[i] = this.liveRow(table, result.rows[0]);
       }
     };
@@ -543,6 +557,8 @@ export class CassandraStore implements Store {
     const driverOptions = common ? this.commonOptions(options) : this.queryOptions(options);
     let result: CassandraResultLike;
     try {
+      // Reads wait for the loop's check phase, so that the reads of requests that arrived together share a socket write.
+      if (!options.write && !options.turnTaken) await this.sendTurn.next();
       result = await this.client.execute(statement.query, statement.params, driverOptions);
     } catch (err) {
       throw storeErrorFrom(err, { write: options.write });
