@@ -14,33 +14,10 @@ import { ChangeClock, createChangeWriter, feedBucketOf, type Change } from '../.
 import { LiveHub } from '../../src/live/live-hub.js';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { MonotonicClock } from '../../src/store/clock.js';
-import type { Mutation, Store } from '../../src/store/port.js';
-import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { microsOfTimeuuid } from '../../src/store/timeuuid.js';
+import { BatchRecorder, partitionKeyValue } from '../../bench/without-change-log.js';
 import { collectDeliveries } from '../support/live-client.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
-
-/** A store that keeps every batch it is given. */
-class BatchRecorder extends StoreDecorator {
-  readonly batches: Mutation[][] = [];
-  protected around<T>(_call: StoreCall, run: () => Promise<T>): Promise<T> {
-    return run();
-  }
-  override batch(mutations: readonly Mutation[]): Promise<void> {
-    this.batches.push([...mutations]);
-    return super.batch(mutations);
-  }
-}
-
-/**
- * The partition key value a mutation writes, as Cassandra groups a batch's mutations
- * (one per keyspace and serialized key, whatever the table): the key columns' types and
- * values, not their names.
- */
-function partitionKeyValue(m: Mutation): string {
-  const row = m.kind === 'upsert' ? m.row : m.kind === 'delete' ? m.key : m.partition;
-  return JSON.stringify(m.table.partitionKey.map((c) => [m.table.columns[c], String(row[c])]));
-}
 
 const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
 
