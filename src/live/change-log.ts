@@ -252,9 +252,9 @@ export function compareChanges(a: Change, b: Change): number {
 
 /**
  * The newest change of a feed with an id from `from` on, up to `through` (µs) or past
- * it (a writer's clock ahead), or null: the newest row of its partition, or of the retired `live_changes` (newest bucket
- * first, one row each) when that one is newer, as one written by a server not yet
- * upgraded would be.
+ * it (a writer's clock ahead), or null: the newest row of its partition, or of the
+ * retired `live_changes` (newest bucket first, one row each) when that one is newer, as
+ * one written by a server not yet upgraded would be.
  */
 export async function readNewestChange(store: Store, feed: string, from: bigint, through: bigint): Promise<Change | null> {
   const newest = async (table: TableSpec, partition: Row): Promise<Change | null> => {
