@@ -2,8 +2,14 @@
  * The change log behind live connections: every write that changes a connection also
  * appends a change row here, in the same logged batch or saga step. Two layouts hold
  * the same rows:
- * - `live_changes`, partitioned by (feed, hour bucket): a server with subscribers to a
- *   feed polls that feed alone, and a client resuming from a cursor reads it back;
+ * - `live_feed_changes`, one partition per feed: a server with subscribers to a feed
+ *   polls that feed alone, and a client resuming from a cursor reads it back. Its
+ *   partition key is the feed's name alone, a text, so a feed named as the count its
+ *   write also changes (`posts:<authorId>`) shares the count's partition key value:
+ *   Cassandra applies a logged batch as one mutation per partition key value (whatever
+ *   the tables), so the change row adds no partition to `createPost`'s batch (issue 39).
+ *   A partition holds the feed's last `LIVE_RETENTION_S` of changes, the older ones
+ *   expired (below every read's lower bound, so no read passes over them);
  * - `live_change_shards`, partitioned by (shard, 5-minute bucket): a few partitions
  *   that hold every feed's changes, so a server with many active feeds reads a fixed
  *   number of partitions per poll instead of one per feed (live-hub.ts chooses).
@@ -14,7 +20,7 @@
  */
 import { defineTable } from '../store/table.js';
 
-/** Width of a feed's partition in `live_changes` (ms): an hour of one feed's changes. */
+/** Width of a feed's partition in the retired `live_changes` (ms): an hour of one feed's changes. */
 export const FEED_BUCKET_MS = 3_600_000;
 /** Width of a shard's partition in `live_change_shards` (ms): five minutes of every feed's changes. */
 export const SHARD_BUCKET_MS = 300_000;
@@ -27,8 +33,23 @@ export const CHANGE_SHARDS = 8;
  */
 const CHANGE_LOG_GC_GRACE_SECONDS = 10_800;
 
-/** One feed's changes, an hour per partition, in change-id (time) order. */
-export const liveChangesTable = defineTable({
+/** One feed's changes, in change-id (time) order: the feed's partition (see the file comment). */
+export const liveFeedChangesTable = defineTable({
+  name: 'live_feed_changes',
+  columns: { feed: 'text', change_id: 'timeuuid', kind: 'text', item: 'text', payload: 'text' },
+  partitionKey: ['feed'],
+  clustering: ['change_id'],
+  gcGraceSeconds: CHANGE_LOG_GC_GRACE_SECONDS,
+  timeWindowMinutes: 60,
+});
+
+/**
+ * The per-feed layout before issue 39, an hour per partition: no longer written, still
+ * read by a resuming subscriber's catch-up and by `readNewestChange`, so that a cursor
+ * given before the upgrade, and a change written by a server not yet upgraded, are
+ * found. Drop it one release later (docs/operations.md, "Upgrading").
+ */
+export const legacyLiveChangesTable = defineTable({
   name: 'live_changes',
   columns: { feed: 'text', bucket: 'bigint', change_id: 'timeuuid', kind: 'text', item: 'text', payload: 'text' },
   partitionKey: ['feed', 'bucket'],
@@ -48,4 +69,4 @@ export const liveChangeShardsTable = defineTable({
 });
 
 /** Every table of the change log. */
-export const liveTables = [liveChangesTable, liveChangeShardsTable];
+export const liveTables = [liveFeedChangesTable, liveChangeShardsTable, legacyLiveChangesTable];

@@ -18,7 +18,7 @@ import type { IdSource } from '../store/id-source.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { Row, TableSpec } from '../store/table.js';
 import { microsOfTimeuuid, minTimeuuidOfMicros, timeuuidOfMicros } from '../store/timeuuid.js';
-import { CHANGE_SHARDS, FEED_BUCKET_MS, SHARD_BUCKET_MS, liveChangeShardsTable, liveChangesTable } from './change-log-tables.js';
+import { CHANGE_SHARDS, FEED_BUCKET_MS, SHARD_BUCKET_MS, legacyLiveChangesTable, liveChangeShardsTable, liveFeedChangesTable } from './change-log-tables.js';
 
 /** A change to one connection, as it travels through the log. */
 export interface Change {
@@ -65,7 +65,7 @@ export class ChangeClock {
   }
 }
 
-/** The partition bucket (ms) of a change id's time in `live_changes`. */
+/** The partition bucket (ms) of a change id's time in the retired `live_changes`. */
 export function feedBucketOf(micros: bigint): bigint {
   const ms = micros / 1000n;
   return ms - (((ms % BigInt(FEED_BUCKET_MS)) + BigInt(FEED_BUCKET_MS)) % BigInt(FEED_BUCKET_MS));
@@ -88,7 +88,11 @@ export function shardOf(feed: string): number {
 export interface ChangeWriter {
   /** A new change id from the process's change clock, above the change id `after` when given. */
   nextId(after?: string): string;
-  /** The mutations that append `change` to its feed (and its shard), to go in the write's logged batch. */
+  /**
+   * The mutations that append `change` to its feed (and its shard), to go in the write's
+   * logged batch. A feed named as a partition the batch already writes (its count's key)
+   * costs the batch no partition (change-log-tables.ts): the shard's row is the one more.
+   */
   mutations(change: Change): Mutation[];
 }
 
@@ -101,7 +105,7 @@ export function createChangeWriter(clock: ChangeClock, options: { retentionSecon
       const micros = microsOfTimeuuid(change.id);
       const cells = { change_id: change.id, kind: change.kind, item: change.item, payload: JSON.stringify(change.payload) };
       return [
-        { kind: 'upsert', table: liveChangesTable, row: { feed: change.feed, bucket: feedBucketOf(micros), ...cells }, options: { ttl } },
+        { kind: 'upsert', table: liveFeedChangesTable, row: { feed: change.feed, ...cells }, options: { ttl } },
         {
           kind: 'upsert',
           table: liveChangeShardsTable,
@@ -162,17 +166,44 @@ async function readPartition(store: Store, table: TableSpec, partition: Row, fro
 
 /**
  * A feed's changes with ids from `from` through `through` (µs), in id order: one slice
- * per hour bucket (normally one), each up to `limit` rows. The read is complete below
- * `completeBelow`, which is past `through` unless a bucket filled its limit. `below`
- * (µs, exclusive) bounds the slices themselves, for a range that ends before the newest
- * changes (a trailing pass's); without it the last bucket is read to its end.
+ * of its partition, up to `limit` rows. The read is complete below `completeBelow`,
+ * which is past `through` unless the slice filled its limit. `below` (µs, exclusive)
+ * bounds the slice itself, for a range that ends before the newest changes (a trailing
+ * pass's); without it the partition is read to its end. `legacy` also reads the retired
+ * `live_changes` (a resuming subscriber's catch-up, whose cursor may predate the
+ * upgrade): the two reads merged, complete below the lower of their bounds.
  */
-export async function readFeed(store: Store, feed: string, from: bigint, through: bigint, limit: number, below?: bigint): Promise<LogRead & { reads: number }> {
+export async function readFeed(
+  store: Store,
+  feed: string,
+  from: bigint,
+  through: bigint,
+  limit: number,
+  below?: bigint,
+  options: { legacy?: boolean } = {},
+): Promise<LogRead & { reads: number }> {
+  const read = await readPartition(store, liveFeedChangesTable, { feed }, from, limit, UNBOUNDED, below);
+  const last = read.changes.at(-1);
+  // Read to the partition's end: complete through `through`, and past every row read.
+  const end = last && microsOfTimeuuid(last.id) >= through ? microsOfTimeuuid(last.id) + 1n : through + 1n;
+  const current = { changes: read.changes, completeBelow: read.completeBelow === UNBOUNDED ? end : read.completeBelow, reads: 1 };
+  if (!options.legacy) return current;
+  const legacy = await readLegacyFeed(store, feed, from, through, limit, below);
+  const completeBelow = current.completeBelow < legacy.completeBelow ? current.completeBelow : legacy.completeBelow;
+  const changes = [...current.changes, ...legacy.changes].filter((c) => microsOfTimeuuid(c.id) < completeBelow).sort(compareChanges);
+  return { changes, completeBelow, reads: current.reads + legacy.reads };
+}
+
+/** Past any change id (µs): the bound of a partition read to its end. */
+const UNBOUNDED = 1n << 62n;
+
+/** `readFeed` over the retired `live_changes`: one slice per hour bucket (normally one). */
+async function readLegacyFeed(store: Store, feed: string, from: bigint, through: bigint, limit: number, below?: bigint): Promise<LogRead & { reads: number }> {
   const changes: Change[] = [];
   let reads = 0;
   for (const bucket of bucketsBetween(from, through, feedBucketOf, FEED_BUCKET_MS)) {
     const bucketEnd = (bucket + BigInt(FEED_BUCKET_MS)) * 1000n;
-    const read = await readPartition(store, liveChangesTable, { feed, bucket }, from, limit - changes.length, bucketEnd, below);
+    const read = await readPartition(store, legacyLiveChangesTable, { feed, bucket }, from, limit - changes.length, bucketEnd, below);
     reads++;
     changes.push(...read.changes);
     if (read.completeBelow < bucketEnd || changes.length >= limit) {
@@ -220,21 +251,27 @@ export function compareChanges(a: Change, b: Change): number {
 }
 
 /**
- * The newest change of a feed with an id from `from` through `through` (µs), or null:
- * newest bucket first, one row each.
+ * The newest change of a feed with an id from `from` on, up to `through` (µs) or past
+ * it (a writer's clock ahead), or null: the newest row of its partition, or of the
+ * retired `live_changes` (newest bucket first, one row each) when that one is newer, as
+ * one written by a server not yet upgraded would be.
  */
 export async function readNewestChange(store: Store, feed: string, from: bigint, through: bigint): Promise<Change | null> {
-  const buckets = bucketsBetween(from, through, feedBucketOf, FEED_BUCKET_MS).reverse();
-  for (const bucket of buckets) {
-    const [row] = await store.slice(liveChangesTable, {
-      partition: { feed, bucket },
+  const newest = async (table: TableSpec, partition: Row): Promise<Change | null> => {
+    const [row] = await store.slice(table, {
+      partition,
       lower: { values: [minTimeuuidOfMicros(from)], inclusive: true },
       reverse: true,
       limit: 1,
     });
-    if (row) return changeFromRow(row);
+    return row ? changeFromRow(row) : null;
+  };
+  const current = await newest(liveFeedChangesTable, { feed });
+  let legacy: Change | null = null;
+  for (const bucket of bucketsBetween(from, through, feedBucketOf, FEED_BUCKET_MS).reverse()) {
+    if ((legacy = await newest(legacyLiveChangesTable, { feed, bucket }))) break;
   }
-  return null;
+  return current && (!legacy || compareChanges(current, legacy) > 0) ? current : legacy;
 }
 
 /**

@@ -53,8 +53,8 @@ import type { CursorCodec } from '../paging/cursor.js';
 import type { Clock } from '../store/clock.js';
 import type { Store } from '../store/port.js';
 import { microsOfTimeuuid } from '../store/timeuuid.js';
-import { CHANGE_SHARDS, FEED_BUCKET_MS, SHARD_BUCKET_MS } from './change-log-tables.js';
-import { feedBucketOf, readFeed, readShards, shardBucketOf, type Change, type LogRead } from './change-log.js';
+import { CHANGE_SHARDS, SHARD_BUCKET_MS } from './change-log-tables.js';
+import { readFeed, readShards, shardBucketOf, type Change, type LogRead } from './change-log.js';
 import { changeKey, encodeFeedCursor, type FeedPosition } from './feed-cursor.js';
 
 /** What a feature says of a change read from its feed: deliver it, never deliver it, or ask again next poll. */
@@ -554,7 +554,8 @@ export class LiveHub {
     const started = this.options.clock.nowMicros();
     const through = started + this.aheadMicros;
     try {
-      const read = await readFeed(this.options.store, subscriber.spec.feed, subscriber.catchUpFrom, through, READ_LIMIT);
+      // With the retired layout too: a cursor given before the upgrade stands in it (change-log-tables.ts).
+      const read = await readFeed(this.options.store, subscriber.spec.feed, subscriber.catchUpFrom, through, READ_LIMIT, undefined, { legacy: true });
       if (subscriber.state !== 'catching-up') return;
       const feed = this.feedOf(subscriber.spec);
       const { deliverable, completeBelow } = await this.admitted(subscriber.spec, feed.decided, read, started);
@@ -964,15 +965,15 @@ export class LiveHub {
     if (this.mode === 'feeds' || ranges.size === 0 || this.lastRows.shards === null) return 'feeds';
     let from: bigint | null = null;
     let below: bigint | null = null;
-    let feedReads = 0n;
+    // One slice per feed, whatever the span (a feed is one partition).
+    const feedReads = ranges.size;
     for (const range of ranges.values()) {
-      feedReads += (feedBucketOf(range.below) - feedBucketOf(range.from)) / BigInt(FEED_BUCKET_MS) + 1n;
       if (from === null || range.from < from) from = range.from;
       if (below === null || range.below > below) below = range.below;
     }
     const shardReads = BigInt(CHANGE_SHARDS) * ((shardBucketOf(below!) - shardBucketOf(from!)) / BigInt(SHARD_BUCKET_MS) + 1n);
     const scale = Number(below! - from!) / Number(this.windowMicros + BigInt(this.options.pollMs) * 1000n);
-    const feedCost = Number(feedReads) + (scale * (this.lastRows.shardRowsOfOurFeeds ?? 0)) / ROWS_PER_READ;
+    const feedCost = feedReads + (scale * (this.lastRows.shardRowsOfOurFeeds ?? 0)) / ROWS_PER_READ;
     const shardCost = Number(shardReads) + (scale * this.lastRows.shards) / ROWS_PER_READ;
     return shardCost < feedCost ? 'shards' : 'feeds';
   }

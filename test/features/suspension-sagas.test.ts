@@ -81,7 +81,7 @@ describeEachStore('suspension sagas', (target) => {
             'readCells suspended_users',
             'upsert suspended_users',
             // Then announced to live subscribers.
-            'batch live_changes',
+            'batch live_feed_changes',
           ]);
         } else {
           // The sorted-set row goes first, then the reverse lookup.

@@ -28,7 +28,7 @@ const HOUR: LatePass = { horizonMs: 3_600_000, intervalMs: 60_000 };
 const PAST_THE_WINDOW_MS = 10_000;
 
 /** The batch that writes a post and its change. */
-const postBatch = (call: StoreCall) => call.operation === 'batch' && call.tables.includes('live_changes');
+const postBatch = (call: StoreCall) => call.operation === 'batch' && call.tables.includes('live_feed_changes');
 
 /** Let the hubs' pushes and the collectors' pulls run. */
 const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
