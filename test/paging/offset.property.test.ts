@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { pageFromSource, type PagingOptions } from '../../src/paging/engine.js';
-import { RANK_LEVEL_SHIFTS, RankCache, rankPrefixes, rankedIndex, type LevelBucket, type RankBucket } from '../../src/paging/ranked-index.js';
+import { RANK_LEVEL_SHIFTS, RankCache, SMALL_BUCKET, rankPrefixes, rankedIndex, type RankBucket, type RankList } from '../../src/paging/ranked-index.js';
 import { PagingArgumentError } from '../../src/paging/types.js';
 import { ArraySource } from '../support/array-source.js';
 import { modelOffsetPage } from '../support/paging-model.js';
@@ -30,20 +30,21 @@ function bucketsOf(keys: readonly number[], level: number, parent: bigint | unde
   return [...counts].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([prefix, count]): RankBucket => ({ prefix, count }));
 }
 
-/** The first `limit` buckets of every level counted from `keys`, in level then prefix order. */
-function topOf(keys: readonly number[], limit: number): LevelBucket[] {
-  const rows: LevelBucket[] = [];
-  const walk = (level: number, parent: bigint | undefined) => {
-    for (const b of bucketsOf(keys, level, parent)) rows.push({ level, ...b });
-  };
-  // Level by level: every bucket of a level, under every parent in prefix order.
+/** The first `limit` lists of the index counted from `keys`, in level then parent order. */
+function topOf(keys: readonly number[], limit: number): RankList[] {
+  const lists: RankList[] = [];
+  // Level by level: the list under every parent with edges, in prefix order.
   let parents: Array<bigint | undefined> = [undefined];
-  for (let level = 0; level < RANK_LEVEL_SHIFTS.length && rows.length < limit; level++) {
-    const before = rows.length;
-    for (const parent of parents) walk(level, parent);
-    parents = rows.slice(before).map((r) => r.prefix);
+  for (let level = 0; level < RANK_LEVEL_SHIFTS.length && lists.length < limit; level++) {
+    const next: bigint[] = [];
+    for (const parent of parents) {
+      const buckets = bucketsOf(keys, level, parent);
+      if (buckets.length > 0) lists.push({ level, parent, buckets });
+      next.push(...buckets.map((b) => b.prefix));
+    }
+    parents = next;
   }
-  return rows.slice(0, limit);
+  return lists.slice(0, limit);
 }
 
 const numberOrder = { rankOf: (key: readonly unknown[]) => BigInt(key[0] as number), edgeKey: (rank: bigint) => [Number(rank)] };
@@ -183,16 +184,21 @@ describe('offset', () => {
     expect(source.reads.length).toBe(1);
   });
 
-  it('reads ahead beside a dense level at most one list a level, and still gives the model\'s slice', async () => {
-    // 3,000 keys 2^21 apart: every level-3 bucket under the first level-2 one holds edges.
+  it('stops at a bucket of SMALL_BUCKET edges or fewer and reads the page from its first key, skipping the edges before the position', async () => {
+    // 3,000 keys 2^21 apart: a level-3 bucket (2^24 ranks) holds 8 of them.
     const source = new ArraySource(Array.from({ length: 3_000 }, (_, i) => i * 2 ** 21 + (i % 7)));
-    for (const backward of [false, true]) {
-      for (const offset of [1, 700, 1_999, 2_990]) {
-        const { index, stats } = indexOver(source);
-        const page = await pageFromSource(source, backward ? { last: 5, offset } : { first: 5, offset }, { connectionName: 'numbers', codec, index });
-        expect(page.edges.map((e) => e.node)).toEqual(modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 5, offset, undefined).nodes);
-        expect(stats.reads).toBeGreaterThanOrEqual(RANK_LEVEL_SHIFTS.length);
-        expect(stats.reads).toBeLessThanOrEqual(RANK_LEVEL_SHIFTS.length + 1);
+    for (const top of [false, true]) {
+      for (const backward of [false, true]) {
+        for (const offset of [1, 700, 1_999, 2_990]) {
+          const { index, stats } = indexOver(source, top);
+          source.reads.length = 0;
+          const page = await pageFromSource(source, backward ? { last: 5, offset } : { first: 5, offset }, { connectionName: 'numbers', codec, index });
+          expect(page.edges.map((e) => e.node)).toEqual(modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 5, offset, undefined).nodes);
+          // Levels 0 to 3, one read each; or the index's top, which holds them all.
+          expect(stats.reads).toBe(top ? 1 : 4);
+          expect(source.reads.length).toBe(1);
+          expect(SMALL_BUCKET).toBeGreaterThanOrEqual(8);
+        }
       }
     }
   });
@@ -241,7 +247,7 @@ describe('offset', () => {
 
   it('reads only the settlement and the page once every bucket list it needs is kept, and reads them again once it moves', async () => {
     for (const slow of [false, true]) {
-      const source = new ArraySource(Array.from({ length: 5_000 }, (_, i) => i * 97));
+      const source = new ArraySource(Array.from({ length: 20_000 }, (_, i) => i * 97));
       const settled = new SettledIndex(source, new RankCache(), slow);
       const read = async (offset: number) => {
         // A late settlement read lands before the next page.
@@ -251,27 +257,28 @@ describe('offset', () => {
         const page = await pageFromSource(source, { first: 20, offset }, { connectionName: 'numbers', codec, index: settled.page() });
         return { nodes: page.edges.map((e) => e.node), buckets: settled.stats.buckets, pageReads: source.reads.length };
       };
-      // Level 0 and the index's top beside it (levels 0 to 4 whole: 5,000 keys of ranks
-      // below 2^19), then the leaves' list: three reads. A page keeps the lists it reads
-      // once the settlement is known here: those read after its own read of it, and those
-      // read alongside, once that read confirms the one known. Answered at once, the
-      // settlement is known after the top's read; answered late, only after the first
-      // page, and the second keeps what it reads alongside.
-      for (const expected of slow ? [3, 3] : [3, 2]) {
-        const page = await read(4_000);
-        expect(page).toEqual({ nodes: source.all.slice(4_000, 4_020), buckets: expected, pageReads: 1 });
+      // The index's top (levels 0 to 4 whole: 20,000 keys of ranks below 2^21, and the
+      // first 7 of the 30 leaf lists), then the leaves' list under the position: two
+      // reads. A page keeps the lists it reads once the settlement is known here: those
+      // read after its own read of it, and those read alongside, once that read confirms
+      // the one known. Answered at once, the settlement is known after the top's read;
+      // answered late, only after the first page, and the second keeps what it reads
+      // alongside.
+      for (const expected of slow ? [2, 2] : [2, 1]) {
+        const page = await read(15_000);
+        expect(page).toEqual({ nodes: source.all.slice(15_000, 15_020), buckets: expected, pageReads: 1 });
       }
-      expect(await read(4_000)).toEqual({ nodes: source.all.slice(4_000, 4_020), buckets: 0, pageReads: 1 });
+      expect(await read(15_000)).toEqual({ nodes: source.all.slice(15_000, 15_020), buckets: 0, pageReads: 1 });
       // A settlement that moved the buckets: found again from them, not from the lists kept.
       source.remove(source.all[10]!);
       source.insert(1);
       source.insert(3);
       settled.settle();
-      const again = await read(4_000);
-      expect(again.nodes).toEqual(source.all.slice(4_000, 4_020));
-      expect(again.buckets).toBe(3);
-      expect(await read(4_000)).toMatchObject({ nodes: source.all.slice(4_000, 4_020) });
-      expect(await read(4_000)).toMatchObject({ nodes: source.all.slice(4_000, 4_020), buckets: 0 });
+      const again = await read(15_000);
+      expect(again.nodes).toEqual(source.all.slice(15_000, 15_020));
+      expect(again.buckets).toBe(2);
+      expect(await read(15_000)).toMatchObject({ nodes: source.all.slice(15_000, 15_020) });
+      expect(await read(15_000)).toMatchObject({ nodes: source.all.slice(15_000, 15_020), buckets: 0 });
     }
   });
 
