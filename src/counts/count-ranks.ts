@@ -130,14 +130,48 @@ export function packRankList(level: number, parent: bigint | undefined, buckets:
   return out.join(',');
 }
 
+/**
+ * A bucket of an unpacked list: its prefix made only when asked for (a walk asks for
+ * one or two of a list's 256; making each a bigint doubled what unpacking a list cost).
+ */
+class PackedBucket implements RankBucket {
+  constructor(
+    private readonly lowest: bigint,
+    private readonly place: number,
+    readonly count: number,
+  ) {}
+
+  get prefix(): bigint {
+    return this.lowest + BigInt(this.place);
+  }
+}
+
 /** The buckets of a list stored by `packRankList`, in prefix order. */
 export function unpackRankList(level: number, parent: bigint | undefined, text: string | null | undefined): RankBucket[] {
   if (!text) return [];
   const { lowest } = childPrefixRange(level, storedParent(parent));
-  return text.split(',').map((entry) => {
-    const colon = entry.indexOf(':');
-    return { prefix: lowest + BigInt(parseInt(entry.slice(0, colon), 36)), count: parseInt(entry.slice(colon + 1), 36) };
-  });
+  const out: RankBucket[] = [];
+  // Digit by digit (base 36, a count may be negative): no substring per entry.
+  let place = 0;
+  let count = 0;
+  let sign = 1;
+  let inCount = false;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 44;
+    if (c === 44 /* , */) {
+      out.push(new PackedBucket(lowest, place, sign * count));
+      place = count = 0;
+      sign = 1;
+      inCount = false;
+    } else if (c === 58 /* : */) inCount = true;
+    else if (c === 45 /* - */) sign = -1;
+    else {
+      const digit = c <= 57 ? c - 48 : c - 87;
+      if (inCount) count = count * 36 + digit;
+      else place = place * 36 + digit;
+    }
+  }
+  return out;
 }
 
 /** The list of `level` under `parent` to write: its buckets' counts by prefix. */
