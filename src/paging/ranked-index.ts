@@ -249,6 +249,14 @@ export const readingPositions: PositionIndex = {
   },
 };
 
+/** Rows read on a guess of where a page starts (`rankedIndex`'s select): from the edge of bucket `prefix` of `level`. */
+interface Guess<N> {
+  readonly level: number;
+  readonly prefix: bigint;
+  readonly key: CursorKey;
+  readonly rows: Promise<{ readonly rows: N[]; readonly short: boolean }>;
+}
+
 /** Rank and select over a counted index (see the file comment). */
 export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   const { order } = options;
@@ -262,7 +270,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   type Lists = (level: number, parent: bigint | undefined) => readonly RankBucket[] | Promise<readonly RankBucket[]>;
 
   // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
-  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, buckets: Lists): Promise<PagePosition | null> {
+  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists): Promise<PagePosition | null> {
     const inOrder = async (level: number, parent: bigint | undefined) => {
       const list = await buckets(level, parent);
       return direction === 'forward' ? list : [...list].reverse();
@@ -287,6 +295,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     // Select: down the levels to a bucket holding `position` that is a leaf or small.
     let remaining = position;
     let parent: bigint | undefined;
+    let guess: Guess<N> | undefined;
     for (let level = 0; ; level++) {
       const list = await inOrder(level, parent);
       const at = list.findIndex((b) => {
@@ -297,6 +306,17 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       if (at < 0) return null;
       const bucket = list[at]!;
       if (level === leaves || bucket.count <= SMALL_BUCKET) {
+        // The rows read on a guess beside this list, when they start at or before the
+        // bucket and hold the page: the edges of the buckets between are skipped too.
+        if (guess?.level === level) {
+          const from = list.findIndex((b) => (direction === 'forward' ? b.prefix >= guess!.prefix : b.prefix <= guess!.prefix));
+          if (from >= 0 && from <= at) {
+            const skip = list.slice(from, at).reduce((sum, b) => sum + b.count, remaining);
+            const read = await guess.rows;
+            // (A page that starts the guessed bucket is read from the bucket before, below, to prove `hasPrevious`.)
+            if (skip > 0 && (read.short || read.rows.length >= skip + size + 1)) return { key: guess.key, skip, read };
+          }
+        }
         // The page starts its bucket: start at the bucket before it instead, when its list
         // has a small one, so that the edges skipped prove `hasPrevious` without a probe
         // beside the read.
@@ -305,6 +325,24 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         return { key: edgeOf(level, bucket.prefix, direction), skip: remaining };
       }
       parent = bucket.prefix;
+      // Read the page on a guess beside the next list, when that list is a read (a wave)
+      // and holds the small buckets: where this level is dense (a quarter of its buckets
+      // hold edges: a steady rate), the child that would hold the position were the
+      // bucket's edges spread evenly, from one child before it, as many rows as three
+      // children hold on average and the page. At a steady rate the page is among them,
+      // and the page's own wave is saved.
+      const perChild = bucket.count / 2 ** levelWidth(level + 1);
+      const steady = list.length * 4 >= 2 ** levelWidth(level) && perChild <= SMALL_BUCKET;
+      if (steady && buckets(level + 1, parent) instanceof Promise) {
+        const { lowest, highest } = childPrefixRange(level + 1, parent);
+        const within = BigInt(Math.max(0, Math.floor((remaining / bucket.count) * Number(highest - lowest + 1n)) - 1));
+        const prefix = direction === 'forward' ? lowest + within : highest - within;
+        const key = edgeOf(level + 1, prefix, direction);
+        const ask = Math.ceil(3 * perChild) + size + 1;
+        const rows = readRun(source, key, direction, ask).then((rows) => ({ rows, short: rows.length < ask }));
+        rows.catch(() => {});
+        guess = { level: level + 1, prefix, key, rows };
+      }
     }
   }
 
@@ -349,9 +387,9 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   };
 
   return {
-    async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<Located> {
+    async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number): Promise<Located> {
       const cached = options.cached;
-      if (!cached) return { position: await walk(source, from, direction, offset, listsOf(() => () => {})) };
+      if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf(() => () => {})) };
       const { cache, id } = cached;
       // The settlement known here before this page's reads: the kept lists it may use.
       const trusted = cache.settlement(id);
@@ -374,10 +412,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       };
       if (trusted === undefined) {
         // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
-        return { position: await walk(source, from, direction, offset, listsOf(keep)) };
+        return { position: await walk(source, from, direction, offset, size, listsOf(keep)) };
       }
-      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, listsOf(keep, token)) });
-      const position = await walk(source, from, direction, offset, listsOf(keep, trusted));
+      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf(keep, token)) });
+      const position = await walk(source, from, direction, offset, size, listsOf(keep, trusted));
       if (read !== undefined) return read === trusted ? { position } : again(read);
       return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
     },

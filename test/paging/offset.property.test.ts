@@ -203,6 +203,34 @@ describe('offset', () => {
     }
   });
 
+  it('reads the page on a guess beside the list of a dense level, and gives the model\'s slice whether the guess holds the page or not', async () => {
+    // 40,000 keys 2^15 apart, some a little off: 79 level-3 buckets of 512 under one
+    // level-2 bucket (a dense level), 2 keys a level-4 bucket.
+    const source = new ArraySource(Array.from({ length: 40_000 }, (_, i) => i * 2 ** 15 + (i % 3)));
+    for (const backward of [false, true]) {
+      for (const offset of [10_000, 25_001, 35_000]) {
+        const { index, stats } = indexOver(source, true);
+        source.reads.length = 0;
+        const page = await pageFromSource(source, backward ? { last: 20, offset } : { first: 20, offset }, { connectionName: 'numbers', codec, index });
+        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, undefined),
+        );
+        // The top, then the list under the position's level-3 bucket beside the guessed read, which held the page.
+        expect(stats.reads).toBe(2);
+        expect(source.reads.length).toBe(1);
+      }
+    }
+    // A guess that misses (the keys of a bucket all at its far end): the page is read from the position found.
+    const skewed = new ArraySource(Array.from({ length: 40_000 }, (_, i) => Math.floor(i / 512) * 2 ** 24 + 2 ** 24 - 600 + (i % 512)));
+    for (const offset of [10_000, 25_001]) {
+      const { index } = indexOver(skewed, true);
+      skewed.reads.length = 0;
+      const page = await pageFromSource(skewed, { first: 20, offset }, { connectionName: 'numbers', codec, index });
+      expect(page.edges.map((e) => e.node)).toEqual(skewed.all.slice(offset, offset + 20));
+      expect(skewed.reads.length).toBe(2);
+    }
+  });
+
   it('gives the model\'s slice after every settlement with bucket lists kept across pages', async () => {
     const change = fc.oneof(fc.record({ insert: key }), fc.record({ remove: fc.nat() }));
     const page = fc.record({ backward: fc.boolean(), size: fc.integer({ min: 1, max: 9 }), offset: fc.integer({ min: 1, max: 50 }), cursorAt: fc.option(fc.nat()), wait: fc.boolean() });
