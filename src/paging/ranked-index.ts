@@ -22,10 +22,13 @@
  * at most. Fewer in practice: the index's first lists (`TOP_LISTS`, level 0 first) are
  * read in one slice, and every level they hold whole comes with them; below that, a
  * bucket of SMALL_BUCKET edges is reached in a list or two wherever edges are spread
- * over time (a first visit is 3 waves: the top, one list, the page); and a process
- * keeps the lists it read across requests (`RankCache`), checked against the index's
- * settlement read beside the page, so a page whose lists are kept is one wave. Without
- * an index, `readingPositions` reads the edges being skipped, a chunk at a time.
+ * over time (a first visit is 3 waves: the top, one list, the page); where a level is
+ * dense, the page is read on a guess beside the list under the position's bucket (a
+ * steady rate puts it in a child one can compute), and when the list confirms that the
+ * rows read hold the page, its wave is saved (2 waves); and a process keeps the lists
+ * it read across requests (`RankCache`), checked against the index's settlement read
+ * beside the page, so a page whose lists are kept is one wave. Without an index,
+ * `readingPositions` reads the edges being skipped, a chunk at a time.
  */
 import { ticksOfTimeuuid, timeuuidBoundOfTicks } from '../store/timeuuid.js';
 import type { CursorKey, Direction, Located, OrderedSource, PagePosition, PositionIndex } from './types.js';
@@ -326,13 +329,14 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       }
       parent = bucket.prefix;
       // Read the page on a guess beside the next list, when that list is a read (a wave)
-      // and holds the small buckets: where this level is dense (a quarter of its buckets
-      // hold edges: a steady rate), the child that would hold the position were the
-      // bucket's edges spread evenly, from one child before it, as many rows as three
-      // children hold on average and the page. At a steady rate the page is among them,
-      // and the page's own wave is saved.
+      // and holds the small buckets: where this level is dense (16 buckets or more, and a
+      // quarter of those between its first and last hold edges: a steady rate), the
+      // child that would hold the position were the bucket's edges spread evenly, from
+      // one child before it, as many rows as three children hold on average and the
+      // page. At a steady rate the page is among them, and the page's own wave is saved.
       const perChild = bucket.count / 2 ** levelWidth(level + 1);
-      const steady = list.length * 4 >= 2 ** levelWidth(level) && perChild <= SMALL_BUCKET;
+      const span = list.length === 0 ? 0 : Number(list[list.length - 1]!.prefix - list[0]!.prefix) * (direction === 'forward' ? 1 : -1) + 1;
+      const steady = list.length >= 16 && list.length * 4 >= span && perChild <= SMALL_BUCKET;
       if (steady && buckets(level + 1, parent) instanceof Promise) {
         const { lowest, highest } = childPrefixRange(level + 1, parent);
         const within = BigInt(Math.max(0, Math.floor((remaining / bucket.count) * Number(highest - lowest + 1n)) - 1));
