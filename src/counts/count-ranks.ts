@@ -20,17 +20,19 @@
  *
  * A full settlement (`settleFully`, recounts) rebuilds every list from the ledger.
  *
- * Lists change only before a head write that moves the head's bound (or its count):
- * that is what lets a process keep bucket lists across requests, checked against the
- * head (`readRankSettlement`, paging/ranked-index.ts `RankCache`). Anything else that
- * writes lists must move the head after them too.
+ * Lists change only before a write of level 0's list that moves its bound (or its
+ * total): that is what lets a process keep bucket lists across requests, checked
+ * against that row (`readRankSettlement`, which the index's top brings too;
+ * paging/ranked-index.ts `RankCache`). Anything else that writes lists must rewrite
+ * level 0's after them.
  */
 import { allRowsOf } from '../paging/partition-chunks.js';
-import { childPrefixRange, rankPrefixes, rankedIndex, type RankBucket, type RankCache, type RankList, type RankOrder } from '../paging/ranked-index.js';
+import { childPrefixRange, rankPrefixes, rankedIndex, type IndexTop, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
 import type { PositionIndex } from '../paging/types.js';
 import type { Mutation, Store } from '../store/port.js';
+import type { Row } from '../store/table.js';
 import type { CountWriter } from './connection-counts.js';
-import { HEAD_SLOT, connectionCountsTable, countItemsTable, countRankListsTable } from './count-tables.js';
+import { countItemsTable, countRankListsTable } from './count-tables.js';
 
 /** The rank of an item in its connection, for the count keys that have an index; null for the others. */
 export type RankOfItem = (countKey: string) => ((item: string) => bigint) | null;
@@ -181,14 +183,19 @@ interface ListWrite {
   readonly counts: Map<bigint, number>;
 }
 
-/** Write lists as settled through `through`, a batch at a time. */
+/**
+ * Write lists as settled through `through`, a batch at a time, level 0's last and
+ * alone: it is the index's settlement (`readRankSettlement`), which moves only once
+ * every list it settles is written.
+ */
 async function writeLists(store: Store, key: string, through: number, lists: readonly ListWrite[]): Promise<void> {
   const timestamp = BigInt(through) * 1000n;
   let batch: Mutation[] = [];
   let chars = 0;
-  for (const list of lists) {
+  const last = lists.filter((l) => l.level === 0);
+  for (const list of [...lists.filter((l) => l.level !== 0), ...last]) {
     const counts = packRankList(list.level, list.parent, [...list.counts].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([prefix, count]) => ({ prefix, count })));
-    if (batch.length > 0 && (batch.length >= BATCH || chars + counts.length > BATCH_CHARS)) {
+    if (batch.length > 0 && (batch.length >= BATCH || chars + counts.length > BATCH_CHARS || list.level === 0)) {
       await store.batch(batch);
       batch = [];
       chars = 0;
@@ -272,12 +279,13 @@ export async function readRankBuckets(store: Store, key: string, level: number, 
 }
 
 /**
- * The first `limit` lists of `key`'s index, in level then parent order: one slice. Each
- * list's text is unpacked only when its buckets are asked for (a walk uses few).
+ * The first `limit` lists of `key`'s index, in level then parent order, and its
+ * settlement (`readRankSettlement`): one slice. Each list's text is unpacked only when
+ * its buckets are asked for (a walk uses few).
  */
-export async function readRankTop(store: Store, key: string, limit: number): Promise<RankList[]> {
+export async function readRankTop(store: Store, key: string, limit: number): Promise<IndexTop> {
   const rows = await store.slice(countRankListsTable, { partition: { count_key: key }, limit });
-  return rows.map((r) => {
+  const lists = rows.map((r) => {
     const level = r.level as number;
     const parent = level === 0 ? undefined : (r.parent as bigint);
     let buckets: RankBucket[] | undefined;
@@ -289,15 +297,24 @@ export async function readRankTop(store: Store, key: string, limit: number): Pro
       },
     };
   });
+  // Level 0's list comes first (clustering order), and with it the settlement.
+  return { lists, settlement: settlementOf(rows[0]?.level === 0 ? rows[0] : null) };
 }
 
 /**
- * The settlement of `key`'s index as one token: the head's bound and count, which every
- * settlement that changes a bucket moves (see the file comment). One read.
+ * The settlement of an index as a token, from its level-0 list's row: its bound and its
+ * total. Every settlement that changes a list writes that row, last (`writeLists`: every
+ * change touches level 0), so the token moves once the lists it settles are written.
  */
+function settlementOf(row: Row | null | undefined): string {
+  if (!row) return '';
+  const total = unpackRankList(0, undefined, row.counts as string | null | undefined).reduce((sum, b) => sum + b.count, 0);
+  return `${row.settled_through as bigint}/${total}`;
+}
+
+/** The settlement of `key`'s index (see `settlementOf`). One read. */
 export async function readRankSettlement(store: Store, key: string): Promise<string> {
-  const head = await store.get(connectionCountsTable, { count_key: key, slot: HEAD_SLOT });
-  return `${(head?.settled_through as bigint | null | undefined) ?? ''}/${(head?.settled_count as bigint | null | undefined) ?? ''}`;
+  return settlementOf(await store.get(countRankListsTable, { count_key: key, level: 0, parent: storedParent(undefined) }));
 }
 
 /**
@@ -309,6 +326,6 @@ export function countedIndex(store: Store, key: string, order: RankOrder, cache?
     order,
     buckets: (level, parent) => readRankBuckets(store, key, level, parent),
     top: (limit) => readRankTop(store, key, limit),
-    ...(cache && { cached: { cache, id: key, settlement: () => readRankSettlement(store, key) } }),
+    ...(cache && { cached: { cache, id: key, settlement: () => readRankSettlement(store, key), inTop: true } }),
   });
 }

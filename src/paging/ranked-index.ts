@@ -88,13 +88,15 @@ export interface RankedIndexOptions {
    * The first `limit` lists of the index, in level then parent order (level 0's first).
    * One read. Without it, level 0 is read as the others are.
    */
-  top?(limit: number): Promise<RankList[]>;
+  top?(limit: number): Promise<IndexTop>;
   /**
    * Keep buckets across requests (see `RankCache`): the process's cache, this index's
    * name in it, and a read of the index's settlement (one call: a token that changes
-   * with every settlement that may change a bucket).
+   * with every settlement that may change a bucket). With `inTop`, the top's read
+   * brings the settlement too (`IndexTop.settlement`, the same token, read with the
+   * lists it came with): a page that reads the top reads nothing else for it.
    */
-  readonly cached?: { readonly cache: RankCache; readonly id: string; settlement(): Promise<string> };
+  readonly cached?: { readonly cache: RankCache; readonly id: string; settlement(): Promise<string>; readonly inTop?: boolean };
 }
 
 /** Bucket rows a process keeps across requests (`RankCache`): a few MB. */
@@ -172,6 +174,12 @@ export interface RankList {
   readonly buckets: readonly RankBucket[];
 }
 
+/** The top of an index as one read gives it: its first lists, and the settlement they were read under where the store keeps it with them. */
+export interface IndexTop {
+  readonly lists: readonly RankList[];
+  readonly settlement?: string;
+}
+
 /**
  * Lists read at once from the top of an index whose lists are not kept: the upper
  * levels, which hold a list or a few each (one wave instead of one per level), and the
@@ -191,7 +199,7 @@ type Keep = (level: number, parent: bigint | undefined, list: readonly RankBucke
 
 /** The top of an index read in one slice: its lists once back, and how many levels they hold whole. */
 interface TopOfIndex {
-  readonly keeping: Keep;
+  keeping: Keep;
   lists?: readonly RankList[];
   whole: number;
 }
@@ -356,7 +364,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // Level 0's list, when not kept, comes with the top of the index (`options.top`): a
   // list asked for once that read is back, that it holds (or of a level it holds whole),
   // is taken from it.
-  const listsOf = (keep: () => Keep, trusted?: string): Lists => {
+  const listsOf = (keep: () => Keep, trusted?: string, pendingTop?: Promise<IndexTop>): Lists => {
     const read = new Map<string, readonly RankBucket[] | Promise<readonly RankBucket[]>>();
     let top: TopOfIndex | undefined;
     return (level, parent) => {
@@ -372,12 +380,16 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         } else if (level === 0 && options.top && !top) {
           const keeping = keep();
           const reading: TopOfIndex = (top = { keeping, whole: 0 });
-          found = options.top(TOP_LISTS).then((lists) => {
+          found = (pendingTop ?? options.top(TOP_LISTS)).then(({ lists, settlement }) => {
             reading.lists = lists;
+            // Lists read with the settlement in one read are kept under it.
+            const cached = options.cached;
+            if (settlement !== undefined && cached) reading.keeping = (l, p, list) => cached.cache.put(cached.id, settlement, l, p, list);
+            const keepTop = reading.keeping;
             // Every level before the last list's is whole; all of them when fewer came.
             reading.whole = lists.length < TOP_LISTS ? RANK_LEVEL_SHIFTS.length : lists[lists.length - 1]!.level;
             const list = listIn(reading, 0, undefined) ?? [];
-            keeping(0, undefined, list);
+            keepTop(0, undefined, list);
             return list;
           });
         } else {
@@ -398,7 +410,11 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       // The settlement known here before this page's reads: the kept lists it may use.
       const trusted = cache.settlement(id);
       let read: string | undefined;
-      const settlement = cached.settlement().then((token) => {
+      // Where the top brings the settlement and this page reads the top (level 0's list
+      // is not kept), the top is read first and the settlement with it.
+      const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? options.top(TOP_LISTS) : undefined;
+      pendingTop?.catch(() => {});
+      const settlement = (pendingTop ? pendingTop.then((top) => top.settlement ?? '') : cached.settlement()).then((token) => {
         read = token;
         cache.settle(id, token);
         return token;
@@ -416,10 +432,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       };
       if (trusted === undefined) {
         // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
-        return { position: await walk(source, from, direction, offset, size, listsOf(keep)) };
+        return { position: await walk(source, from, direction, offset, size, listsOf(keep, undefined, pendingTop)) };
       }
       const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf(keep, token)) });
-      const position = await walk(source, from, direction, offset, size, listsOf(keep, trusted));
+      const position = await walk(source, from, direction, offset, size, listsOf(keep, trusted, pendingTop));
       if (read !== undefined) return read === trusted ? { position } : again(read);
       return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
     },

@@ -107,7 +107,7 @@ describeEachStore('offset on a timeline', (target) => {
     expect(await expectExactPages(store, w.a.ctx, author.id)).toBe(70);
   }, target.ddlTimeoutMs);
 
-  it('reads a page whose index lists are kept with the head beside it, and within 8 waves once a settlement moved them', async () => {
+  it('reads a page whose index lists are kept with the index settlement beside it, and within 8 waves once a settlement moved them', async () => {
     const { store: inner } = await pool.create();
     const store = new WaveCountingStore(inner);
     const w = await twoServers(store);
@@ -129,9 +129,9 @@ describeEachStore('offset on a timeline', (target) => {
     };
     expect(await page()).toBeLessThanOrEqual(8);
     await page();
-    // Kept: the cursor's leaf, then the page, each beside the head (one wave where calls overlap).
+    // Kept: the cursor's leaf, then the page, each beside the settlement (one wave where calls overlap).
     expect(await page()).toBeLessThanOrEqual(2);
-    // A newer post moves the head: the kept lists are refused and the position found again.
+    // A newer post moves the settlement: the kept lists are refused and the position found again.
     await w.b.ctx().timeline.createPost(author.id, 'newest');
     await w.settle();
     expect(await page()).toBeLessThanOrEqual(8);

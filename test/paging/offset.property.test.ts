@@ -65,7 +65,7 @@ function indexOver(source: ArraySource, top = false) {
     ...(top && {
       async top(limit: number) {
         stats.reads++;
-        return topOf(source.all, limit);
+        return { lists: topOf(source.all, limit) };
       },
     }),
   });
@@ -90,6 +90,8 @@ class SettledIndex {
     readonly cache: RankCache,
     private readonly slow: boolean,
     private readonly lag = 0,
+    /** The top's read brings the settlement (`cached.inTop`), as the stores' indexes do. */
+    private readonly inTop = false,
   ) {
     this.settle();
   }
@@ -111,13 +113,19 @@ class SettledIndex {
       },
       top: async (limit) => {
         this.stats.buckets++;
-        const rows = topOf(this.snapshot, limit);
+        if (this.inTop && this.settleWithin) {
+          this.settleWithin = false;
+          this.settle();
+        }
+        const lists = topOf(this.snapshot, limit);
+        const settlement = String(this.settlements);
         for (let i = 0; i < this.lag; i++) await null;
-        return rows;
+        return this.inTop ? { lists, settlement } : { lists };
       },
       cached: {
         cache: this.cache,
         id: 'numbers',
+        inTop: this.inTop,
         settlement: async () => {
           this.stats.settlements++;
           await null;
@@ -239,9 +247,9 @@ describe('offset', () => {
     // first reads and its read of the settlement: only the pages after it must be exact.
     const round = fc.record({ changes: fc.array(change, { minLength: 1, maxLength: 6 }), within: fc.boolean(), pages: fc.array(page, { minLength: 1, maxLength: 4 }) });
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(key, { minLength: 1, maxLength: 60 }), fc.array(round, { minLength: 1, maxLength: 6 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), fc.nat(4), async (keys, rounds, slow, rows, lag) => {
+      fc.asyncProperty(fc.uniqueArray(key, { minLength: 1, maxLength: 60 }), fc.array(round, { minLength: 1, maxLength: 6 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), fc.nat(4), fc.boolean(), async (keys, rounds, slow, rows, lag, inTop) => {
         const source = new ArraySource(keys);
-        const settled = new SettledIndex(source, new RankCache(rows), slow, lag);
+        const settled = new SettledIndex(source, new RankCache(rows), slow, lag, inTop);
         for (const r of [{ changes: [], within: false, pages: rounds[0]!.pages }, ...rounds]) {
           for (const c of r.changes) {
             if ('insert' in c) source.insert(c.insert);
@@ -308,6 +316,27 @@ describe('offset', () => {
       expect(await read(15_000)).toMatchObject({ nodes: source.all.slice(15_000, 15_020) });
       expect(await read(15_000)).toMatchObject({ nodes: source.all.slice(15_000, 15_020), buckets: 0 });
     }
+  });
+
+  it('reads the settlement with the top where the top brings it, and only the settlement and the page once every list is kept', async () => {
+    const source = new ArraySource(Array.from({ length: 20_000 }, (_, i) => i * 97));
+    const settled = new SettledIndex(source, new RankCache(), false, 0, true);
+    const read = async (offset: number) => {
+      settled.stats.buckets = 0;
+      settled.stats.settlements = 0;
+      source.reads.length = 0;
+      const page = await pageFromSource(source, { first: 20, offset }, { connectionName: 'numbers', codec, index: settled.page() });
+      return { nodes: page.edges.map((e) => e.node), buckets: settled.stats.buckets, settlements: settled.stats.settlements, pageReads: source.reads.length };
+    };
+    // A first visit: the top (and the settlement in it), then the list under the position; both kept.
+    expect(await read(15_000)).toEqual({ nodes: source.all.slice(15_000, 15_020), buckets: 2, settlements: 0, pageReads: 1 });
+    expect(await read(15_000)).toEqual({ nodes: source.all.slice(15_000, 15_020), buckets: 0, settlements: 1, pageReads: 1 });
+    // A settlement that moved the lists: found again from the store (the top and the list), then kept again.
+    source.remove(source.all[10]!);
+    source.insert(1);
+    settled.settle();
+    expect(await read(15_000)).toMatchObject({ nodes: source.all.slice(15_000, 15_020), buckets: 2 });
+    expect(await read(15_000)).toMatchObject({ nodes: source.all.slice(15_000, 15_020), buckets: 0, settlements: 1 });
   });
 
   it('fails a page on a failed read of the settlement only when it used kept lists, and never leaves the failure unhandled', async () => {
