@@ -337,14 +337,15 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       }
       parent = bucket.prefix;
       // Read the page on a guess beside the next list, when that list is a read (a wave)
-      // and holds the small buckets: where this level is dense (16 buckets or more, and a
-      // quarter of those between its first and last hold edges: a steady rate), the
-      // child that would hold the position were the bucket's edges spread evenly, from
-      // one child before it, as many rows as three children hold on average and the
-      // page. At a steady rate the page is among them, and the page's own wave is saved.
+      // and holds the small buckets: where this level is dense (a quarter of its buckets
+      // under the parent hold edges: a steady rate), the child that would hold the
+      // position were the bucket's edges spread evenly, from one child before it, as many
+      // rows as three children hold on average and the page. At a steady rate the page
+      // is among them, and the page's own wave is saved. (Not where edges are merely
+      // random, as a meeting's acceptors' ids: there the guess misses by more than a
+      // child or two, and costs a read.)
       const perChild = bucket.count / 2 ** levelWidth(level + 1);
-      const span = list.length === 0 ? 0 : Number(list[list.length - 1]!.prefix - list[0]!.prefix) * (direction === 'forward' ? 1 : -1) + 1;
-      const steady = list.length >= 16 && list.length * 4 >= span && perChild <= SMALL_BUCKET;
+      const steady = list.length * 4 >= 2 ** levelWidth(level) && perChild <= SMALL_BUCKET;
       if (steady && buckets(level + 1, parent) instanceof Promise) {
         const { lowest, highest } = childPrefixRange(level + 1, parent);
         const within = BigInt(Math.max(0, Math.floor((remaining / bucket.count) * Number(highest - lowest + 1n)) - 1));
