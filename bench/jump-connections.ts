@@ -7,7 +7,8 @@
  * recount does). For each: the first page, offsets 10^3 and 10^5 forward, 10^5
  * backward and 10^3 from a cursor in the middle: the waves of store calls a page waits
  * for (one round trip of latency each), the calls, and the median time in process
- * against the first page. Target: at most 8 waves.
+ * against the first page, with the process's kept lists and with none kept (every visit
+ * a first one). Target: at most 8 waves.
  */
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
@@ -25,6 +26,7 @@ import { SUSPENSIONS_COUNT_KEY, suspensionEntry } from '../src/features/suspensi
 import { SUSPENDED, statusBucketsTable, suspendedUsersTable, usersByStatusTable } from '../src/features/suspensions/suspensions-tables.js';
 import type { Page, PageArgs } from '../src/paging/types.js';
 import { MAX_TIMESTAMP, type Mutation } from '../src/store/port.js';
+import { RankCache } from '../src/paging/ranked-index.js';
 import { newTimeuuid } from '../src/store/timeuuid.js';
 import { JOB_WINDOW_MS } from '../src/background/windowed-job.js';
 import { time, type JumpTarget } from './jump.js';
@@ -111,6 +113,8 @@ export async function measureJumpConnections(
     { cursorSecret: 'bench-cursor-secret-0123456789', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins' },
     { store, logger: pino({ level: 'silent' }) },
   );
+  // A process that keeps none of the index's lists: every offset page is a first visit.
+  const keepsNothing = { ...services, rankCache: new RankCache(0) };
   const out: Record<string, unknown> = { size };
   for (const connection of connections()) {
     const name = `${connection.name} (${target.name})`;
@@ -125,14 +129,14 @@ export async function measureJumpConnections(
     await settleFully(target.base, connection.countKey, through - (through % JOB_WINDOW_MS), rankedCounts);
     progress(`jump: ${name}: ${size.toLocaleString()} edges written and settled`);
 
-    const measure = async (label: string, args: PageArgs, ahead = size) => {
+    const measure = async (label: string, args: PageArgs, ahead = size, on = services) => {
       store.reset();
-      const page = await connection.page(services, args);
+      const page = await connection.page(on, args);
       const expected = Math.max(0, Math.min(20, ahead - (args.offset ?? 0)));
       if (page.edges.length !== expected) throw new Error(`${name}, ${label}: ${page.edges.length} edges, expected ${expected}`);
       const { waves, calls } = store;
-      await time(10, () => connection.page(services, args));
-      return { waves, calls, ...(await time(RUNS, () => connection.page(services, args))) };
+      await time(10, () => connection.page(on, args));
+      return { waves, calls, ...(await time(RUNS, () => connection.page(on, args))) };
     };
     const firstPage = await measure('first page', { first: 20 });
     const half = Math.floor(size / 2);
@@ -145,6 +149,7 @@ export async function measureJumpConnections(
       ['first 20 after the middle, offset 1,000', { first: 20, after: middle, offset: 1_000 }, size - half - 1],
     ] as const) {
       figures[label] = await measure(label, args, ahead);
+      figures[`${label}, every visit a first one`] = await measure(label, args, ahead, keepsNothing);
     }
     out[connection.name] = figures;
     for (const [label, m] of Object.entries(figures)) {

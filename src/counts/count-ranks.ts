@@ -4,31 +4,35 @@
  * items lie in each rank bucket at each level, kept by the same settlement as
  * `totalCount` (connection-counts.ts), from the same decided changes.
  *
- * Each bucket row holds `count` items through `settled_through` (a window start, ms),
- * written `USING TIMESTAMP settled_through` like the count's head, so a later
- * settlement always wins. A settlement from the head's bound T to T' writes, before the
- * head, every bucket its decided changes touch: a bucket's own bound T_b then tells
- * which changes it already holds (those of windows before T_b), and no change between
- * a bucket's bound and the head's was decided that it lacks. So verifiers that run
- * together, one that crashes between its bucket writes and its head, and one that
- * settles again after another write the same values, as the count's head does.
+ * The buckets of one parent are one list, stored as one row (one cell of packed
+ * counts), so reading a level costs one row however many of its buckets hold items.
+ * Each list row holds its buckets' counts through `settled_through` (a window start,
+ * ms), written `USING TIMESTAMP settled_through` like the count's head, so a later
+ * settlement always wins. A settlement from the head's bound T to T' rewrites, before
+ * the head, every list its decided changes touch (read, add, write back whole): a
+ * list's own bound T_b then tells which changes it already holds (those of windows
+ * before T_b), and no change between a list's bound and the head's was decided that it
+ * lacks. So verifiers that run together, one that crashes between its list writes and
+ * its head, and one that settles again after another write the same values, as the
+ * count's head does.
  * Nothing on the write path changes: the events already carry the item, and its rank
  * is a function of the item.
  *
- * A full settlement (`settleFully`, recounts) rebuilds every bucket from the ledger.
+ * A full settlement (`settleFully`, recounts) rebuilds every list from the ledger.
  *
- * Buckets change only before a head write that moves the head's bound (or its count):
- * that is what lets a process keep bucket lists across requests, checked against the
- * head (`readRankSettlement`, paging/ranked-index.ts `RankCache`). Anything else that
- * writes buckets must move the head after them too.
+ * Lists change only before a write of level 0's list that moves its bound (or its
+ * total): that is what lets a process keep bucket lists across requests, checked
+ * against that row (`readRankSettlement`, which the index's top brings too;
+ * paging/ranked-index.ts `RankCache`). Anything else that writes lists must rewrite
+ * level 0's after them.
  */
 import { allRowsOf } from '../paging/partition-chunks.js';
-import { childPrefixRange, levelWidth, rankPrefixes, rankedIndex, type LevelBucket, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
+import { childPrefixRange, rankPrefixes, rankedIndex, type IndexTop, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
 import type { PositionIndex } from '../paging/types.js';
 import type { Mutation, Store } from '../store/port.js';
-import type { CountWriter } from './connection-counts.js';
 import type { Row } from '../store/table.js';
-import { HEAD_SLOT, connectionCountsTable, countItemsTable, countRanksTable } from './count-tables.js';
+import type { CountWriter } from './connection-counts.js';
+import { countItemsTable, countRankListsTable } from './count-tables.js';
 
 /** The rank of an item in its connection, for the count keys that have an index; null for the others. */
 export type RankOfItem = (countKey: string) => ((item: string) => bigint) | null;
@@ -109,105 +113,208 @@ export interface DecidedChange {
   readonly window: number;
 }
 
-/** Mutations per batch of bucket writes (one partition). */
+/** Mutations per batch of list writes (one partition), and the packed text a batch carries at most (Cassandra fails batches past 50 kB). */
 const BATCH = 200;
+const BATCH_CHARS = 20_000;
 
-/** The rows of one bucket key, for writing. */
-function bucketKey(key: string, level: number, prefix: bigint): Row {
-  return { count_key: key, level, prefix };
-}
+/** The clustering `parent` of a list: level 0's one list has none and is stored under 0. */
+const storedParent = (parent: bigint | undefined): bigint => parent ?? 0n;
 
-/** Write buckets (`[level, prefix, count]`) as settled through `through`, a batch at a time. */
-async function writeBuckets(store: Store, key: string, through: number, buckets: Array<[number, bigint, bigint]>): Promise<void> {
-  const timestamp = BigInt(through) * 1000n;
-  const mutations: Mutation[] = buckets.map(([level, prefix, count]) => ({
-    kind: 'upsert',
-    table: countRanksTable,
-    row: { ...bucketKey(key, level, prefix), count, settled_through: BigInt(through) },
-    options: { timestamp },
-  }));
-  for (let at = 0; at < mutations.length; at += BATCH) await store.batch(mutations.slice(at, at + BATCH));
+/**
+ * A list's buckets as stored in one cell: per bucket with items, its place under the
+ * parent (prefix minus the parent's first child) and its count, base 36, in prefix
+ * order: "0:1a,3:4,ff:2". Counts of 0 are left out.
+ */
+export function packRankList(level: number, parent: bigint | undefined, buckets: Iterable<RankBucket>): string {
+  const { lowest } = childPrefixRange(level, storedParent(parent));
+  const out: string[] = [];
+  for (const b of buckets) if (b.count !== 0) out.push(`${(b.prefix - lowest).toString(36)}:${b.count.toString(36)}`);
+  return out.join(',');
 }
 
 /**
- * Add the changes decided from the head's bound up to `through` to the buckets they
+ * A bucket of an unpacked list: its prefix made only when asked for (a walk asks for
+ * one or two of a list's 256; making each a bigint doubled what unpacking a list cost).
+ */
+class PackedBucket implements RankBucket {
+  constructor(
+    private readonly lowest: bigint,
+    private readonly place: number,
+    readonly count: number,
+  ) {}
+
+  get prefix(): bigint {
+    return this.lowest + BigInt(this.place);
+  }
+}
+
+/** The buckets of a list stored by `packRankList`, in prefix order. */
+export function unpackRankList(level: number, parent: bigint | undefined, text: string | null | undefined): RankBucket[] {
+  if (!text) return [];
+  const { lowest } = childPrefixRange(level, storedParent(parent));
+  const out: RankBucket[] = [];
+  // Digit by digit (base 36, a count may be negative): no substring per entry.
+  let place = 0;
+  let count = 0;
+  let sign = 1;
+  let inCount = false;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 44;
+    if (c === 44 /* , */) {
+      out.push(new PackedBucket(lowest, place, sign * count));
+      place = count = 0;
+      sign = 1;
+      inCount = false;
+    } else if (c === 58 /* : */) inCount = true;
+    else if (c === 45 /* - */) sign = -1;
+    else {
+      const digit = c <= 57 ? c - 48 : c - 87;
+      if (inCount) count = count * 36 + digit;
+      else place = place * 36 + digit;
+    }
+  }
+  return out;
+}
+
+/** The list of `level` under `parent` to write: its buckets' counts by prefix. */
+interface ListWrite {
+  readonly level: number;
+  readonly parent: bigint | undefined;
+  readonly counts: Map<bigint, number>;
+}
+
+/**
+ * Write lists as settled through `through`, a batch at a time, level 0's last and
+ * alone: it is the index's settlement (`readRankSettlement`), which moves only once
+ * every list it settles is written.
+ */
+async function writeLists(store: Store, key: string, through: number, lists: readonly ListWrite[]): Promise<void> {
+  const timestamp = BigInt(through) * 1000n;
+  let batch: Mutation[] = [];
+  let chars = 0;
+  const last = lists.filter((l) => l.level === 0);
+  for (const list of [...lists.filter((l) => l.level !== 0), ...last]) {
+    const counts = packRankList(list.level, list.parent, [...list.counts].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([prefix, count]) => ({ prefix, count })));
+    if (batch.length > 0 && (batch.length >= BATCH || chars + counts.length > BATCH_CHARS || list.level === 0)) {
+      await store.batch(batch);
+      batch = [];
+      chars = 0;
+    }
+    batch.push({
+      kind: 'upsert',
+      table: countRankListsTable,
+      row: { count_key: key, level: list.level, parent: storedParent(list.parent), counts, settled_through: BigInt(through) },
+      options: { timestamp },
+    });
+    chars += counts.length;
+  }
+  if (batch.length > 0) await store.batch(batch);
+}
+
+/** The list of every level that holds a bucket of `rank`, with that bucket's prefix: [level, parent, prefix]. */
+function listsOfRank(rank: bigint): Array<[number, bigint | undefined, bigint]> {
+  const prefixes = rankPrefixes(rank);
+  return prefixes.map((prefix, level) => [level, level === 0 ? undefined : prefixes[level - 1], prefix]);
+}
+
+/**
+ * Add the changes decided from the head's bound up to `through` to the lists they
  * touch (see the file comment); call before the head is written.
  */
 export async function settleRanks(store: Store, key: string, rankOf: (item: string) => bigint, through: number, decided: readonly DecidedChange[]): Promise<void> {
   if (decided.length === 0) return;
-  // Per bucket, its changes: [level, prefix] -> changes.
-  const touched = new Map<string, { level: number; prefix: bigint; changes: DecidedChange[] }>();
+  // Per list, its changes with the prefix of the bucket each touches.
+  const touched = new Map<string, { level: number; parent: bigint | undefined; changes: Array<[bigint, DecidedChange]> }>();
   for (const change of decided) {
-    rankPrefixes(rankOf(change.item)).forEach((prefix, level) => {
-      const id = `${level}:${prefix}`;
-      let bucket = touched.get(id);
-      if (!bucket) touched.set(id, (bucket = { level, prefix, changes: [] }));
-      bucket.changes.push(change);
-    });
+    for (const [level, parent, prefix] of listsOfRank(rankOf(change.item))) {
+      const id = `${level}:${parent ?? ''}`;
+      let list = touched.get(id);
+      if (!list) touched.set(id, (list = { level, parent, changes: [] }));
+      list.changes.push([prefix, change]);
+    }
   }
-  const list = [...touched.values()];
-  const rows = await store.getMany(countRanksTable, list.map((b) => bucketKey(key, b.level, b.prefix)));
-  const writes: Array<[number, bigint, bigint]> = [];
-  list.forEach((bucket, i) => {
+  const lists = [...touched.values()];
+  const rows = await store.getMany(countRankListsTable, lists.map((l) => ({ count_key: key, level: l.level, parent: storedParent(l.parent) })));
+  const writes: ListWrite[] = [];
+  lists.forEach((list, i) => {
     const own = rows[i]?.settled_through as bigint | null | undefined;
     const bound = own == null ? -Infinity : Number(own);
     if (bound >= through) return;
-    let count = (rows[i]?.count as bigint | null | undefined) ?? 0n;
-    for (const c of bucket.changes) if (c.window >= bound) count += BigInt(c.sign);
-    writes.push([bucket.level, bucket.prefix, count]);
+    const counts = new Map(unpackRankList(list.level, list.parent, rows[i]?.counts as string | null | undefined).map((b) => [b.prefix, b.count]));
+    for (const [prefix, c] of list.changes) if (c.window >= bound) counts.set(prefix, (counts.get(prefix) ?? 0) + c.sign);
+    writes.push({ level: list.level, parent: list.parent, counts });
   });
-  await writeBuckets(store, key, through, writes);
+  await writeLists(store, key, through, writes);
 }
 
 /**
- * Rebuild every bucket from the items counted through `through` (a full settlement):
- * each bucket gets its count, and a bucket that no longer holds any gets 0.
+ * Rebuild every list from the items counted through `through` (a full settlement):
+ * each list gets its buckets' counts, and a list that no longer holds any is emptied.
  */
 export async function rebuildRanks(store: Store, key: string, rankOf: (item: string) => bigint, through: number, items: readonly string[]): Promise<void> {
-  const counts = new Map<string, [number, bigint, bigint]>();
-  for (const row of await allRowsOf(store, countRanksTable, { count_key: key })) {
-    counts.set(`${row.level as number}:${row.prefix as bigint}`, [row.level as number, row.prefix as bigint, 0n]);
+  const lists = new Map<string, ListWrite>();
+  const listOf = (level: number, parent: bigint | undefined) => {
+    const id = `${level}:${parent ?? ''}`;
+    let list = lists.get(id);
+    if (!list) lists.set(id, (list = { level, parent, counts: new Map() }));
+    return list;
+  };
+  for (const row of await allRowsOf(store, countRankListsTable, { count_key: key })) {
+    const level = row.level as number;
+    listOf(level, level === 0 ? undefined : (row.parent as bigint));
   }
   for (const item of items) {
-    rankPrefixes(rankOf(item)).forEach((prefix, level) => {
-      const id = `${level}:${prefix}`;
-      const bucket = counts.get(id) ?? [level, prefix, 0n];
-      bucket[2] += 1n;
-      counts.set(id, bucket);
-    });
+    for (const [level, parent, prefix] of listsOfRank(rankOf(item))) {
+      const { counts } = listOf(level, parent);
+      counts.set(prefix, (counts.get(prefix) ?? 0) + 1);
+    }
   }
-  await writeBuckets(store, key, through, [...counts.values()]);
+  await writeLists(store, key, through, [...lists.values()]);
 }
 
-/**
- * The buckets of `key`'s index at `level` under `parent` (every bucket of level 0
- * without one), in prefix order: one slice. What `rankedIndex` reads.
- */
+/** The buckets of `key`'s index at `level` under `parent` (level 0's without one), in prefix order: one read. What `rankedIndex` reads. */
 export async function readRankBuckets(store: Store, key: string, level: number, parent: bigint | undefined): Promise<RankBucket[]> {
-  const range = parent === undefined ? null : childPrefixRange(level, parent);
-  const width = levelWidth(level);
-  const rows = await store.slice(countRanksTable, {
-    partition: { count_key: key },
-    lower: { values: range ? [level, range.lowest] : [level], inclusive: true },
-    upper: { values: range ? [level, range.highest] : [level], inclusive: true },
-    limit: 2 ** width + 1,
-  });
-  return rows.map((r) => ({ prefix: r.prefix as bigint, count: Number(r.count as bigint) }));
-}
-
-/** The first `limit` buckets of `key`'s index, of every level, in level then prefix order: one slice. */
-export async function readRankTop(store: Store, key: string, limit: number): Promise<LevelBucket[]> {
-  const rows = await store.slice(countRanksTable, { partition: { count_key: key }, limit });
-  return rows.map((r) => ({ level: r.level as number, prefix: r.prefix as bigint, count: Number(r.count as bigint) }));
+  const row = await store.get(countRankListsTable, { count_key: key, level, parent: storedParent(parent) });
+  return unpackRankList(level, parent, row?.counts as string | null | undefined);
 }
 
 /**
- * The settlement of `key`'s index as one token: the head's bound and count, which every
- * settlement that changes a bucket moves (see the file comment). One read.
+ * The first `limit` lists of `key`'s index, in level then parent order, and its
+ * settlement (`readRankSettlement`): one slice. Each list's text is unpacked only when
+ * its buckets are asked for (a walk uses few).
  */
+export async function readRankTop(store: Store, key: string, limit: number): Promise<IndexTop> {
+  const rows = await store.slice(countRankListsTable, { partition: { count_key: key }, limit });
+  const lists = rows.map((r) => {
+    const level = r.level as number;
+    const parent = level === 0 ? undefined : (r.parent as bigint);
+    let buckets: RankBucket[] | undefined;
+    return {
+      level,
+      parent,
+      get buckets() {
+        return (buckets ??= unpackRankList(level, parent, r.counts as string | null | undefined));
+      },
+    };
+  });
+  // Level 0's list comes first (clustering order), and with it the settlement.
+  return { lists, settlement: settlementOf(rows[0]?.level === 0 ? rows[0] : null) };
+}
+
+/**
+ * The settlement of an index as a token, from its level-0 list's row: its bound and its
+ * total. Every settlement that changes a list writes that row, last (`writeLists`: every
+ * change touches level 0), so the token moves once the lists it settles are written.
+ */
+function settlementOf(row: Row | null | undefined): string {
+  if (!row) return '';
+  const total = unpackRankList(0, undefined, row.counts as string | null | undefined).reduce((sum, b) => sum + b.count, 0);
+  return `${row.settled_through as bigint}/${total}`;
+}
+
+/** The settlement of `key`'s index (see `settlementOf`). One read. */
 export async function readRankSettlement(store: Store, key: string): Promise<string> {
-  const head = await store.get(connectionCountsTable, { count_key: key, slot: HEAD_SLOT });
-  return `${(head?.settled_through as bigint | null | undefined) ?? ''}/${(head?.settled_count as bigint | null | undefined) ?? ''}`;
+  return settlementOf(await store.get(countRankListsTable, { count_key: key, level: 0, parent: storedParent(undefined) }));
 }
 
 /**
@@ -219,6 +326,6 @@ export function countedIndex(store: Store, key: string, order: RankOrder, cache?
     order,
     buckets: (level, parent) => readRankBuckets(store, key, level, parent),
     top: (limit) => readRankTop(store, key, limit),
-    ...(cache && { cached: { cache, id: key, settlement: () => readRankSettlement(store, key) } }),
+    ...(cache && { cached: { cache, id: key, settlement: () => readRankSettlement(store, key), inTop: true } }),
   });
 }

@@ -73,17 +73,20 @@ export const countItemsTable = defineTable({
 
 /**
  * The counted index of a ranked count (count-ranks.ts; what `offset` reads): one
- * partition per count (`count_key`), a row per non-empty bucket in clustering order
- * `(level, prefix)`: `count` items with ranks under `prefix` at `level`, through
- * `settled_through`, written `USING TIMESTAMP settled_through`. Never deleted (an
- * emptied bucket holds 0).
+ * partition per count (`count_key`), a row per bucket that has children with items, in
+ * clustering order `(level, parent)`: in `counts`, how many items lie under each child
+ * bucket of `parent` at `level` (level 0's one list has parent 0), packed
+ * (count-ranks.ts `packRankList`), through `settled_through`, written `USING TIMESTAMP
+ * settled_through`. A whole list is one cell: a level costs one row to read however
+ * many of its buckets hold items. Never deleted (an emptied list is empty text).
+ * Replaces `count_ranks` (a row per bucket), which nothing reads any more.
  */
-export const countRanksTable = defineTable({
-  name: 'count_ranks',
-  columns: { count_key: 'text', level: 'int', prefix: 'bigint', settled_through: 'bigint', count: 'bigint' },
+export const countRankListsTable = defineTable({
+  name: 'count_rank_lists',
+  columns: { count_key: 'text', level: 'int', parent: 'bigint', settled_through: 'bigint', counts: 'text' },
   partitionKey: ['count_key'],
-  clustering: ['level', 'prefix'],
+  clustering: ['level', 'parent'],
 });
 
 /** Every table of the counts. */
-export const countTables = [connectionCountsTable, countEventsTable, countItemsTable, countRanksTable];
+export const countTables = [connectionCountsTable, countEventsTable, countItemsTable, countRankListsTable];

@@ -214,15 +214,17 @@ async function readOffsetWindow<N>(source: OrderedSource<N>, args: ResolvedPageA
   const windowAt = async (start: PagePosition | null): Promise<Window<N>> => {
     stopIfAborted(signal);
     if (start === null) return closeWindow(source, args, [], await anyBefore(undefined));
+    // Rows the index read ahead from the position, when they cover the page (the type's promise).
+    const ahead = start.read && (start.read.short || start.read.rows.length >= start.skip + args.size + 1) ? (start.read.rows as N[]) : undefined;
     const [read, before] = await Promise.all([
-      readRun(source, start.key, args.direction, start.skip + args.size + 1),
+      ahead ?? readRun(source, start.key, args.direction, start.skip + args.size + 1),
       start.skip === 0 && start.key !== undefined ? anyBefore(start.key) : Promise.resolve(false),
     ]);
     const behind = start.skip > 0 ? read.length > 0 || (await anyBefore(start.key)) : before;
     return closeWindow(source, args, read.slice(start.skip), behind);
   };
   stopIfAborted(signal);
-  let located: Located = await index.locate(source, from, args.direction, args.offset);
+  let located: Located = await index.locate(source, from, args.direction, args.offset, args.size);
   for (;;) {
     const [window, again]: [Window<N>, Located | null] = await Promise.all([windowAt(located.position), located.recheck ?? null]);
     if (again === null) return window;

@@ -10,21 +10,25 @@
  * (counts/count-ranks.ts); this file only reads them.
  *
  * - select (the edge at position p): read level 0's buckets, walk them summing counts
- *   until the one holding p, read its children, and so on: one read per level, then
- *   one slice from the leaf's first possible key, skipping the few edges of the leaf
- *   before p;
+ *   until the one holding p, read its children, and so on, one read per level, until a
+ *   leaf or a bucket of at most SMALL_BUCKET edges; then one slice from that bucket's
+ *   first possible key, skipping its few edges before p;
  * - rank (how many edges lie at or before a cursor): the cursor's rank names its
  *   bucket at every level, so every level's sibling buckets and the leaf's edges up to
  *   the cursor are read at once, in one wave.
- * A page at any offset therefore costs at most 1 + LEVELS + 1 waves of reads (one less
- * without a cursor): 8 at most. Fewer in practice: the index's first rows are read
- * beside level 0, and every level they hold whole comes with them (`TOP_ROWS`); a
- * dense level's next list is read ahead; and a process keeps the lists it read across
- * requests (`RankCache`), checked against the index's settlement read beside the page,
- * so a page whose lists are kept is one wave. Wider levels would cost fewer
- * waves on a first visit but read more bucket rows each (2^10 children a level read 2-3x
- * slower pages where posts are dense). Without an index, `readingPositions` reads the
- * edges being skipped, a chunk at a time.
+ * The buckets of one parent are one list, one row of the store (count-ranks.ts), so a
+ * level costs one row to read however many buckets it has. A page at any offset
+ * therefore costs at most 1 + LEVELS + 1 waves of reads (one less without a cursor): 8
+ * at most. Fewer in practice: the index's first lists (`TOP_LISTS`, level 0 first) are
+ * read in one slice, and every level they hold whole comes with them; below that, a
+ * bucket of SMALL_BUCKET edges is reached in a list or two wherever edges are spread
+ * over time (a first visit is 3 waves: the top, one list, the page); where a level is
+ * dense, the page is read on a guess beside the list under the position's bucket (a
+ * steady rate puts it in a child one can compute), and when the list confirms that the
+ * rows read hold the page, its wave is saved (2 waves); and a process keeps the lists
+ * it read across requests (`RankCache`), checked against the index's settlement read
+ * beside the page, so a page whose lists are kept is one wave. Without an index,
+ * `readingPositions` reads the edges being skipped, a chunk at a time.
  */
 import { ticksOfTimeuuid, timeuuidBoundOfTicks } from '../store/timeuuid.js';
 import type { CursorKey, Direction, Located, OrderedSource, PagePosition, PositionIndex } from './types.js';
@@ -81,16 +85,18 @@ export interface RankedIndexOptions {
    */
   buckets(level: number, parent: bigint | undefined): Promise<RankBucket[]>;
   /**
-   * The first `limit` buckets of the index, of every level, in level then prefix order.
+   * The first `limit` lists of the index, in level then parent order (level 0's first).
    * One read. Without it, level 0 is read as the others are.
    */
-  top?(limit: number): Promise<LevelBucket[]>;
+  top?(limit: number): Promise<IndexTop>;
   /**
    * Keep buckets across requests (see `RankCache`): the process's cache, this index's
    * name in it, and a read of the index's settlement (one call: a token that changes
-   * with every settlement that may change a bucket).
+   * with every settlement that may change a bucket). With `inTop`, the top's read
+   * brings the settlement too (`IndexTop.settlement`, the same token, read with the
+   * lists it came with): a page that reads the top reads nothing else for it.
    */
-  readonly cached?: { readonly cache: RankCache; readonly id: string; settlement(): Promise<string> };
+  readonly cached?: { readonly cache: RankCache; readonly id: string; settlement(): Promise<string>; readonly inTop?: boolean };
 }
 
 /** Bucket rows a process keeps across requests (`RankCache`): a few MB. */
@@ -161,34 +167,47 @@ function listName(id: string, level: number, parent: bigint | undefined): string
   return `${id}\u0000${level}:${parent ?? ''}`;
 }
 
-/** A bucket row of any level: what the top of an index is read as. */
-export interface LevelBucket extends RankBucket {
+/** The buckets of one level under one parent (level 0's: every bucket, no parent): what the top of an index is read as. */
+export interface RankList {
   readonly level: number;
+  readonly parent: bigint | undefined;
+  readonly buckets: readonly RankBucket[];
+}
+
+/** The top of an index as one read gives it: its first lists, and the settlement they were read under where the store keeps it with them. */
+export interface IndexTop {
+  readonly lists: readonly RankList[];
+  readonly settlement?: string;
 }
 
 /**
- * Rows read at once from the top of an index whose lists are not kept: where posts are
- * dense, the few buckets of its upper levels (one wave instead of one per level); where
- * they are sparse, level 0 and part of the next.
+ * Lists read at once from the top of an index whose lists are not kept: the upper
+ * levels, which hold a list or a few each (one wave instead of one per level), and the
+ * first lists of the level below them.
  */
-const TOP_ROWS = 64;
+const TOP_LISTS = 12;
+
+/**
+ * A bucket holding this many edges or fewer is where a walk stops: the page is read
+ * from the bucket's first key, skipping the edges before the position (up to this
+ * many more rows in the page's own read), rather than reading one more level (a wave).
+ */
+export const SMALL_BUCKET = 64;
 
 /** Keeps a list a read brought (`RankCache`), as decided when the read started. */
-type Keep = (level: number, parent: bigint | undefined, list: RankBucket[]) => void;
+type Keep = (level: number, parent: bigint | undefined, list: readonly RankBucket[]) => void;
 
-/** The top of an index read in one slice: its rows once back, and how many levels they hold whole. */
+/** The top of an index read in one slice: its lists once back, and how many levels they hold whole. */
 interface TopOfIndex {
-  readonly keeping: Keep;
-  rows?: readonly LevelBucket[];
+  keeping: Keep;
+  lists?: readonly RankList[];
   whole: number;
 }
 
-/** The buckets of `level` under `parent` among `rows` (every level-0 bucket without a parent). */
-function childrenIn(rows: readonly LevelBucket[], level: number, parent: bigint | undefined): RankBucket[] {
-  const range = parent === undefined ? null : childPrefixRange(level, parent);
-  return rows
-    .filter((r) => r.level === level && (!range || (r.prefix >= range.lowest && r.prefix <= range.highest)))
-    .map((r) => ({ prefix: r.prefix, count: r.count }));
+/** The list of `level` under `parent` in the top of an index, if it is known from it (empty where a level it holds whole has none). */
+function listIn(top: TopOfIndex, level: number, parent: bigint | undefined): readonly RankBucket[] | undefined {
+  const found = top.lists!.find((l) => l.level === level && l.parent === parent);
+  return found ? found.buckets : level < top.whole ? [] : undefined;
 }
 
 /** Rows read per call while walking a connection's edges. */
@@ -241,18 +260,28 @@ export const readingPositions: PositionIndex = {
   },
 };
 
+/** Rows read on a guess of where a page starts (`rankedIndex`'s select): from the edge of bucket `prefix` of `level`. */
+interface Guess<N> {
+  readonly level: number;
+  readonly prefix: bigint;
+  readonly key: CursorKey;
+  readonly rows: Promise<{ readonly rows: N[]; readonly short: boolean }>;
+}
+
 /** Rank and select over a counted index (see the file comment). */
 export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   const { order } = options;
-  const leafShift = BigInt(RANK_LEVEL_SHIFTS[RANK_LEVEL_SHIFTS.length - 1]!);
-  // The edge of leaf `prefix` a read in `direction` starts from.
-  const leafEdge = (prefix: bigint, direction: Direction) =>
-    order.edgeKey(direction === 'forward' ? prefix << leafShift : ((prefix + 1n) << leafShift) - 1n, direction);
+  const leaves = RANK_LEVEL_SHIFTS.length - 1;
+  // The edge of bucket `prefix` of `level` a read in `direction` starts from.
+  const edgeOf = (level: number, prefix: bigint, direction: Direction) => {
+    const shift = BigInt(RANK_LEVEL_SHIFTS[level]!);
+    return order.edgeKey(direction === 'forward' ? prefix << shift : ((prefix + 1n) << shift) - 1n, direction);
+  };
   // A list at once when it is kept or came with the top, else the read that brings it.
   type Lists = (level: number, parent: bigint | undefined) => readonly RankBucket[] | Promise<readonly RankBucket[]>;
 
   // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
-  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, buckets: Lists): Promise<PagePosition | null> {
+  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists): Promise<PagePosition | null> {
     const inOrder = async (level: number, parent: bigint | undefined) => {
       const list = await buckets(level, parent);
       return direction === 'forward' ? list : [...list].reverse();
@@ -266,7 +295,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       const leaf = prefixes[prefixes.length - 1]!;
       const [levels, inLeaf] = await Promise.all([
         Promise.all(prefixes.map((_, level) => buckets(level, level === 0 ? undefined : prefixes[level - 1]))),
-        readRun(source, leafEdge(leaf, direction), direction, Number.MAX_SAFE_INTEGER, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK),
+        readRun(source, edgeOf(leaves, leaf, direction), direction, Number.MAX_SAFE_INTEGER, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK),
       ]);
       levels.forEach((list, level) => {
         for (const b of list) if (sign * (b.prefix < prefixes[level]! ? -1 : b.prefix > prefixes[level]! ? 1 : 0) < 0) position += b.count;
@@ -274,10 +303,11 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       position += inLeaf.length;
     }
 
-    // Select: down the levels to the leaf holding `position`.
+    // Select: down the levels to a bucket holding `position` that is a leaf or small.
     let remaining = position;
     let parent: bigint | undefined;
-    for (let level = 0; level < RANK_LEVEL_SHIFTS.length; level++) {
+    let guess: Guess<N> | undefined;
+    for (let level = 0; ; level++) {
       const list = await inOrder(level, parent);
       const at = list.findIndex((b) => {
         if (remaining < b.count) return true;
@@ -285,34 +315,57 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         return false;
       });
       if (at < 0) return null;
-      if (level === RANK_LEVEL_SHIFTS.length - 1 && remaining === 0) {
-        // The page starts its leaf: start at the leaf before it instead, when its list has
-        // one, so that the edges skipped prove `hasPrevious` without a probe beside the read.
-        const before = list.slice(0, at).findLast((b) => b.count > 0);
-        if (before) return { key: leafEdge(before.prefix, direction), skip: before.count };
+      const bucket = list[at]!;
+      if (level === leaves || bucket.count <= SMALL_BUCKET) {
+        // The rows read on a guess beside this list, when they start at or before the
+        // bucket and hold the page: the edges of the buckets between are skipped too.
+        if (guess?.level === level) {
+          const from = list.findIndex((b) => (direction === 'forward' ? b.prefix >= guess!.prefix : b.prefix <= guess!.prefix));
+          if (from >= 0 && from <= at) {
+            const skip = list.slice(from, at).reduce((sum, b) => sum + b.count, remaining);
+            const read = await guess.rows;
+            // (A page that starts the guessed bucket is read from the bucket before, below, to prove `hasPrevious`.)
+            if (skip > 0 && (read.short || read.rows.length >= skip + size + 1)) return { key: guess.key, skip, read };
+          }
+        }
+        // The page starts its bucket: start at the bucket before it instead, when its list
+        // has a small one, so that the edges skipped prove `hasPrevious` without a probe
+        // beside the read.
+        const before = remaining === 0 ? list.slice(0, at).findLast((b) => b.count > 0) : undefined;
+        if (before && before.count <= SMALL_BUCKET) return { key: edgeOf(level, before.prefix, direction), skip: before.count };
+        return { key: edgeOf(level, bucket.prefix, direction), skip: remaining };
       }
-      parent = list[at]!.prefix;
-      // Read ahead: where this level is dense (a quarter of its buckets under the parent
-      // hold edges, the one holding the position two per child: posts at a steady rate)
-      // and the next level's list is a read, read beside it the list below the child that
-      // would hold the position were the bucket's edges spread evenly; when they are,
-      // that list needs no wave of its own.
-      const dense = level + 2 < RANK_LEVEL_SHIFTS.length && list.length * 4 >= 2 ** levelWidth(level) && list[at]!.count >= 2 ** (levelWidth(level + 1) + 1);
-      if (dense && buckets(level + 1, parent) instanceof Promise) {
+      parent = bucket.prefix;
+      // Read the page on a guess beside the next list, when that list is a read (a wave)
+      // and holds the small buckets: where this level is dense (a quarter of its buckets
+      // under the parent hold edges: a steady rate), the child that would hold the
+      // position were the bucket's edges spread evenly, from one child before it, as many
+      // rows as three children hold on average and the page. At a steady rate the page
+      // is among them, and the page's own wave is saved. (Not where edges are merely
+      // random, as a meeting's acceptors' ids: there the guess misses by more than a
+      // child or two, and costs a read.)
+      const perChild = bucket.count / 2 ** levelWidth(level + 1);
+      const steady = list.length * 4 >= 2 ** levelWidth(level) && perChild <= SMALL_BUCKET;
+      if (steady && buckets(level + 1, parent) instanceof Promise) {
         const { lowest, highest } = childPrefixRange(level + 1, parent);
-        const within = BigInt(Math.floor((remaining / list[at]!.count) * Number(highest - lowest + 1n)));
-        Promise.resolve(buckets(level + 2, direction === 'forward' ? lowest + within : highest - within)).catch(() => {});
+        const within = BigInt(Math.max(0, Math.floor((remaining / bucket.count) * Number(highest - lowest + 1n)) - 1));
+        const prefix = direction === 'forward' ? lowest + within : highest - within;
+        const key = edgeOf(level + 1, prefix, direction);
+        const ask = Math.ceil(3 * perChild) + size + 1;
+        const rows = readRun(source, key, direction, ask).then((rows) => ({ rows, short: rows.length < ask }));
+        rows.catch(() => {});
+        guess = { level: level + 1, prefix, key, rows };
       }
     }
-    return { key: leafEdge(parent!, direction), skip: remaining };
   }
 
   // Bucket lists read once per walk (a select under the cursor's own buckets reuses
   // them), from `cached` lists kept under settlement `trusted` where there are any.
   // `keep` is asked as a read starts, and given each list it brings when it comes back.
-  // Level 0's list, when not kept, is read beside the top of the index (`options.top`):
-  // a list asked for once that read is back, of a level it holds whole, is taken from it.
-  const listsOf = (keep: () => Keep, trusted?: string): Lists => {
+  // Level 0's list, when not kept, comes with the top of the index (`options.top`): a
+  // list asked for once that read is back, that it holds (or of a level it holds whole),
+  // is taken from it.
+  const listsOf = (keep: () => Keep, trusted?: string, pendingTop?: Promise<IndexTop>): Lists => {
     const read = new Map<string, readonly RankBucket[] | Promise<readonly RankBucket[]>>();
     let top: TopOfIndex | undefined;
     return (level, parent) => {
@@ -320,7 +373,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       let found = read.get(name);
       if (!found) {
         const kept = trusted === undefined ? undefined : options.cached!.cache.get(options.cached!.id, trusted, level, parent);
-        const fromTop = top?.rows && level < top.whole ? childrenIn(top.rows, level, parent) : undefined;
+        const fromTop = top?.lists ? listIn(top, level, parent) : undefined;
         if (kept) found = kept;
         else if (fromTop) {
           top!.keeping(level, parent, fromTop);
@@ -328,11 +381,16 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         } else if (level === 0 && options.top && !top) {
           const keeping = keep();
           const reading: TopOfIndex = (top = { keeping, whole: 0 });
-          // Level 0 itself beside it: the top holds it whole only where it has few buckets.
-          found = Promise.all([options.top(TOP_ROWS), options.buckets(0, undefined)]).then(([rows, list]) => {
-            reading.rows = rows;
-            reading.whole = rows.length < TOP_ROWS ? RANK_LEVEL_SHIFTS.length : rows[rows.length - 1]!.level;
-            keeping(0, undefined, list);
+          found = (pendingTop ?? options.top(TOP_LISTS)).then(({ lists, settlement }) => {
+            reading.lists = lists;
+            // Lists read with the settlement in one read are kept under it.
+            const cached = options.cached;
+            if (settlement !== undefined && cached) reading.keeping = (l, p, list) => cached.cache.put(cached.id, settlement, l, p, list);
+            const keepTop = reading.keeping;
+            // Every level before the last list's is whole; all of them when fewer came.
+            reading.whole = lists.length < TOP_LISTS ? RANK_LEVEL_SHIFTS.length : lists[lists.length - 1]!.level;
+            const list = listIn(reading, 0, undefined) ?? [];
+            keepTop(0, undefined, list);
             return list;
           });
         } else {
@@ -346,14 +404,18 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   };
 
   return {
-    async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<Located> {
+    async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number): Promise<Located> {
       const cached = options.cached;
-      if (!cached) return { position: await walk(source, from, direction, offset, listsOf(() => () => {})) };
+      if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf(() => () => {})) };
       const { cache, id } = cached;
       // The settlement known here before this page's reads: the kept lists it may use.
       const trusted = cache.settlement(id);
       let read: string | undefined;
-      const settlement = cached.settlement().then((token) => {
+      // Where the top brings the settlement and this page reads the top (level 0's list
+      // is not kept), the top is read first and the settlement with it.
+      const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? options.top(TOP_LISTS) : undefined;
+      pendingTop?.catch(() => {});
+      const settlement = (pendingTop ? pendingTop.then((top) => top.settlement ?? '') : cached.settlement()).then((token) => {
         read = token;
         cache.settle(id, token);
         return token;
@@ -371,10 +433,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       };
       if (trusted === undefined) {
         // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
-        return { position: await walk(source, from, direction, offset, listsOf(keep)) };
+        return { position: await walk(source, from, direction, offset, size, listsOf(keep, undefined, pendingTop)) };
       }
-      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, listsOf(keep, token)) });
-      const position = await walk(source, from, direction, offset, listsOf(keep, trusted));
+      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf(keep, token)) });
+      const position = await walk(source, from, direction, offset, size, listsOf(keep, trusted, pendingTop));
       if (read !== undefined) return read === trusted ? { position } : again(read);
       return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
     },

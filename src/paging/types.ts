@@ -50,6 +50,11 @@ export interface PageArgs {
 export interface PagePosition {
   readonly key: CursorKey | undefined;
   readonly skip: number;
+  /**
+   * Rows already read from `key` (inclusive) in the page's direction, enough for the
+   * page (skip + size + 1 of them, or every row there is: `short`): read them instead.
+   */
+  readonly read?: { readonly rows: readonly unknown[]; readonly short: boolean };
 }
 
 /** What `PositionIndex.locate` found. */
@@ -74,8 +79,9 @@ export interface PositionIndex {
   /**
    * Where the edge lies that comes `offset` edges after every edge at or before `from`
    * (after none when `from` is undefined), in `direction`; null when there is none.
+   * `size` is the page's: what a position's rows read ahead must cover.
    */
-  locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number): Promise<Located>;
+  locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number): Promise<Located>;
 }
 
 /** One edge of a page. */

@@ -12,8 +12,8 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
 import { createListApplier, rankedCounts, type createRequestContext } from '../../src/composition-root.js';
 import { settleFully, settleIncrementally } from '../../src/counts/connection-counts.js';
-import { currentEntries, indexKeyOf } from '../../src/counts/count-ranks.js';
-import { countRanksTable } from '../../src/counts/count-tables.js';
+import { currentEntries, indexKeyOf, unpackRankList } from '../../src/counts/count-ranks.js';
+import { countRankListsTable } from '../../src/counts/count-tables.js';
 import { recountConnections } from '../../src/counts/recount.js';
 import { appendTransactions, type ListItem } from '../../src/features/lists/ledger.js';
 import { itemsCountKey, listMemberships, placementEntry, readListItems } from '../../src/features/lists/lists.js';
@@ -107,7 +107,7 @@ describeEachStore('offset on a timeline', (target) => {
     expect(await expectExactPages(store, w.a.ctx, author.id)).toBe(70);
   }, target.ddlTimeoutMs);
 
-  it('reads a page whose index lists are kept with the head beside it, and within 8 waves once a settlement moved them', async () => {
+  it('reads a page whose index lists are kept with the index settlement beside it, and within 8 waves once a settlement moved them', async () => {
     const { store: inner } = await pool.create();
     const store = new WaveCountingStore(inner);
     const w = await twoServers(store);
@@ -129,9 +129,9 @@ describeEachStore('offset on a timeline', (target) => {
     };
     expect(await page()).toBeLessThanOrEqual(8);
     await page();
-    // Kept: the cursor's leaf, then the page, each beside the head (one wave where calls overlap).
+    // Kept: the cursor's leaf, then the page, each beside the settlement (one wave where calls overlap).
     expect(await page()).toBeLessThanOrEqual(2);
-    // A newer post moves the head: the kept lists are refused and the position found again.
+    // A newer post moves the settlement: the kept lists are refused and the position found again.
     await w.b.ctx().timeline.createPost(author.id, 'newest');
     await w.settle();
     expect(await page()).toBeLessThanOrEqual(8);
@@ -147,9 +147,10 @@ describeEachStore('offset on a timeline', (target) => {
     await w.settle();
     for (const post of posts.slice(0, 10)) await w.b.ctx().timeline.deletePost(author.id, post);
     await w.settle();
-    const buckets = async () => (await store.slice(countRanksTable, { partition: { count_key: key }, limit: 10_000 })).map((r) => [r.level, r.prefix, r.count]);
+    const buckets = async () => (await store.slice(countRankListsTable, { partition: { count_key: key }, limit: 10_000 })).map((r) => [r.level, r.parent, r.counts]);
     const stepwise = await buckets();
-    expect(stepwise.filter(([level]) => level === 0).reduce((sum, [, , count]) => sum + (count as bigint), 0n)).toBe(30n);
+    const levelZero = stepwise.find(([level]) => level === 0)!;
+    expect(unpackRankList(0, undefined, levelZero[2] as string).reduce((sum, b) => sum + b.count, 0)).toBe(30);
     await settleFully(store, key, w.through(), rankedCounts);
     expect(await buckets()).toEqual(stepwise);
   }, target.ddlTimeoutMs);
@@ -185,7 +186,7 @@ class BeforeTheIndex extends StoreDecorator {
     return run();
   }
   override batch(mutations: readonly Mutation[]): Promise<void> {
-    const kept = this.indexed ? mutations : mutations.filter((m) => !(String(m.kind === 'upsert' ? m.row.count_key : '').startsWith('index:') || m.table === countRanksTable));
+    const kept = this.indexed ? mutations : mutations.filter((m) => !(String(m.kind === 'upsert' ? m.row.count_key : '').startsWith('index:') || m.table === countRankListsTable));
     return kept.length === 0 ? Promise.resolve() : super.batch(kept);
   }
 }
@@ -313,7 +314,7 @@ describeEachStore('offset on the other counted connections', (target) => {
     await applier.drain(list.listId);
     await w.settle();
     // The acceptors' count existed, its index did not: no buckets.
-    expect(await store.slice(countRanksTable, { partition: { count_key: acceptanceCountKey(meeting.meetingId) }, limit: 10 })).toEqual([]);
+    expect(await store.slice(countRankListsTable, { partition: { count_key: acceptanceCountKey(meeting.meetingId) }, limit: 10 })).toEqual([]);
     store.indexed = true;
     w.closeWindows();
     const report = await recountConnections(store, w.a.services.counts, [listMemberships(store), suspensionMemberships(store), acceptanceMemberships(store)], {

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { pageFromSource, type PagingOptions } from '../../src/paging/engine.js';
-import { RANK_LEVEL_SHIFTS, RankCache, rankPrefixes, rankedIndex, type LevelBucket, type RankBucket } from '../../src/paging/ranked-index.js';
+import { RANK_LEVEL_SHIFTS, RankCache, SMALL_BUCKET, rankPrefixes, rankedIndex, type RankBucket, type RankList } from '../../src/paging/ranked-index.js';
 import { PagingArgumentError } from '../../src/paging/types.js';
 import { ArraySource } from '../support/array-source.js';
 import { modelOffsetPage } from '../support/paging-model.js';
@@ -30,20 +30,21 @@ function bucketsOf(keys: readonly number[], level: number, parent: bigint | unde
   return [...counts].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([prefix, count]): RankBucket => ({ prefix, count }));
 }
 
-/** The first `limit` buckets of every level counted from `keys`, in level then prefix order. */
-function topOf(keys: readonly number[], limit: number): LevelBucket[] {
-  const rows: LevelBucket[] = [];
-  const walk = (level: number, parent: bigint | undefined) => {
-    for (const b of bucketsOf(keys, level, parent)) rows.push({ level, ...b });
-  };
-  // Level by level: every bucket of a level, under every parent in prefix order.
+/** The first `limit` lists of the index counted from `keys`, in level then parent order. */
+function topOf(keys: readonly number[], limit: number): RankList[] {
+  const lists: RankList[] = [];
+  // Level by level: the list under every parent with edges, in prefix order.
   let parents: Array<bigint | undefined> = [undefined];
-  for (let level = 0; level < RANK_LEVEL_SHIFTS.length && rows.length < limit; level++) {
-    const before = rows.length;
-    for (const parent of parents) walk(level, parent);
-    parents = rows.slice(before).map((r) => r.prefix);
+  for (let level = 0; level < RANK_LEVEL_SHIFTS.length && lists.length < limit; level++) {
+    const next: bigint[] = [];
+    for (const parent of parents) {
+      const buckets = bucketsOf(keys, level, parent);
+      if (buckets.length > 0) lists.push({ level, parent, buckets });
+      next.push(...buckets.map((b) => b.prefix));
+    }
+    parents = next;
   }
-  return rows.slice(0, limit);
+  return lists.slice(0, limit);
 }
 
 const numberOrder = { rankOf: (key: readonly unknown[]) => BigInt(key[0] as number), edgeKey: (rank: bigint) => [Number(rank)] };
@@ -64,7 +65,7 @@ function indexOver(source: ArraySource, top = false) {
     ...(top && {
       async top(limit: number) {
         stats.reads++;
-        return topOf(source.all, limit);
+        return { lists: topOf(source.all, limit) };
       },
     }),
   });
@@ -89,6 +90,8 @@ class SettledIndex {
     readonly cache: RankCache,
     private readonly slow: boolean,
     private readonly lag = 0,
+    /** The top's read brings the settlement (`cached.inTop`), as the stores' indexes do. */
+    private readonly inTop = false,
   ) {
     this.settle();
   }
@@ -110,13 +113,19 @@ class SettledIndex {
       },
       top: async (limit) => {
         this.stats.buckets++;
-        const rows = topOf(this.snapshot, limit);
+        if (this.inTop && this.settleWithin) {
+          this.settleWithin = false;
+          this.settle();
+        }
+        const lists = topOf(this.snapshot, limit);
+        const settlement = String(this.settlements);
         for (let i = 0; i < this.lag; i++) await null;
-        return rows;
+        return this.inTop ? { lists, settlement } : { lists };
       },
       cached: {
         cache: this.cache,
         id: 'numbers',
+        inTop: this.inTop,
         settlement: async () => {
           this.stats.settlements++;
           await null;
@@ -183,17 +192,50 @@ describe('offset', () => {
     expect(source.reads.length).toBe(1);
   });
 
-  it('reads ahead beside a dense level at most one list a level, and still gives the model\'s slice', async () => {
-    // 3,000 keys 2^21 apart: every level-3 bucket under the first level-2 one holds edges.
+  it('stops at a bucket of SMALL_BUCKET edges or fewer and reads the page from its first key, skipping the edges before the position', async () => {
+    // 3,000 keys 2^21 apart: a level-3 bucket (2^24 ranks) holds 8 of them.
     const source = new ArraySource(Array.from({ length: 3_000 }, (_, i) => i * 2 ** 21 + (i % 7)));
-    for (const backward of [false, true]) {
-      for (const offset of [1, 700, 1_999, 2_990]) {
-        const { index, stats } = indexOver(source);
-        const page = await pageFromSource(source, backward ? { last: 5, offset } : { first: 5, offset }, { connectionName: 'numbers', codec, index });
-        expect(page.edges.map((e) => e.node)).toEqual(modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 5, offset, undefined).nodes);
-        expect(stats.reads).toBeGreaterThanOrEqual(RANK_LEVEL_SHIFTS.length);
-        expect(stats.reads).toBeLessThanOrEqual(RANK_LEVEL_SHIFTS.length + 1);
+    for (const top of [false, true]) {
+      for (const backward of [false, true]) {
+        for (const offset of [1, 700, 1_999, 2_990]) {
+          const { index, stats } = indexOver(source, top);
+          source.reads.length = 0;
+          const page = await pageFromSource(source, backward ? { last: 5, offset } : { first: 5, offset }, { connectionName: 'numbers', codec, index });
+          expect(page.edges.map((e) => e.node)).toEqual(modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 5, offset, undefined).nodes);
+          // Levels 0 to 3, one read each; or the index's top, which holds them all.
+          expect(stats.reads).toBe(top ? 1 : 4);
+          expect(source.reads.length).toBe(1);
+          expect(SMALL_BUCKET).toBeGreaterThanOrEqual(8);
+        }
       }
+    }
+  });
+
+  it('reads the page on a guess beside the list of a dense level, and gives the model\'s slice whether the guess holds the page or not', async () => {
+    // 40,000 keys 2^15 apart, some a little off: 79 level-3 buckets of 512 under one
+    // level-2 bucket (a dense level), 2 keys a level-4 bucket.
+    const source = new ArraySource(Array.from({ length: 40_000 }, (_, i) => i * 2 ** 15 + (i % 3)));
+    for (const backward of [false, true]) {
+      for (const offset of [10_000, 25_001, 35_000]) {
+        const { index, stats } = indexOver(source, true);
+        source.reads.length = 0;
+        const page = await pageFromSource(source, backward ? { last: 20, offset } : { first: 20, offset }, { connectionName: 'numbers', codec, index });
+        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, undefined),
+        );
+        // The top, then the list under the position's level-3 bucket beside the guessed read, which held the page.
+        expect(stats.reads).toBe(2);
+        expect(source.reads.length).toBe(1);
+      }
+    }
+    // A guess that misses (the keys of a bucket all at its far end): the page is read from the position found.
+    const skewed = new ArraySource(Array.from({ length: 40_000 }, (_, i) => Math.floor(i / 512) * 2 ** 24 + 2 ** 24 - 600 + (i % 512)));
+    for (const offset of [10_000, 25_001]) {
+      const { index } = indexOver(skewed, true);
+      skewed.reads.length = 0;
+      const page = await pageFromSource(skewed, { first: 20, offset }, { connectionName: 'numbers', codec, index });
+      expect(page.edges.map((e) => e.node)).toEqual(skewed.all.slice(offset, offset + 20));
+      expect(skewed.reads.length).toBe(2);
     }
   });
 
@@ -205,9 +247,9 @@ describe('offset', () => {
     // first reads and its read of the settlement: only the pages after it must be exact.
     const round = fc.record({ changes: fc.array(change, { minLength: 1, maxLength: 6 }), within: fc.boolean(), pages: fc.array(page, { minLength: 1, maxLength: 4 }) });
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(key, { minLength: 1, maxLength: 60 }), fc.array(round, { minLength: 1, maxLength: 6 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), fc.nat(4), async (keys, rounds, slow, rows, lag) => {
+      fc.asyncProperty(fc.uniqueArray(key, { minLength: 1, maxLength: 60 }), fc.array(round, { minLength: 1, maxLength: 6 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), fc.nat(4), fc.boolean(), async (keys, rounds, slow, rows, lag, inTop) => {
         const source = new ArraySource(keys);
-        const settled = new SettledIndex(source, new RankCache(rows), slow, lag);
+        const settled = new SettledIndex(source, new RankCache(rows), slow, lag, inTop);
         for (const r of [{ changes: [], within: false, pages: rounds[0]!.pages }, ...rounds]) {
           for (const c of r.changes) {
             if ('insert' in c) source.insert(c.insert);
@@ -241,7 +283,7 @@ describe('offset', () => {
 
   it('reads only the settlement and the page once every bucket list it needs is kept, and reads them again once it moves', async () => {
     for (const slow of [false, true]) {
-      const source = new ArraySource(Array.from({ length: 5_000 }, (_, i) => i * 97));
+      const source = new ArraySource(Array.from({ length: 20_000 }, (_, i) => i * 97));
       const settled = new SettledIndex(source, new RankCache(), slow);
       const read = async (offset: number) => {
         // A late settlement read lands before the next page.
@@ -251,28 +293,50 @@ describe('offset', () => {
         const page = await pageFromSource(source, { first: 20, offset }, { connectionName: 'numbers', codec, index: settled.page() });
         return { nodes: page.edges.map((e) => e.node), buckets: settled.stats.buckets, pageReads: source.reads.length };
       };
-      // Level 0 and the index's top beside it (levels 0 to 4 whole: 5,000 keys of ranks
-      // below 2^19), then the leaves' list: three reads. A page keeps the lists it reads
-      // once the settlement is known here: those read after its own read of it, and those
-      // read alongside, once that read confirms the one known. Answered at once, the
-      // settlement is known after the top's read; answered late, only after the first
-      // page, and the second keeps what it reads alongside.
-      for (const expected of slow ? [3, 3] : [3, 2]) {
-        const page = await read(4_000);
-        expect(page).toEqual({ nodes: source.all.slice(4_000, 4_020), buckets: expected, pageReads: 1 });
+      // The index's top (levels 0 to 4 whole: 20,000 keys of ranks below 2^21, and the
+      // first 7 of the 30 leaf lists), then the leaves' list under the position: two
+      // reads. A page keeps the lists it reads once the settlement is known here: those
+      // read after its own read of it, and those read alongside, once that read confirms
+      // the one known. Answered at once, the settlement is known after the top's read;
+      // answered late, only after the first page, and the second keeps what it reads
+      // alongside.
+      for (const expected of slow ? [2, 2] : [2, 1]) {
+        const page = await read(15_000);
+        expect(page).toEqual({ nodes: source.all.slice(15_000, 15_020), buckets: expected, pageReads: 1 });
       }
-      expect(await read(4_000)).toEqual({ nodes: source.all.slice(4_000, 4_020), buckets: 0, pageReads: 1 });
+      expect(await read(15_000)).toEqual({ nodes: source.all.slice(15_000, 15_020), buckets: 0, pageReads: 1 });
       // A settlement that moved the buckets: found again from them, not from the lists kept.
       source.remove(source.all[10]!);
       source.insert(1);
       source.insert(3);
       settled.settle();
-      const again = await read(4_000);
-      expect(again.nodes).toEqual(source.all.slice(4_000, 4_020));
-      expect(again.buckets).toBe(3);
-      expect(await read(4_000)).toMatchObject({ nodes: source.all.slice(4_000, 4_020) });
-      expect(await read(4_000)).toMatchObject({ nodes: source.all.slice(4_000, 4_020), buckets: 0 });
+      const again = await read(15_000);
+      expect(again.nodes).toEqual(source.all.slice(15_000, 15_020));
+      expect(again.buckets).toBe(2);
+      expect(await read(15_000)).toMatchObject({ nodes: source.all.slice(15_000, 15_020) });
+      expect(await read(15_000)).toMatchObject({ nodes: source.all.slice(15_000, 15_020), buckets: 0 });
     }
+  });
+
+  it('reads the settlement with the top where the top brings it, and only the settlement and the page once every list is kept', async () => {
+    const source = new ArraySource(Array.from({ length: 20_000 }, (_, i) => i * 97));
+    const settled = new SettledIndex(source, new RankCache(), false, 0, true);
+    const read = async (offset: number) => {
+      settled.stats.buckets = 0;
+      settled.stats.settlements = 0;
+      source.reads.length = 0;
+      const page = await pageFromSource(source, { first: 20, offset }, { connectionName: 'numbers', codec, index: settled.page() });
+      return { nodes: page.edges.map((e) => e.node), buckets: settled.stats.buckets, settlements: settled.stats.settlements, pageReads: source.reads.length };
+    };
+    // A first visit: the top (and the settlement in it), then the list under the position; both kept.
+    expect(await read(15_000)).toEqual({ nodes: source.all.slice(15_000, 15_020), buckets: 2, settlements: 0, pageReads: 1 });
+    expect(await read(15_000)).toEqual({ nodes: source.all.slice(15_000, 15_020), buckets: 0, settlements: 1, pageReads: 1 });
+    // A settlement that moved the lists: found again from the store (the top and the list), then kept again.
+    source.remove(source.all[10]!);
+    source.insert(1);
+    settled.settle();
+    expect(await read(15_000)).toMatchObject({ nodes: source.all.slice(15_000, 15_020), buckets: 2 });
+    expect(await read(15_000)).toMatchObject({ nodes: source.all.slice(15_000, 15_020), buckets: 0, settlements: 1 });
   });
 
   it('fails a page on a failed read of the settlement only when it used kept lists, and never leaves the failure unhandled', async () => {

@@ -7,7 +7,7 @@ import pino, { type Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { jobProgressTable, windowSeenTable } from '../../src/background/windowed-job.js';
-import { connectionCountsTable, countRanksTable } from '../../src/counts/count-tables.js';
+import { connectionCountsTable, countRankListsTable } from '../../src/counts/count-tables.js';
 import { presenceTable } from '../../src/background/presence.js';
 import { authKey, signToken, type RemoteKeyTiming } from '../../src/graphql/auth.js';
 import type { Clock } from '../../src/store/clock.js';
@@ -23,7 +23,7 @@ export const TEST_CURSOR_SECRET = 'test-cursor-secret-0123456789';
  * Tables the server's background jobs write on their own (see `dump`), as SQLite and
  * Cassandra name them: presence, the jobs' progress, and the counts (and counted indexes) the verifier settles.
  */
-const BACKGROUND_TABLES = new Set([presenceTable.name, jobProgressTable.name, windowSeenTable.name, connectionCountsTable.name, countRanksTable.name].flatMap((name) => [name, `t_${name}`]));
+const BACKGROUND_TABLES = new Set([presenceTable.name, jobProgressTable.name, windowSeenTable.name, connectionCountsTable.name, countRankListsTable.name].flatMap((name) => [name, `t_${name}`]));
 
 /** A GraphQL response as tests read it. */
 export interface GqlResponse<D = Record<string, any>> {

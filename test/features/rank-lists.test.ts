@@ -1,0 +1,39 @@
+/**
+ * The counted index's lists as stored (count-ranks.ts `packRankList` /
+ * `unpackRankList`): one cell per list of buckets, read back to the same buckets.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { packRankList, unpackRankList } from '../../src/counts/count-ranks.js';
+import { RANK_LEVEL_SHIFTS, childPrefixRange, levelWidth, type RankBucket } from '../../src/paging/ranked-index.js';
+
+/** A list of `level` under `parent`: unique places under the parent, in prefix order, with their counts. */
+const aList = fc
+  .integer({ min: 0, max: RANK_LEVEL_SHIFTS.length - 1 })
+  .chain((level) =>
+    fc.record({
+      level: fc.constant(level),
+      // Level 0 has no parent; a deeper list's parent is any prefix of the level above.
+      parent: level === 0 ? fc.constant(undefined) : fc.bigInt({ min: 0n, max: (1n << BigInt(60 - RANK_LEVEL_SHIFTS[level - 1]!)) - 1n }),
+      entries: fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 2 ** levelWidth(level) - 1 }), fc.integer({ min: -1_000, max: 10_000_000 })), { selector: ([place]) => place, maxLength: 300 }),
+    }),
+  );
+
+describe('the counted index lists as stored', () => {
+  it('reads back every bucket of a list as packed, in prefix order, leaving out counts of 0', () => {
+    fc.assert(
+      fc.property(aList, ({ level, parent, entries }) => {
+        const { lowest } = childPrefixRange(level, parent ?? 0n);
+        const buckets: RankBucket[] = [...entries].sort((a, b) => a[0] - b[0]).map(([place, count]) => ({ prefix: lowest + BigInt(place), count }));
+        const read = unpackRankList(level, parent, packRankList(level, parent, buckets));
+        expect(read.map((b) => ({ prefix: b.prefix, count: b.count }))).toEqual(buckets.filter((b) => b.count !== 0));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('reads an empty list from no row and from an emptied one', () => {
+    expect(unpackRankList(3, 7n, undefined)).toEqual([]);
+    expect(unpackRankList(3, 7n, packRankList(3, 7n, [{ prefix: 7n << 8n, count: 0 }]))).toEqual([]);
+  });
+});
