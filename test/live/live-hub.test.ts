@@ -426,5 +426,11 @@ describe('the live hub', () => {
     expect(decodeFeedCursor(codec, 'posts:a', cursor)).toEqual({ floor, received: [...position.received].sort() });
     expect(decodeFeedCursor(codec, 'posts:b', cursor)).toBeNull();
     expect(decodeFeedCursor(codec, 'posts:a', `${cursor.slice(0, -2)}AA`)).toBeNull();
+    // With where its subscription from now started (a feed with `madeAt`), kept as well.
+    const started = { ...position, madeFrom: floor - 1_000n };
+    expect(decodeFeedCursor(codec, 'list:a', encodeFeedCursor(codec, 'list:a', started))).toEqual({ ...started, received: [...position.received].sort() });
+    const made = (text: string) => decodeFeedCursor(codec, 'list:a', codec.encodeCursor('live:list:a', ['c', floor.toString(), 'AA', text]));
+    expect(made('123')).toEqual({ floor, received: [], madeFrom: 123n });
+    expect(made('soon')).toBeNull();
   });
 });
