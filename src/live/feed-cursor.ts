@@ -15,8 +15,10 @@
  *
  * Packed small: the floor in µs, then each change of the set as the µs after the one
  * before (a varint) and four bytes of its random part, so a set of a hundred changes
- * costs some 700 bytes. Signed and bound to its feed by the cursor codec, like every
- * connection cursor.
+ * costs some 700 bytes; for a feed that says when its changes were made (a list's),
+ * also where the subscription from now it descends from started (`madeFrom`), so that a
+ * resumed subscription leaves out what that one did. Signed and bound to its feed by the
+ * cursor codec, like every connection cursor.
  */
 import type { CursorCodec } from '../paging/cursor.js';
 import { microsOfTimeuuid } from '../store/timeuuid.js';
