@@ -15,8 +15,10 @@
  *
  * Packed small: the floor in µs, then each change of the set as the µs after the one
  * before (a varint) and four bytes of its random part, so a set of a hundred changes
- * costs some 700 bytes. Signed and bound to its feed by the cursor codec, like every
- * connection cursor.
+ * costs some 700 bytes; for a feed that says when its changes were made (a list's),
+ * also where the subscription from now it descends from started (`madeFrom`), so that a
+ * resumed subscription leaves out what that one did. Signed and bound to its feed by the
+ * cursor codec, like every connection cursor.
  */
 import type { CursorCodec } from '../paging/cursor.js';
 import { microsOfTimeuuid } from '../store/timeuuid.js';
@@ -27,6 +29,12 @@ export interface FeedPosition {
   readonly floor: bigint;
   /** The changes at or above the floor that were delivered, as `changeKey`s. */
   readonly received: readonly string[];
+  /**
+   * Changes made before this (µs, the feed's `madeAt`) are not given: the start of the
+   * subscription from now this position descends from, kept so that resuming leaves out
+   * what it left out. Absent for a feed without `madeAt`, or a position from a connection's cursor.
+   */
+  readonly madeFrom?: bigint;
 }
 
 /** The longest change cursor accepted (characters): some 7,000 changes in the set. */
@@ -71,7 +79,9 @@ export function encodeFeedCursor(codec: CursorCodec, feed: string, position: Fee
     previous = at;
     for (const b of Buffer.from(key.slice(key.indexOf(':') + 1), 'hex')) bytes.push(b);
   }
-  return codec.encodeCursor(connectionOf(feed), [TAG, position.floor.toString(), Buffer.from(bytes).toString('base64url')]);
+  const parts = [TAG, position.floor.toString(), Buffer.from(bytes).toString('base64url')];
+  if (position.madeFrom !== undefined) parts.push(position.madeFrom.toString());
+  return codec.encodeCursor(connectionOf(feed), parts);
 }
 
 /** Whether `cursor` is a genuine change cursor of `feed` in a retired format (CursorCodec.isOutdated). */
@@ -82,8 +92,10 @@ export function isOutdatedFeedCursor(codec: CursorCodec, feed: string, cursor: s
 /** The position inside a change cursor of `feed`, or null when it is malformed, forged or another feed's. */
 export function decodeFeedCursor(codec: CursorCodec, feed: string, cursor: string): FeedPosition | null {
   const key = codec.decodeCursor(connectionOf(feed), cursor, { maxLength: MAX_FEED_CURSOR_LENGTH });
-  if (!key || key.length !== 3 || key[0] !== TAG || typeof key[1] !== 'string' || typeof key[2] !== 'string') return null;
+  if (!key || (key.length !== 3 && key.length !== 4) || key[0] !== TAG || typeof key[1] !== 'string' || typeof key[2] !== 'string') return null;
   if (!/^\d{1,19}$/.test(key[1])) return null;
+  const madeFrom = key[3];
+  if (madeFrom !== undefined && (typeof madeFrom !== 'string' || !/^\d{1,19}$/.test(madeFrom))) return null;
   const floor = BigInt(key[1]);
   const bytes = Buffer.from(key[2], 'base64url');
   let at = 0;
@@ -108,5 +120,6 @@ export function decodeFeedCursor(codec: CursorCodec, feed: string, cursor: strin
     received.push(`${previous}:${bytes.toString('hex', at, at + 4)}`);
     at += 4;
   }
-  return at === bytes.length ? { floor, received } : null;
+  if (at !== bytes.length) return null;
+  return madeFrom === undefined ? { floor, received } : { floor, received, madeFrom: BigInt(madeFrom) };
 }

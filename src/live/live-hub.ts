@@ -70,6 +70,14 @@ export interface FeedSpec {
    * change with a final answer; 'wait' asks again at the next poll.
    */
   readonly admit?: (changes: readonly Change[]) => Promise<Admission[]>;
+  /**
+   * When a change was made (µs): from when a page of the connection shows it. Its id's
+   * time when absent. A feature that logs a change after its pages show it (a list's
+   * change is logged when the applier applies a transaction that pages showed pending
+   * since it was appended) gives the earlier time, so a subscription from now leaves out
+   * what a page read before it already held.
+   */
+  readonly madeAt?: (change: Change) => bigint;
 }
 
 /** One change handed to a subscriber. */
@@ -268,6 +276,11 @@ class Subscriber implements AsyncIterableIterator<Delivery> {
    * Late changes at or above it are owed to it; none below.
    */
   readonly origin: bigint;
+  /**
+   * Changes made before this (µs, the feed's `madeAt`) are not given, though logged
+   * after: where a subscription from now started, carried on by its cursors (null: none).
+   */
+  readonly madeFrom: bigint | null;
   /** Changes its feed handled while it was catching up (so not offered to it), by key. */
   readonly missed = new Set<string>();
   /** Changes it was given, or its cursor named, that its feed had not handled: key → item. */
@@ -292,6 +305,7 @@ class Subscriber implements AsyncIterableIterator<Delivery> {
   ) {
     this.floor = start.floor;
     this.origin = start.floor;
+    this.madeFrom = spec.madeAt ? (start.madeFrom ?? null) : null;
     this.catchUpFrom = start.floor;
     for (const key of start.received) {
       this.received.set(key, null);
@@ -421,6 +435,12 @@ function floorOf(feed: LiveFeed): bigint {
   return min!;
 }
 
+/** Whether `change` was made before the subscription from now that `subscriber` is or resumes (FeedSpec.madeAt). */
+function madeBefore(subscriber: Subscriber, change: Change): boolean {
+  const { madeAt } = subscriber.spec;
+  return subscriber.madeFrom !== null && madeAt !== undefined && madeAt(change) < subscriber.madeFrom;
+}
+
 /** The lowest origin of a feed's polled subscribers: nothing below it is owed to them. */
 function originOf(feed: LiveFeed): bigint {
   let min: bigint | null = null;
@@ -512,7 +532,7 @@ export class LiveHub {
     }
     // "Now" on another server's clock may be up to the skew behind ours: a change made
     // there after this moment can carry an id that much lower. Start that much back.
-    const position = start.kind === 'after' ? start.position : { floor: now - this.aheadMicros, received: [] };
+    const position = start.kind === 'after' ? start.position : { floor: now - this.aheadMicros, received: [], madeFrom: now - this.aheadMicros };
     const subscriber = new Subscriber(this, spec, position, start.kind === 'after', onOverflow);
     if (start.kind === 'now') this.attach(subscriber);
     else this.feedOf(spec).catchingUp.add(subscriber);
@@ -645,13 +665,19 @@ export class LiveHub {
         // Everything below this change's microsecond (a change beside it in the same
         // microsecond may follow), and below what the read settled, is delivered.
         if (settledBelow !== null) subscriber.raiseFloor(at < settledBelow ? at : settledBelow);
+        // Made before a subscription from now: held as received (its cursors leave it out too), not given.
+        if (madeBefore(subscriber, change)) continue;
       } else {
         // Below the floor: late. Owed from where the subscription started here, unless given.
-        const owed = this.remembers && at >= subscriber.origin && (first ? !givenOutside : missed);
+        const owed = this.remembers && at >= subscriber.origin && (first ? !givenOutside : missed) && !madeBefore(subscriber, change);
         if (!owed || this.itemGiven(feed, subscriber, change.item, key)) continue;
         late?.add(key);
       }
-      const cursor = encodeFeedCursor(this.options.codec, subscriber.spec.feed, { floor: subscriber.floor, received: [...subscriber.received.keys()] });
+      const cursor = encodeFeedCursor(this.options.codec, subscriber.spec.feed, {
+        floor: subscriber.floor,
+        received: [...subscriber.received.keys()],
+        ...(subscriber.madeFrom !== null && { madeFrom: subscriber.madeFrom }),
+      });
       subscriber.push({ change, cursor, batch });
       delivered++;
     }

@@ -23,6 +23,7 @@ import type { Delivery, FeedSpec, LiveHub } from '../../src/live/live-hub.js';
 import { collectDeliveries } from '../support/live-client.js';
 import { assertSim, crashPoint, offsets, runAll, scheduled } from '../support/sim-arbitraries.js';
 import { SimCluster, type Outcome, type SimInstance } from '../support/sim-cluster.js';
+import { createListApplier } from '../../src/composition-root.js';
 
 const USERS = 3;
 const ITEMS = 3;
@@ -152,6 +153,50 @@ async function runLiveOps(
 }
 
 describe('live connections on a simulated cluster', () => {
+  it('give a subscriber from now no list change a page read before it showed pending, whatever the clocks of the servers that made and applied them', async () => {
+    // One writer's clock is a whole skew bound (2 s) behind the watcher's, the other's with it.
+    const cluster = await SimCluster.create({ seed: 7, offsetsMs: [1_000, -1_000, 1_000] });
+    const [watcher, behind, ahead] = [cluster.at(0), cluster.at(1), cluster.at(2)];
+    try {
+      const made = await watcher.run(async (ctx) => {
+        const owner = (await ctx.users.create(aUser())).id;
+        return (await ctx.lists.create('pending', owner)).listId;
+      });
+      if (made.kind !== 'ok') throw new Error('setup failed');
+      const listId = made.value;
+      await cluster.settle({ rounds: 1 });
+      // The writers' appliers do not run: what they append stays pending until drained below.
+      behind.applier.stop();
+      ahead.applier.stop();
+      for (const [at, label] of [[behind, 'made behind'], [ahead, 'made ahead']] as const) {
+        if ((await at.run((ctx) => ctx.lists.add(listId, label))).kind !== 'ok') throw new Error('add failed');
+      }
+      // Beyond twice the skew bound: by every clock, both were made before the subscription.
+      cluster.time.advance(4_500);
+      const page = await watcher.run((ctx) => ctx.lists.items(listId, { first: 50 }));
+      if (page.kind !== 'ok') throw new Error('read failed');
+      expect(page.value.edges.map((e) => e.node.label)).toEqual(['made behind', 'made ahead']);
+      const hub = watcher.services.live;
+      const spec = listFeedOf(listId);
+      const got = collectDeliveries(hub.subscribe(spec, { kind: 'now' }));
+      cluster.time.advance(1);
+      // Made just after, on the server whose clock is behind: still after the subscription's start.
+      if ((await behind.run((ctx) => ctx.lists.add(listId, 'made after'))).kind !== 'ok') throw new Error('add failed');
+      // The server whose clock is ahead applies all three: each logged after the subscription began.
+      expect(await createListApplier(ahead.services).drain(listId)).toBe(3);
+      for (let round = 0; round < 3; round++) {
+        cluster.time.advance(1_000);
+        await hub.pollOnce();
+        await settleTicks();
+      }
+      expect(got.map((d) => [d.change.kind, d.change.payload.label])).toEqual([['ADDED', 'made after']]);
+      // Resumed on another server from that change's cursor: nothing more.
+      expect(await resumed(behind, spec, got[0]!.cursor)).toEqual([]);
+    } finally {
+      await cluster.close();
+    }
+  });
+
   it('deliver every change once, in order per item, and resume exactly on another server', async () => {
     await assertSim(
       'live',

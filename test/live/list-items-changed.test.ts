@@ -5,7 +5,9 @@
  * list the server pages, cursors included.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createListApplier } from '../../src/composition-root.js';
 import { aUser } from '../../src/features/users/user-mother.js';
+import { localIdOf } from '../../src/graphql/ids.js';
 import { liveClient, waitFor, type LiveClient } from '../support/live-client.js';
 import { describeEachStore } from '../support/stores.js';
 import { startTestServer, type TestServer } from '../support/test-server.js';
@@ -39,6 +41,14 @@ function applyChange(edges: Edge[], c: ListChange['listItemsChanged']): Edge[] {
   return [...without.slice(0, at), c.edge!, ...without.slice(at)];
 }
 
+/** A user of `server` and their token: a list's owner. */
+async function anOwner(server: TestServer): Promise<string> {
+  const input = aUser();
+  const admin = await server.token('root', { admin: true });
+  await server.gql(`mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`, { input }, admin);
+  return server.token(input.username);
+}
+
 describeEachStore('listItemsChanged over WebSocket', (target) => {
   let server: TestServer;
   let owner: string;
@@ -47,10 +57,7 @@ describeEachStore('listItemsChanged over WebSocket', (target) => {
   beforeAll(async () => {
     // One process, one clock: a subscription starts exactly now.
     server = await startTestServer({ target, env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0', LIST_APPLIER_INTERVAL_MS: '50' } });
-    const input = aUser();
-    const admin = await server.token('root', { admin: true });
-    await server.gql(`mutation ($input: CreateUserInput!) { createUser(input: $input) { user { id } } }`, { input }, admin);
-    owner = await server.token(input.username);
+    owner = await anOwner(server);
   });
   afterAll(async () => {
     for (const c of clients) await c.dispose();
@@ -104,6 +111,40 @@ describeEachStore('listItemsChanged over WebSocket', (target) => {
     expect(again.values).toHaveLength(3);
     sub.stop();
     again.stop();
+  });
+
+  it('leaves out what a page read before subscribing showed pending, though the applier logs it after, and gives every later change', async () => {
+    // No applier running: the list's transactions stay pending until the test applies them.
+    const paused = await startTestServer({ target, env: { LIVE_POLL_MS: '50', CLOCK_SKEW_MS: '0', LIST_APPLIER: 'false' } });
+    try {
+      const token = await anOwner(paused);
+      const list = await paused.gql(`mutation { createList(input: { title: "Pending" }) { list { id } } }`, {}, token);
+      const listId = list.data!.createList.list.id as string;
+      const add = (label: string) => paused.gql(ADD, { input: { listId, label } }, token);
+      const edges = async (): Promise<Edge[]> => (await paused.gql(ITEMS, { id: listId })).data!.node.items.edges;
+      await add('milk');
+      await add('eggs');
+      // The page shows both, still pending; the client follows the changes from now.
+      let held = await edges();
+      expect(held.map((e) => e.node.label)).toEqual(['milk', 'eggs']);
+      const client = liveClient(paused.url);
+      clients.push(client);
+      const sub = client.subscribe<ListChange>(CHANGES, { listId });
+      await waitFor(() => paused.app.services.live.subscriptions === 1, 5_000, 'the subscription');
+      await add('tea');
+      // All three logged now, after the subscription started.
+      expect(await createListApplier(paused.app.services).drain(localIdOf(listId, 'listId', 'OrderedList'))).toBe(3);
+
+      const changes = (await sub.next(1)).map((c) => c.listItemsChanged);
+      expect(changes.map((c) => [c.kind, c.edge?.node.label])).toEqual([['ADDED', 'tea']]);
+      for (const c of changes) held = applyChange(held, c);
+      expect(held).toEqual(await edges());
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(sub.values).toHaveLength(1);
+      sub.stop();
+    } finally {
+      await paused.close();
+    }
   });
 
   it('answers NOT_FOUND for an unknown list, and BAD_USER_INPUT for a cursor of another list', async () => {

@@ -116,6 +116,50 @@ describe('the live hub', () => {
     expect(items(await sub.take())).toEqual(['late']);
   });
 
+  it('leaves out of a subscription from now what its feed says was made before it, though logged after, whatever the writers\' clocks, and its cursors resume past it', async () => {
+    const { hub, server, base, writer, time } = await aHub();
+    // The time a change was made, as the feature knows it (a list's: its transaction's).
+    const spec: FeedSpec = { feed: 'list:made', madeAt: (c) => BigInt(c.payload.madeAt as string) };
+    const behind = writer(-CLUSTER.clockSkewMs);
+    const ahead = writer(CLUSTER.clockSkewMs);
+    const madeNow = (w: typeof behind) => w.nextId();
+    // Made before the subscription, by the clock of whoever made them, beyond the skew
+    // bound by ours; both logged only after it started (an applier behind its appends).
+    time.ms -= 2_500;
+    const before = [madeNow(behind), madeNow(ahead)];
+    time.ms += 2_500;
+    const sub = collect(hub.subscribe(spec, { kind: 'now' }));
+    time.ms += 1;
+    // Made after it started, by a writer a whole skew bound behind: still after its start.
+    const after = madeNow(behind);
+    // One logger, as a list's applier is: its ids increase in the order it logs.
+    const logger = writer();
+    const log = async (item: string, madeId: string) => {
+      const change: Change = { feed: spec.feed, id: logger.nextId(), kind: 'added', item, payload: { madeAt: changeKey(madeId).split(':')[0]! } };
+      await base.batch(logger.mutations(change));
+    };
+    time.ms += 10;
+    await log('made before, behind', before[0]!);
+    await log('made after, behind', after);
+    // Logged after the change given (its write landed late): its cursor leaves it out too.
+    await log('made before, ahead', before[1]!);
+    await hub.pollOnce();
+    const got = await sub.take();
+    expect(items(got)).toEqual(['made after, behind']);
+    // Resumed from that change's cursor on another server: the next change only, not
+    // the two left out (their ids are above the cursor's floor, which trails the window).
+    time.ms += 10;
+    await log('made later', madeNow(writer()));
+    const other = server(base);
+    const position = decodeFeedCursor(codec, spec.feed, got[0]!.cursor)!;
+    expect(position.floor).toBeLessThan(BigInt(changeKey(got[0]!.change.id).split(':')[0]!));
+    const resumed = collect(other.subscribe(spec, { kind: 'after', position }));
+    await other.pollOnce();
+    expect(items(await resumed.take())).toEqual(['made later']);
+    await hub.pollOnce();
+    expect(items(await sub.take())).toEqual(['made later']);
+  });
+
   it('resumes from any change cursor with exactly the changes not yet received, late ones included (property)', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -382,5 +426,11 @@ describe('the live hub', () => {
     expect(decodeFeedCursor(codec, 'posts:a', cursor)).toEqual({ floor, received: [...position.received].sort() });
     expect(decodeFeedCursor(codec, 'posts:b', cursor)).toBeNull();
     expect(decodeFeedCursor(codec, 'posts:a', `${cursor.slice(0, -2)}AA`)).toBeNull();
+    // With where its subscription from now started (a feed with `madeAt`), kept as well.
+    const started = { ...position, madeFrom: floor - 1_000n };
+    expect(decodeFeedCursor(codec, 'list:a', encodeFeedCursor(codec, 'list:a', started))).toEqual({ ...started, received: [...position.received].sort() });
+    const made = (text: string) => decodeFeedCursor(codec, 'list:a', codec.encodeCursor('live:list:a', ['c', floor.toString(), 'AA', text]));
+    expect(made('123')).toEqual({ floor, received: [], madeFrom: 123n });
+    expect(made('soon')).toBeNull();
   });
 });

@@ -141,9 +141,13 @@ export interface ListChange {
 
 const CHANGE_KINDS: Readonly<Record<ListTx['kind'], ListChangeKind>> = { add: 'ADDED', move: 'MOVED', rename: 'RENAMED', remove: 'REMOVED' };
 
-/** The live feed of a list's items. */
+/**
+ * The live feed of a list's items. A change is made when its transaction is appended,
+ * not when the applier logs it: readers apply pending transactions, so pages show it
+ * from then (its transaction id's time, by the appending server's clock).
+ */
 export function listFeedOf(listId: string): FeedSpec {
-  return { feed: `list:${listId}` };
+  return { feed: `list:${listId}`, madeAt: (change) => microsOfTimeuuid(change.item) };
 }
 
 /**
