@@ -138,7 +138,9 @@ export function jitResponder<C extends BaseContext>(schema: GraphQLSchema, optio
       // graphql-jit could not compile a validated operation: an internal error (masked and logged).
       errors = result!.errors!.map((e) => new GraphQLError(e.message, { originalError: e }));
     }
-    await options.didEncounterErrors?.(Object.assign(requestContext, { errors }));
+    // The context carries its errors whether or not a listener is there to see them.
+    const withErrors = Object.assign(requestContext, { errors });
+    await options.didEncounterErrors?.(withErrors);
     const { formatted, http } = formatErrors(errors, options.formatError);
     if (result!.data === undefined && !http.status) http.status = 400;
     return { http, body: { kind: 'single', singleResult: { ...result!, errors: formatted } } };
