@@ -18,7 +18,8 @@
  *   that changed, instead of every feed (live-hub.ts chooses). A partition holds an
  *   hour of a quarter of every feed's pointers: rows the size of the marks beside them.
  *   It replaces `live_change_shards` (full rows by (shard, 5-minute bucket): one more
- *   partition and a second copy of every payload in every batch).
+ *   partition and a second copy of every payload in every batch), which nothing reads
+ *   or writes any more (docs/operations.md, "Upgrading": drop it).
  * Rows are written with a TTL (the retention, `LIVE_RETENTION_S`) and never deleted: a
  * TTL'd time series, compacted by time window so whole SSTables drop once expired
  * (Cassandra's TimeWindowCompactionStrategy), with a short grace period since no
@@ -79,18 +80,5 @@ export const liveChangePointersTable = defineTable({
   timeWindowMinutes: 60,
 });
 
-/**
- * The shard layout before `live_change_pointers`: no longer written or read (a rolling
- * upgrade runs with LIVE_FANOUT=feeds, docs/operations.md). Drop it one release later.
- */
-export const legacyLiveChangeShardsTable = defineTable({
-  name: 'live_change_shards',
-  columns: { shard: 'int', bucket: 'bigint', change_id: 'timeuuid', feed: 'text', kind: 'text', item: 'text', payload: 'text' },
-  partitionKey: ['shard', 'bucket'],
-  clustering: ['change_id', 'feed'],
-  gcGraceSeconds: CHANGE_LOG_GC_GRACE_SECONDS,
-  timeWindowMinutes: 60,
-});
-
 /** Every table of the change log. */
-export const liveTables = [liveFeedChangesTable, liveChangePointersTable, legacyLiveChangeShardsTable, legacyLiveChangesTable];
+export const liveTables = [liveFeedChangesTable, liveChangePointersTable, legacyLiveChangesTable];
