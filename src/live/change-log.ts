@@ -274,7 +274,10 @@ const POINTED_READ_CONCURRENCY = 32;
  * found through the pointers (`readPointers`): then each of `feeds` that a pointer names
  * is read from its first pointer on, below where the pointers are complete (a change
  * whose pointer has not landed yet lies within the window the next read covers again).
- * `pointers`: the pointer rows read; `feedsRead`: the feeds read for their payloads.
+ * `settled`: pointers whose changes the caller needs no more (a poll's subscribers all
+ * have them): a feed whose pointers are all settled is not read, and its changes are
+ * left out. `pointers`: the pointer rows read; `ourPointers`: those of `feeds`;
+ * `feedsRead`: the feeds read for their payloads.
  */
 export async function readPointedFeeds(
   store: Store,
@@ -283,11 +286,15 @@ export async function readPointedFeeds(
   through: bigint,
   limit: number,
   below?: bigint,
-): Promise<LogRead & { reads: number; pointers: number; feedsRead: number }> {
+  settled: (pointer: Pointer) => boolean = () => false,
+): Promise<LogRead & { reads: number; pointers: number; ourPointers: number; feedsRead: number }> {
   const read = await readPointers(store, from, through, limit, below);
   const first = new Map<string, bigint>();
+  let ourPointers = 0;
   for (const p of read.pointers) {
     if (!feeds.has(p.feed)) continue;
+    ourPointers++;
+    if (settled(p)) continue;
     const at = microsOfTimeuuid(p.id);
     const known = first.get(p.feed);
     if (known === undefined || at < known) first.set(p.feed, at);
@@ -310,6 +317,7 @@ export async function readPointedFeeds(
     completeBelow,
     reads: read.reads + first.size,
     pointers: read.pointers.length,
+    ourPointers,
     feedsRead: first.size,
   };
 }

@@ -56,7 +56,7 @@ import type { Clock } from '../store/clock.js';
 import type { Store } from '../store/port.js';
 import { microsOfTimeuuid } from '../store/timeuuid.js';
 import { POINTER_BUCKET_MS, POINTER_SHARDS } from './change-log-tables.js';
-import { pointerBucketOf, readFeed, readPointedFeeds, type Change, type LogRead } from './change-log.js';
+import { pointerBucketOf, readFeed, readPointedFeeds, type Change, type LogRead, type Pointer } from './change-log.js';
 import { changeKey, encodeFeedCursor, type FeedPosition } from './feed-cursor.js';
 
 /** What a feature says of a change read from its feed: deliver it, never deliver it, or ask again next poll. */
@@ -847,10 +847,13 @@ export class LiveHub {
       }
       const names = new Set(feeds.map((f) => f.spec.feed));
       let pointers = 0;
+      let ourPointers = 0;
       let feedsRead = 0;
+      const settled = (p: Pointer) => this.settled(this.feeds.get(p.feed)!, p);
       const read = await readToEnd(from, through, async (start) => {
-        const part = await readPointedFeeds(this.options.store, names, start, through, READ_LIMIT);
+        const part = await readPointedFeeds(this.options.store, names, start, through, READ_LIMIT, undefined, settled);
         pointers += part.pointers;
+        ourPointers += part.ourPointers;
         feedsRead += part.feedsRead;
         return part;
       });
@@ -862,14 +865,13 @@ export class LiveHub {
         if (!list) byFeed.set(change.feed, (list = []));
         list.push(change);
       }
-      let ours = 0;
       for (const feed of feeds) {
         const changes = byFeed.get(feed.spec.feed) ?? [];
-        ours += changes.length;
         results.push({ feed, read: { changes, completeBelow: read.completeBelow } });
       }
       this.lastRows.shards = pointers;
-      this.lastRows.shardRowsOfOurFeeds = ours;
+      // What reading our feeds instead would read: every change a pointer names.
+      this.lastRows.shardRowsOfOurFeeds = ourPointers;
       this.lastRows.shardFeedsRead = feedsRead;
     }
     let delivered = 0;
@@ -892,6 +894,25 @@ export class LiveHub {
     const report: PollReport = { mode, feeds: feeds.length, reads, rows, delivered };
     this.options.onPoll?.(report);
     return report;
+  }
+
+  /**
+   * Whether a poll of the shards can leave the change `pointer` names unread: reading it
+   * would change nothing, as it changes nothing when a poll of the feed reads it again
+   * (the feed handled it, and each polled subscriber holds it with its item, or has it
+   * below its floor and did not miss it), and no subscriber is catching up.
+   */
+  private settled(feed: LiveFeed, pointer: Pointer): boolean {
+    if (feed.catchingUp.size > 0) return false;
+    const key = changeKey(pointer.id);
+    if (this.remembers && !feed.handled.has(key)) return false;
+    const at = microsOfTimeuuid(pointer.id);
+    for (const s of feed.subscribers) {
+      if (at < s.floor) {
+        if (this.remembers && s.missed.has(key)) return false;
+      } else if (typeof s.received.get(key) !== 'string' || s.outside.get(key) === null) return false;
+    }
+    return true;
   }
 
   /**
