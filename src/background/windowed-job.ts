@@ -128,10 +128,25 @@ export function markMutation(job: string, subject: string, ms: number, tag?: str
   return {
     kind: 'upsert',
     table: windowMarksTable,
-    row: { job, hour: BigInt(hourOf(window)), shard: shardOf(subject), window_start: BigInt(window), subject: tag === undefined ? subject : `${subject}${TAG}${tag}` },
+    row: { ...markPartitionOf(job, subject, ms), window_start: BigInt(window), subject: tag === undefined ? subject : `${subject}${TAG}${tag}` },
     options: { ttl: MARK_TTL_SECONDS },
   };
 }
+
+/**
+ * The partition key of the mark that `markMutation` writes for `subject` at `ms`: a
+ * table keyed alike (text, bigint, int) whose row a batch writes beside the mark adds
+ * no partition to the batch (Cassandra groups a batch's mutations by key value,
+ * whatever the table: the live change log's pointers, change-log-tables.ts).
+ */
+export function markPartitionOf(job: string, subject: string, ms: number): { job: string; hour: bigint; shard: number } {
+  return { job, hour: BigInt(hourOf(windowOf(ms))), shard: shardOf(subject) };
+}
+
+/** How many partitions share one hour of a job's marks (`markPartitionOf`'s shards). */
+export const MARK_PARTITIONS_PER_HOUR = MARK_SHARDS;
+/** The width of a mark partition (ms): an hour. */
+export const MARK_PARTITION_MS = HOUR_MS;
 
 /** The subjects of marks, tags dropped. */
 function subjectsOf(groups: readonly MarkGroup[]): Set<string> {

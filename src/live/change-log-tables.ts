@@ -1,7 +1,6 @@
 /**
  * The change log behind live connections: every write that changes a connection also
- * appends a change row here, in the same logged batch or saga step. Two layouts hold
- * the same rows:
+ * appends a change row here, in the same logged batch or saga step, in two tables:
  * - `live_feed_changes`, one partition per feed: a server with subscribers to a feed
  *   polls that feed alone, and a client resuming from a cursor reads it back. Its
  *   partition key is the feed's name alone, a text, so a feed named as the count its
@@ -10,22 +9,31 @@
  *   the tables), so the change row adds no partition to `createPost`'s batch (issue 39).
  *   A partition holds the feed's last `LIVE_RETENTION_S` of changes, the older ones
  *   expired (below every read's lower bound, so no read passes over them);
- * - `live_change_shards`, partitioned by (shard, 5-minute bucket): a few partitions
- *   that hold every feed's changes, so a server with many active feeds reads a fixed
- *   number of partitions per poll instead of one per feed (live-hub.ts chooses).
+ * - `live_change_pointers`, a pointer (feed, change id) to each change, no payload, in
+ *   partitions keyed as the count verifier's marks are (job, hour, one of 4 shards by
+ *   the feed's name): a change to a counted feed (`posts:<authorId>`) puts its pointer
+ *   under the key of the mark its batch already writes, so the change log adds no
+ *   partition to `createPost`'s batch, and carries its payload once (issue 39). A server
+ *   with many active feeds reads these few partitions per poll, then only the feeds
+ *   that changed, instead of every feed (live-hub.ts chooses). A partition holds an
+ *   hour of a quarter of every feed's pointers: rows the size of the marks beside them.
+ *   It replaces `live_change_shards` (full rows by (shard, 5-minute bucket): one more
+ *   partition and a second copy of every payload in every batch), which nothing reads
+ *   or writes any more (docs/operations.md, "Upgrading": drop it).
  * Rows are written with a TTL (the retention, `LIVE_RETENTION_S`) and never deleted: a
  * TTL'd time series, compacted by time window so whole SSTables drop once expired
  * (Cassandra's TimeWindowCompactionStrategy), with a short grace period since no
  * deletion needs to outlive a late write.
  */
+import { MARK_PARTITION_MS, MARK_PARTITIONS_PER_HOUR } from '../background/windowed-job.js';
 import { defineTable } from '../store/table.js';
 
 /** Width of a feed's partition in the retired `live_changes` (ms): an hour of one feed's changes. */
 export const FEED_BUCKET_MS = 3_600_000;
-/** Width of a shard's partition in `live_change_shards` (ms): five minutes of every feed's changes. */
-export const SHARD_BUCKET_MS = 300_000;
-/** How many shards share every feed's changes (a constant: every server must agree on it). */
-export const CHANGE_SHARDS = 8;
+/** Partitions of one hour of `live_change_pointers` (the count verifier's marks' shards: every server must agree). */
+export const POINTER_SHARDS = MARK_PARTITIONS_PER_HOUR;
+/** Width of a partition of `live_change_pointers` (ms): an hour, as the marks'. */
+export const POINTER_BUCKET_MS = MARK_PARTITION_MS;
 /**
  * Grace period of the change log (s): its rows are only ever TTL'd, never deleted, so
  * no tombstone has to hide a late write; three hours outlives Cassandra's default hint
@@ -58,15 +66,19 @@ export const legacyLiveChangesTable = defineTable({
   timeWindowMinutes: 60,
 });
 
-/** Every feed's changes, spread over CHANGE_SHARDS shards, five minutes per partition. */
-export const liveChangeShardsTable = defineTable({
-  name: 'live_change_shards',
-  columns: { shard: 'int', bucket: 'bigint', change_id: 'timeuuid', feed: 'text', kind: 'text', item: 'text', payload: 'text' },
-  partitionKey: ['shard', 'bucket'],
+/**
+ * A pointer to every change: partitioned as the count verifier's marks (windowed-job.ts
+ * `markPartitionOf`, job `counts`, the feed's name as subject), clustered by change id.
+ * Only key columns: the payload is read from the feed's own partition.
+ */
+export const liveChangePointersTable = defineTable({
+  name: 'live_change_pointers',
+  columns: { job: 'text', hour: 'bigint', shard: 'int', change_id: 'timeuuid', feed: 'text' },
+  partitionKey: ['job', 'hour', 'shard'],
   clustering: ['change_id', 'feed'],
   gcGraceSeconds: CHANGE_LOG_GC_GRACE_SECONDS,
   timeWindowMinutes: 60,
 });
 
 /** Every table of the change log. */
-export const liveTables = [liveFeedChangesTable, liveChangeShardsTable, legacyLiveChangesTable];
+export const liveTables = [liveFeedChangesTable, liveChangePointersTable, legacyLiveChangesTable];

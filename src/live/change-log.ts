@@ -18,7 +18,9 @@ import type { IdSource } from '../store/id-source.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { Row, TableSpec } from '../store/table.js';
 import { microsOfTimeuuid, minTimeuuidOfMicros, timeuuidOfMicros } from '../store/timeuuid.js';
-import { CHANGE_SHARDS, FEED_BUCKET_MS, SHARD_BUCKET_MS, legacyLiveChangesTable, liveChangeShardsTable, liveFeedChangesTable } from './change-log-tables.js';
+import { markPartitionOf } from '../background/windowed-job.js';
+import { COUNT_JOB } from '../counts/connection-counts.js';
+import { FEED_BUCKET_MS, POINTER_BUCKET_MS, POINTER_SHARDS, legacyLiveChangesTable, liveChangePointersTable, liveFeedChangesTable } from './change-log-tables.js';
 
 /** A change to one connection, as it travels through the log. */
 export interface Change {
@@ -71,17 +73,19 @@ export function feedBucketOf(micros: bigint): bigint {
   return ms - (((ms % BigInt(FEED_BUCKET_MS)) + BigInt(FEED_BUCKET_MS)) % BigInt(FEED_BUCKET_MS));
 }
 
-/** The partition bucket (ms) of a change id's time in `live_change_shards`. */
-export function shardBucketOf(micros: bigint): bigint {
+/** The partition bucket (ms) of a change id's time in `live_change_pointers`: its hour. */
+export function pointerBucketOf(micros: bigint): bigint {
   const ms = micros / 1000n;
-  return ms - (((ms % BigInt(SHARD_BUCKET_MS)) + BigInt(SHARD_BUCKET_MS)) % BigInt(SHARD_BUCKET_MS));
+  return ms - (((ms % BigInt(POINTER_BUCKET_MS)) + BigInt(POINTER_BUCKET_MS)) % BigInt(POINTER_BUCKET_MS));
 }
 
-/** The shard of a feed: a stable hash (32-bit FNV-1a of its UTF-16 units), the same on every server. */
-export function shardOf(feed: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < feed.length; i++) hash = Math.imul(hash ^ feed.charCodeAt(i), 0x01000193);
-  return (hash >>> 0) % CHANGE_SHARDS;
+/**
+ * The partition of a change's pointer: the one of the mark that a count named as the
+ * feed (`posts:<authorId>`) writes in the same batch, so the pointer rides in the mark's
+ * mutation (change-log-tables.ts).
+ */
+export function pointerPartitionOf(feed: string, micros: bigint): { job: string; hour: bigint; shard: number } {
+  return markPartitionOf(COUNT_JOB, feed, Number(micros / 1000n));
 }
 
 /** Appends changes to the log: what a feature's write path is given. */
@@ -89,9 +93,10 @@ export interface ChangeWriter {
   /** A new change id from the process's change clock, above the change id `after` when given. */
   nextId(after?: string): string;
   /**
-   * The mutations that append `change` to its feed (and its shard), to go in the write's
-   * logged batch. A feed named as a partition the batch already writes (its count's key)
-   * costs the batch no partition (change-log-tables.ts): the shard's row is the one more.
+   * The mutations that append `change` to its feed, and its pointer, to go in the
+   * write's logged batch. A feed named as the count the batch also changes costs the
+   * batch no partition: its row shares the count's key, its pointer the count's mark's
+   * (change-log-tables.ts).
    */
   mutations(change: Change): Mutation[];
 }
@@ -101,23 +106,22 @@ export function createChangeWriter(clock: ChangeClock, options: { retentionSecon
   const ttl = options.retentionSeconds;
   return {
     nextId: (after) => clock.next(after),
-    mutations(change) {
+    mutations(change): Mutation[] {
       const micros = microsOfTimeuuid(change.id);
-      const cells = { change_id: change.id, kind: change.kind, item: change.item, payload: JSON.stringify(change.payload) };
       return [
-        { kind: 'upsert', table: liveFeedChangesTable, row: { feed: change.feed, ...cells }, options: { ttl } },
         {
           kind: 'upsert',
-          table: liveChangeShardsTable,
-          row: { shard: shardOf(change.feed), bucket: shardBucketOf(micros), feed: change.feed, ...cells },
+          table: liveFeedChangesTable,
+          row: { feed: change.feed, change_id: change.id, kind: change.kind, item: change.item, payload: JSON.stringify(change.payload) },
           options: { ttl },
         },
+        { kind: 'upsert', table: liveChangePointersTable, row: { ...pointerPartitionOf(change.feed, micros), change_id: change.id, feed: change.feed }, options: { ttl } },
       ];
     },
   };
 }
 
-/** A change from a row of either table. */
+/** A change from a row of a feed's table. */
 export function changeFromRow(row: Row): Change {
   return {
     feed: row.feed as string,
@@ -155,13 +159,26 @@ function bucketsBetween(from: bigint, through: bigint, bucketOf: (micros: bigint
  * to `limit`: what it read, and below which id it is complete.
  */
 async function readPartition(store: Store, table: TableSpec, partition: Row, from: bigint, limit: number, bucketEnd: bigint, below?: bigint): Promise<LogRead> {
+  const read = await readRows(store, table, partition, from, limit, bucketEnd, below);
+  return { changes: read.rows.map(changeFromRow), completeBelow: read.completeBelow };
+}
+
+/** `readPartition`'s rows, as they are (a pointer's or a change's), each with its change id. */
+async function readRows(
+  store: Store,
+  table: TableSpec,
+  partition: Row,
+  from: bigint,
+  limit: number,
+  bucketEnd: bigint,
+  below?: bigint,
+): Promise<{ rows: Row[]; completeBelow: bigint }> {
   const upper = below !== undefined && below < bucketEnd ? { values: [minTimeuuidOfMicros(below)], inclusive: false } : undefined;
   const rows = await store.slice(table, { partition, lower: { values: [minTimeuuidOfMicros(from)], inclusive: true }, ...(upper ? { upper } : {}), limit });
-  const changes = rows.map(changeFromRow);
-  if (rows.length < limit) return { changes, completeBelow: upper ? below! : bucketEnd };
+  if (rows.length < limit) return { rows, completeBelow: upper ? below! : bucketEnd };
   // Cut at its limit: rows sharing the last one's microsecond may lie beyond it.
-  const completeBelow = microsOfTimeuuid(changes[changes.length - 1]!.id);
-  return { changes: changes.filter((c) => microsOfTimeuuid(c.id) < completeBelow), completeBelow };
+  const completeBelow = microsOfTimeuuid(rows[rows.length - 1]!.change_id as string);
+  return { rows: rows.filter((r) => microsOfTimeuuid(r.change_id as string) < completeBelow), completeBelow };
 }
 
 /**
@@ -213,34 +230,96 @@ async function readLegacyFeed(store: Store, feed: string, from: bigint, through:
   return { changes, completeBelow: (feedBucketOf(through) + BigInt(FEED_BUCKET_MS)) * 1000n, reads };
 }
 
+/** A change's pointer (`live_change_pointers`): its feed and id. */
+export interface Pointer {
+  readonly feed: string;
+  readonly id: string;
+}
+
 /**
- * Every feed's changes with ids from `from` through `through` (µs), from every shard:
- * the shards' partitions are read side by side, each up to `limit` rows, and merged in
- * id order. Complete below the lowest point where a partition stopped at its limit.
+ * Every feed's pointers with ids from `from` through `through` (µs): the pointer
+ * partitions of each hour in between (POINTER_SHARDS an hour) read side by side, each up
+ * to `limit` rows, merged in id order. Complete below the lowest point where a partition
+ * stopped at its limit.
  */
-export async function readShards(store: Store, from: bigint, through: bigint, limit: number, below?: bigint): Promise<LogRead & { reads: number }> {
-  const buckets = bucketsBetween(from, through, shardBucketOf, SHARD_BUCKET_MS);
+export async function readPointers(store: Store, from: bigint, through: bigint, limit: number, below?: bigint): Promise<{ pointers: Pointer[]; completeBelow: bigint; reads: number }> {
+  const buckets = bucketsBetween(from, through, pointerBucketOf, POINTER_BUCKET_MS);
   const reads = await Promise.all(
-    Array.from({ length: CHANGE_SHARDS }, (_, shard) =>
+    Array.from({ length: POINTER_SHARDS }, (_, shard) =>
       Promise.all(
-        buckets.map((bucket) =>
-          readPartition(store, liveChangeShardsTable, { shard, bucket }, from, limit, (bucket + BigInt(SHARD_BUCKET_MS)) * 1000n, below),
+        buckets.map((hour) =>
+          readRows(store, liveChangePointersTable, { job: COUNT_JOB, hour, shard }, from, limit, (hour + BigInt(POINTER_BUCKET_MS)) * 1000n, below),
         ),
       ),
     ),
   );
-  let completeBelow = (shardBucketOf(through) + BigInt(SHARD_BUCKET_MS)) * 1000n;
-  const changes: Change[] = [];
+  let completeBelow = (pointerBucketOf(through) + BigInt(POINTER_BUCKET_MS)) * 1000n;
+  const pointers: Pointer[] = [];
   for (const shard of reads) {
     for (const [i, read] of shard.entries()) {
-      changes.push(...read.changes);
-      const bucketEnd = (buckets[i]! + BigInt(SHARD_BUCKET_MS)) * 1000n;
+      for (const r of read.rows) pointers.push({ feed: r.feed as string, id: r.change_id as string });
+      const bucketEnd = (buckets[i]! + BigInt(POINTER_BUCKET_MS)) * 1000n;
       // A bucket cut short: nothing of this shard is known past its last row.
       if (read.completeBelow < bucketEnd && read.completeBelow < completeBelow) completeBelow = read.completeBelow;
     }
   }
+  return { pointers: pointers.filter((p) => microsOfTimeuuid(p.id) < completeBelow), completeBelow, reads: POINTER_SHARDS * buckets.length };
+}
+
+/** Feeds read at once by `readPointedFeeds`. */
+const POINTED_READ_CONCURRENCY = 32;
+
+/**
+ * The changes of `feeds` with ids from `from` through `through` (µs), in id order,
+ * found through the pointers (`readPointers`): then each of `feeds` that a pointer names
+ * is read from its first pointer on, below where the pointers are complete (a change
+ * whose pointer has not landed yet lies within the window the next read covers again).
+ * `settled`: pointers whose changes the caller needs no more (a poll's subscribers all
+ * have them): a feed whose pointers are all settled is not read, and its changes are
+ * left out. `pointers`: the pointer rows read; `ourPointers`: those of `feeds`;
+ * `feedsRead`: the feeds read for their payloads.
+ */
+export async function readPointedFeeds(
+  store: Store,
+  feeds: ReadonlySet<string>,
+  from: bigint,
+  through: bigint,
+  limit: number,
+  below?: bigint,
+  settled: (pointer: Pointer) => boolean = () => false,
+): Promise<LogRead & { reads: number; pointers: number; ourPointers: number; feedsRead: number }> {
+  const read = await readPointers(store, from, through, limit, below);
+  const first = new Map<string, bigint>();
+  let ourPointers = 0;
+  for (const p of read.pointers) {
+    if (!feeds.has(p.feed)) continue;
+    ourPointers++;
+    if (settled(p)) continue;
+    const at = microsOfTimeuuid(p.id);
+    const known = first.get(p.feed);
+    if (known === undefined || at < known) first.set(p.feed, at);
+  }
+  let completeBelow = read.completeBelow;
+  const changes: Change[] = [];
+  const queue = [...first];
+  const worker = async () => {
+    for (let next = queue.shift(); next; next = queue.shift()) {
+      const [feed, at] = next;
+      const part = await readPartition(store, liveFeedChangesTable, { feed }, at, limit, UNBOUNDED, read.completeBelow);
+      changes.push(...part.changes);
+      if (part.completeBelow < completeBelow) completeBelow = part.completeBelow;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(POINTED_READ_CONCURRENCY, queue.length) }, worker));
   changes.sort(compareChanges);
-  return { changes: changes.filter((c) => microsOfTimeuuid(c.id) < completeBelow), completeBelow, reads: CHANGE_SHARDS * buckets.length };
+  return {
+    changes: changes.filter((c) => microsOfTimeuuid(c.id) < completeBelow),
+    completeBelow,
+    reads: read.reads + first.size,
+    pointers: read.pointers.length,
+    ourPointers,
+    feedsRead: first.size,
+  };
 }
 
 /** Order of two changes: by id time, then by id (any fixed order serves for ties). */

@@ -41,10 +41,12 @@
  * change older than the longest horizon when it lands).
  *
  * Two layouts (change-log-tables.ts). Reading each feed costs one read per feed per poll;
- * reading the shards costs CHANGE_SHARDS reads per poll whatever the number of feeds,
- * but every change of every feed in the window passes through. `fanout: 'auto'` weighs
- * the two with the rows each read last (a row costing 1/ROWS_PER_READ of a read) and
- * switches when the other is clearly cheaper; 'feeds' and 'shards' fix the choice.
+ * reading the shards costs POINTER_SHARDS reads of pointers per poll whatever the number
+ * of feeds (every change of every feed in the window passes through, as a pointer), then
+ * one read of each feed of ours that a pointer names, for the payloads. `fanout: 'auto'`
+ * weighs the two with the rows and feeds each read last (a row costing 1/ROWS_PER_READ of
+ * a read) and switches when the other is clearly cheaper; 'feeds' and 'shards' fix the
+ * choice.
  */
 import type { Logger } from 'pino';
 import { startPeriodicTask, type PeriodicTask } from '../background/periodic-task.js';
@@ -53,8 +55,8 @@ import type { CursorCodec } from '../paging/cursor.js';
 import type { Clock } from '../store/clock.js';
 import type { Store } from '../store/port.js';
 import { microsOfTimeuuid } from '../store/timeuuid.js';
-import { CHANGE_SHARDS, SHARD_BUCKET_MS } from './change-log-tables.js';
-import { readFeed, readShards, shardBucketOf, type Change, type LogRead } from './change-log.js';
+import { POINTER_BUCKET_MS, POINTER_SHARDS } from './change-log-tables.js';
+import { pointerBucketOf, readFeed, readPointedFeeds, type Change, type LogRead, type Pointer } from './change-log.js';
 import { changeKey, encodeFeedCursor, type FeedPosition } from './feed-cursor.js';
 
 /** What a feature says of a change read from its feed: deliver it, never deliver it, or ask again next poll. */
@@ -458,11 +460,16 @@ export class LiveHub {
   private pollsSinceProbe = 0;
   /** Polls since the memories were last pruned (the passes prune them too). */
   private pollsSinceForget = 0;
-  /** Rows the last poll of each layout read, and how many of them were changes of our feeds. */
-  private lastRows: { feeds: number | null; shards: number | null; shardRowsOfOurFeeds: number | null } = {
+  /**
+   * Rows the last poll of each layout read (in the shards, pointers), how many of the
+   * shards' were changes of our feeds, and how many of our feeds they named (each one
+   * more read, for the payloads).
+   */
+  private lastRows: { feeds: number | null; shards: number | null; shardRowsOfOurFeeds: number | null; shardFeedsRead: number } = {
     feeds: null,
     shards: null,
     shardRowsOfOurFeeds: null,
+    shardFeedsRead: 0,
   };
   /** The trailing passes (LATE_WRITE_PASSES): none, and nothing is remembered. */
   private readonly passes: readonly LatePass[];
@@ -792,17 +799,17 @@ export class LiveHub {
     const { fanout } = this.options;
     if (fanout !== 'auto') return fanout;
     // With as few feeds as shards, the feeds are never dearer.
-    if (feeds <= CHANGE_SHARDS) return 'feeds';
+    if (feeds <= POINTER_SHARDS) return 'feeds';
     const rowsCost = (rows: number | null) => (rows ?? 0) / ROWS_PER_READ;
     if (this.mode === 'shards') {
-      const shardCost = CHANGE_SHARDS + rowsCost(this.lastRows.shards);
+      const shardCost = POINTER_SHARDS + this.lastRows.shardFeedsRead + rowsCost(this.lastRows.shards);
       const feedCost = feeds + rowsCost(this.lastRows.shardRowsOfOurFeeds);
       return feedCost <= SWITCH_RATIO * shardCost ? 'feeds' : 'shards';
     }
     this.pollsSinceProbe++;
     // Never priced, or priced long ago: read the shards once to price them.
     if (this.lastRows.shards === null || this.pollsSinceProbe >= PROBE_EVERY_POLLS) return 'shards';
-    const shardCost = CHANGE_SHARDS + rowsCost(this.lastRows.shards);
+    const shardCost = POINTER_SHARDS + this.lastRows.shardFeedsRead + rowsCost(this.lastRows.shards);
     const feedCost = feeds + rowsCost(this.lastRows.feeds);
     return shardCost <= SWITCH_RATIO * feedCost ? 'shards' : 'feeds';
   }
@@ -838,24 +845,34 @@ export class LiveHub {
         const f = floorOf(feed);
         if (f < from) from = f;
       }
-      const read = await readToEnd(from, through, (start) => readShards(this.options.store, start, through, READ_LIMIT));
+      const names = new Set(feeds.map((f) => f.spec.feed));
+      let pointers = 0;
+      let ourPointers = 0;
+      let feedsRead = 0;
+      const settled = (p: Pointer) => this.settled(this.feeds.get(p.feed)!, p);
+      const read = await readToEnd(from, through, async (start) => {
+        const part = await readPointedFeeds(this.options.store, names, start, through, READ_LIMIT, undefined, settled);
+        pointers += part.pointers;
+        ourPointers += part.ourPointers;
+        feedsRead += part.feedsRead;
+        return part;
+      });
       reads += read.reads;
-      rows += read.changes.length;
+      rows += pointers + read.changes.length;
       const byFeed = new Map<string, Change[]>();
       for (const change of read.changes) {
-        if (!this.feeds.has(change.feed)) continue;
         let list = byFeed.get(change.feed);
         if (!list) byFeed.set(change.feed, (list = []));
         list.push(change);
       }
-      let ours = 0;
       for (const feed of feeds) {
         const changes = byFeed.get(feed.spec.feed) ?? [];
-        ours += changes.length;
         results.push({ feed, read: { changes, completeBelow: read.completeBelow } });
       }
-      this.lastRows.shards = rows;
-      this.lastRows.shardRowsOfOurFeeds = ours;
+      this.lastRows.shards = pointers;
+      // What reading our feeds instead would read: every change a pointer names.
+      this.lastRows.shardRowsOfOurFeeds = ourPointers;
+      this.lastRows.shardFeedsRead = feedsRead;
     }
     let delivered = 0;
     for (const { feed, read } of results) {
@@ -877,6 +894,25 @@ export class LiveHub {
     const report: PollReport = { mode, feeds: feeds.length, reads, rows, delivered };
     this.options.onPoll?.(report);
     return report;
+  }
+
+  /**
+   * Whether a poll of the shards can leave the change `pointer` names unread: reading it
+   * would change nothing, as it changes nothing when a poll of the feed reads it again
+   * (the feed handled it, and each polled subscriber holds it with its item, or has it
+   * below its floor and did not miss it), and no subscriber is catching up.
+   */
+  private settled(feed: LiveFeed, pointer: Pointer): boolean {
+    if (feed.catchingUp.size > 0) return false;
+    const key = changeKey(pointer.id);
+    if (this.remembers && !feed.handled.has(key)) return false;
+    const at = microsOfTimeuuid(pointer.id);
+    for (const s of feed.subscribers) {
+      if (at < s.floor) {
+        if (this.remembers && s.missed.has(key)) return false;
+      } else if (typeof s.received.get(key) !== 'string' || s.outside.get(key) === null) return false;
+    }
+    return true;
   }
 
   /**
@@ -930,10 +966,13 @@ export class LiveHub {
         if (from === null || range.from < from) from = range.from;
         if (below === null || range.below > below) below = range.below;
       }
-      // One 5-minute bucket of every shard per part: a part holds at most READ_LIMIT rows a shard.
-      const read = (start: bigint) => {
-        const bucketEnd = (shardBucketOf(start) + BigInt(SHARD_BUCKET_MS)) * 1000n;
-        return readShards(this.options.store, start, (bucketEnd < below! ? bucketEnd : below!) - 1n, READ_LIMIT, below!);
+      // One hour of every shard's pointers per part: a part holds at most READ_LIMIT rows a shard.
+      const names = new Set([...ranges.keys()].map((f) => f.spec.feed));
+      const read = async (start: bigint) => {
+        const bucketEnd = (pointerBucketOf(start) + BigInt(POINTER_BUCKET_MS)) * 1000n;
+        const part = await readPointedFeeds(this.options.store, names, start, (bucketEnd < below! ? bucketEnd : below!) - 1n, READ_LIMIT, below!);
+        rows += part.pointers;
+        return part;
       };
       reads = await forEachPart(from!, below! - 1n, read, async (part) => {
         rows += part.changes.length;
@@ -983,7 +1022,8 @@ export class LiveHub {
    * Which layout a trailing pass reads: the operator's, or with `fanout: 'auto'` the
    * feeds unless the polls read the shards and the shards cost less over the pass's
    * span too (the cost model of `chooseMode`: partitions read, plus the rows the last
-   * shard poll read, scaled from a poll's span to the pass's).
+   * shard poll read, scaled from a poll's span to the pass's, and the feeds a pointer
+   * may name: those the last shard poll read, scaled alike, at most every feed).
    */
   private lateMode(ranges: ReadonlyMap<LiveFeed, { from: bigint; below: bigint }>): 'feeds' | 'shards' {
     const { fanout } = this.options;
@@ -997,10 +1037,11 @@ export class LiveHub {
       if (from === null || range.from < from) from = range.from;
       if (below === null || range.below > below) below = range.below;
     }
-    const shardReads = BigInt(CHANGE_SHARDS) * ((shardBucketOf(below!) - shardBucketOf(from!)) / BigInt(SHARD_BUCKET_MS) + 1n);
+    const shardReads = BigInt(POINTER_SHARDS) * ((pointerBucketOf(below!) - pointerBucketOf(from!)) / BigInt(POINTER_BUCKET_MS) + 1n);
     const scale = Number(below! - from!) / Number(this.windowMicros + BigInt(this.options.pollMs) * 1000n);
     const feedCost = feedReads + (scale * (this.lastRows.shardRowsOfOurFeeds ?? 0)) / ROWS_PER_READ;
-    const shardCost = Number(shardReads) + (scale * this.lastRows.shards) / ROWS_PER_READ;
+    const pointedFeeds = Math.min(ranges.size, scale * this.lastRows.shardFeedsRead);
+    const shardCost = Number(shardReads) + pointedFeeds + (scale * (this.lastRows.shards + (this.lastRows.shardRowsOfOurFeeds ?? 0))) / ROWS_PER_READ;
     return shardCost < feedCost ? 'shards' : 'feeds';
   }
 

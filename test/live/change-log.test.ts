@@ -1,7 +1,8 @@
 /**
  * The change log's layout (issue 39), on every store: `createPost`'s logged batch puts
- * the change's feed row under the partition key value its count already writes, so the
- * change log adds one partition to the batch (the shard's), not two; and a subscriber
+ * the change's feed row under the partition key value its count already writes, and
+ * its pointer under the one of the count's mark, so the change log adds no partition to
+ * the batch, and its payload once; and a subscriber
  * resuming from a position of before the upgrade still gets the changes the retired
  * `live_changes` holds, then the new ones, each once.
  */
@@ -25,7 +26,7 @@ describeEachStore('the change log on the write path', (target) => {
   const pool = new StorePool(target);
   afterEach(() => pool.disposeAll());
 
-  it("writes createPost's change under the partition key value of the post's count: one partition more than the post, its count and the verifier's mark", async () => {
+  it("writes createPost's change under the partition key value of the post's count, and its pointer under its mark's: no partition more than the post, its count and the verifier's mark", async () => {
     const { store } = await pool.create();
     await store.ensureTables(ALL_TABLES);
     const recorder = new BatchRecorder(store);
@@ -36,15 +37,19 @@ describeEachStore('the change log on the write path', (target) => {
     const ctx = createRequestContext(services, { username: 'root', isAdmin: true });
     const author = await ctx.users.create(aUser());
     recorder.batches.length = 0;
-    await ctx.timeline.createPost(author.id, 'one partition more');
+    await ctx.timeline.createPost(author.id, 'no partition more');
     expect(recorder.batches).toHaveLength(1);
     const batch = recorder.batches[0]!;
     const partitionsOf = (tables: (name: string) => boolean) => new Set(batch.filter((m) => tables(m.table.name)).map(partitionKeyValue));
     const feed = partitionsOf((t) => t === 'live_feed_changes');
     expect(feed).toEqual(new Set([JSON.stringify([['text', `posts:${author.id}`]])]));
     expect(partitionsOf((t) => t.startsWith('count_') || t === 'connection_counts')).toEqual(feed);
+    expect(partitionsOf((t) => t === 'live_change_pointers')).toEqual(partitionsOf((t) => t === 'window_marks'));
     const without = partitionsOf((t) => !t.startsWith('live_'));
-    expect({ withoutChangeLog: without.size, withIt: partitionsOf(() => true).size }).toEqual({ withoutChangeLog: 3, withIt: 4 });
+    expect({ withoutChangeLog: without.size, withIt: partitionsOf(() => true).size }).toEqual({ withoutChangeLog: 3, withIt: 3 });
+    // The payload travels once: the pointer holds its key alone.
+    const pointer = batch.find((m) => m.table.name === 'live_change_pointers');
+    expect(pointer?.kind === 'upsert' && Object.keys(pointer.row).sort()).toEqual(['change_id', 'feed', 'hour', 'job', 'shard']);
   });
 
   it('resumes a position of before the upgrade with the changes the retired live_changes holds, then the new ones, once each', async () => {
