@@ -68,6 +68,12 @@ export interface RankOrder {
    * after every key of the ranks before it.
    */
   edgeKey(rank: bigint, direction: Direction): CursorKey;
+  /**
+   * Set where ranks are drawn at random, uniformly (random ids): a bucket's edges then
+   * lie where an even spread puts them give or take a binomial deviation, and a walk
+   * reads the page on a guess that wide beside a list (see `guessAt`).
+   */
+  readonly random?: boolean;
 }
 
 /** A bucket of the index: its prefix at its level, and how many edges it holds. */
@@ -268,6 +274,32 @@ interface Guess<N> {
   readonly rows: Promise<{ readonly rows: N[]; readonly short: boolean }>;
 }
 
+/**
+ * Where a walk at bucket `count` of `level` (its list `listed` buckets long), looking
+ * for the edge `remaining` edges into it, reads the page on a guess beside the list of
+ * the bucket's children: the fraction of the children's range to start from, and how
+ * many rows to read (`child`: children skipped from the range's start in the walk's
+ * direction); null where no guess is worth its read. The edges are taken as
+ * spread evenly, and the read starts a child before where that puts the position and
+ * holds three children's edges and the page (and one row for `hasNext`):
+ * - where the level is dense (a quarter of its buckets under the parent hold edges: a
+ *   steady rate), as it stands: at a steady rate the page is among those rows;
+ * - where ranks are `random`, widened by three binomial deviations of the edges before
+ *   the position (sqrt(r (n - r) / n) for r of n) on each side: the page is then among
+ *   them but past three deviations (a few walks in a thousand).
+ * Only where a child holds SMALL_BUCKET edges or fewer on average (the walk likely
+ * stops at the next level). Not for edges merely uneven, as a list's items: there the
+ * guess misses by more than a child or two, and costs a read.
+ */
+function guessAt(listed: number, level: number, count: number, remaining: number, size: number, random: boolean): { child: number; ask: number } | null {
+  const children = 2 ** levelWidth(level + 1);
+  const perChild = count / children;
+  if (perChild > SMALL_BUCKET || !(random || listed * 4 >= 2 ** levelWidth(level))) return null;
+  const deviation = random ? 3 * Math.sqrt((remaining * (count - remaining)) / count) : 0;
+  const child = Math.max(0, Math.floor(((remaining - deviation) / count) * children) - 1);
+  return { child, ask: Math.ceil(3 * perChild + 2 * deviation) + size + 1 };
+}
+
 /** Rank and select over a counted index (see the file comment). */
 export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   const { order } = options;
@@ -336,23 +368,15 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         return { key: edgeOf(level, bucket.prefix, direction), skip: remaining };
       }
       parent = bucket.prefix;
-      // Read the page on a guess beside the next list, when that list is a read (a wave)
-      // and holds the small buckets: where this level is dense (a quarter of its buckets
-      // under the parent hold edges: a steady rate), the child that would hold the
-      // position were the bucket's edges spread evenly, from one child before it, as many
-      // rows as three children hold on average and the page. At a steady rate the page
-      // is among them, and the page's own wave is saved. (Not where edges are merely
-      // random, as a meeting's acceptors' ids: there the guess misses by more than a
-      // child or two, and costs a read.)
-      const perChild = bucket.count / 2 ** levelWidth(level + 1);
-      const steady = list.length * 4 >= 2 ** levelWidth(level) && perChild <= SMALL_BUCKET;
-      if (steady && buckets(level + 1, parent) instanceof Promise) {
+      // Read the page on a guess beside the next list, when that list is a read (a wave):
+      // its wave then brings the page too, when the list confirms the rows hold it.
+      const guessed = buckets(level + 1, parent) instanceof Promise ? guessAt(list.length, level, bucket.count, remaining, size, order.random === true) : null;
+      if (guessed) {
         const { lowest, highest } = childPrefixRange(level + 1, parent);
-        const within = BigInt(Math.max(0, Math.floor((remaining / bucket.count) * Number(highest - lowest + 1n)) - 1));
+        const within = BigInt(guessed.child);
         const prefix = direction === 'forward' ? lowest + within : highest - within;
         const key = edgeOf(level + 1, prefix, direction);
-        const ask = Math.ceil(3 * perChild) + size + 1;
-        const rows = readRun(source, key, direction, ask).then((rows) => ({ rows, short: rows.length < ask }));
+        const rows = readRun(source, key, direction, guessed.ask).then((rows) => ({ rows, short: rows.length < guessed.ask }));
         rows.catch(() => {});
         guess = { level: level + 1, prefix, key, rows };
       }

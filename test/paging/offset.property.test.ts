@@ -54,13 +54,17 @@ const numberOrder = { rankOf: (key: readonly unknown[]) => BigInt(key[0] as numb
  * bucket reads. With `top`, level 0 comes with the index's first rows, and the levels
  * they hold whole with it.
  */
-function indexOver(source: ArraySource, top = false) {
-  const stats = { reads: 0 };
+function indexOver(source: ArraySource, top = false, random = false) {
+  // `sourceReadsByLastList`: the source's reads started when the last list read came back (a task after it started).
+  const stats = { reads: 0, sourceReadsByLastList: 0 };
   const index = rankedIndex({
-    order: numberOrder,
+    order: random ? { ...numberOrder, random } : numberOrder,
     async buckets(level, parent) {
       stats.reads++;
-      return bucketsOf(source.all, level, parent);
+      const list = bucketsOf(source.all, level, parent);
+      await null;
+      stats.sourceReadsByLastList = source.reads.length;
+      return list;
     },
     ...(top && {
       async top(limit: number) {
@@ -156,9 +160,11 @@ describe('offset', () => {
           fc.integer({ min: 0, max: 90 }),
           fc.option(fc.tuple(key, fc.boolean())),
           fc.boolean(),
-          async (keys, backward, size, offset, cursorChoice, top) => {
+          fc.boolean(),
+          async (keys, backward, size, offset, cursorChoice, top, random) => {
             const source = new ArraySource(keys);
-            const { index } = indexOver(source, top);
+            // Ranks taken as random or not: a walk reads pages on guesses of either kind.
+            const { index } = indexOver(source, top, random);
             const options: PagingOptions = { connectionName: 'numbers', codec, ...(indexed && { index }) };
             // A cursor at an existing key, or at one deleted since (a key not held).
             let cursor: number | undefined;
@@ -234,6 +240,54 @@ describe('offset', () => {
       const { index } = indexOver(skewed, true);
       skewed.reads.length = 0;
       const page = await pageFromSource(skewed, { first: 20, offset }, { connectionName: 'numbers', codec, index });
+      expect(page.edges.map((e) => e.node)).toEqual(skewed.all.slice(offset, offset + 20));
+      expect(skewed.reads.length).toBe(2);
+    }
+  });
+
+  it('reads the page on a guess as wide as a binomial deviation beside a list where ranks are random, from the start or a cursor, and gives the model\'s slice when it misses', async () => {
+    // 40,000 keys drawn at random below 2^48: 256 level-1 buckets of about 156 under
+    // level 0's one, a level-2 bucket (2^32 ranks) holds 0.6 on average.
+    let seed = 38;
+    // mulberry32: 32 random bits a call.
+    const bits = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return (t ^ (t >>> 14)) >>> 0;
+    };
+    const keys = Array.from({ length: 40_000 }, () => bits() * 2 ** 16 + (bits() >>> 16));
+    const source = new ArraySource(keys);
+    const middle = source.all[20_000]!;
+    for (const backward of [false, true]) {
+      for (const [offset, cursor] of [[10_000, undefined], [25_001, undefined], [35_000, undefined], [1_000, middle], [9_000, middle]] as const) {
+        const { index, stats } = indexOver(source, true, true);
+        source.reads.length = 0;
+        const after = cursor === undefined ? undefined : codec.encodeCursor(source.id, [cursor]);
+        const page = await pageFromSource(source, backward ? { last: 20, before: after, offset } : { first: 20, after, offset }, { connectionName: 'numbers', codec, index });
+        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, cursor),
+        );
+        // The guess beside the level-2 list under the position's bucket held the page: no
+        // read of the page after the list (from a cursor, one read more: the cursor's leaf).
+        expect(source.reads.length).toBe(cursor === undefined ? 1 : 2);
+        expect(stats.sourceReadsByLastList).toBe(source.reads.length);
+        if (cursor === undefined) expect(stats.reads).toBe(2);
+      }
+    }
+    // Without `random`, the guess is a steady rate's (level 1 is dense), a child or two wide: it misses, and the page is read after the list.
+    const plain = indexOver(source, true);
+    source.reads.length = 0;
+    await pageFromSource(source, { first: 20, offset: 25_001 }, { connectionName: 'numbers', codec, index: plain.index });
+    expect(source.reads.length).toBe(2);
+    // A guess that misses (each level-1 bucket's keys all in its last 16 level-2 buckets): the page is read from the position found.
+    const skewed = new ArraySource(keys.map((k) => Math.floor(k / 2 ** 40) * 2 ** 40 + 2 ** 40 - 1 - (k % 2 ** 36)));
+    // 120 edges into a level-1 bucket: past what a guess from its first edges holds.
+    for (const bucket of [64, 160]) {
+      const offset = skewed.all.findIndex((k) => k >= bucket * 2 ** 40) + 120;
+      const { index: skewedIndex } = indexOver(skewed, true, true);
+      skewed.reads.length = 0;
+      const page = await pageFromSource(skewed, { first: 20, offset }, { connectionName: 'numbers', codec, index: skewedIndex });
       expect(page.edges.map((e) => e.node)).toEqual(skewed.all.slice(offset, offset + 20));
       expect(skewed.reads.length).toBe(2);
     }
