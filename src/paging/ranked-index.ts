@@ -15,7 +15,9 @@
  *   first possible key, skipping its few edges before p;
  * - rank (how many edges lie at or before a cursor): the cursor's rank names its
  *   bucket at every level, so every level's sibling buckets and the leaf's edges up to
- *   the cursor are read at once, in one wave.
+ *   the cursor are read at once, in one wave; where ranks are random (`RankOrder.random`),
+ *   levels 0 and 1 and the edges of the cursor's level-1 bucket up to it (few: the
+ *   levels below in a second wave when they are more than SMALL_BUCKET).
  * The buckets of one parent are one list, one row of the store (count-ranks.ts), so a
  * level costs one row to read however many buckets it has. A page at any offset
  * therefore costs at most 1 + LEVELS + 1 waves of reads (one less without a cursor): 8
@@ -23,8 +25,9 @@
  * read in one slice, and every level they hold whole comes with them; below that, a
  * bucket of SMALL_BUCKET edges is reached in a list or two wherever edges are spread
  * over time (a first visit is 3 waves: the top, one list, the page); where a level is
- * dense, the page is read on a guess beside the list under the position's bucket (a
- * steady rate puts it in a child one can compute), and when the list confirms that the
+ * dense, or ranks random, the page is read on a guess beside the list under the
+ * position's bucket (a steady rate puts it in a child one can compute, random ranks
+ * within a binomial deviation of it: `guessAt`), and when the list confirms that the
  * rows read hold the page, its wave is saved (2 waves); and a process keeps the lists
  * it read across requests (`RankCache`), checked against the index's settlement read
  * beside the page, so a page whose lists are kept is one wave. Without an index,
@@ -223,9 +226,16 @@ const READ_CHUNK = 1_000;
 const LEAF_CHUNK = 64;
 
 /**
+ * Rows of the first of those reads: a leaf (or a random rank's level-1 bucket) most
+ * often holds the cursor among its first few edges, and the row after the cursor ends
+ * the count, so a read of 64 rows would mostly bring rows only to drop them.
+ */
+const LEAF_FIRST = 16;
+
+/**
  * Up to `count` rows from `from` (inclusive) in `direction`, in reads of at most
- * `chunk` rows, each continuing from the last row of the one before; with `keep`,
- * only the rows before the first it refuses.
+ * `chunk` rows (`first` for the first one), each continuing from the last row of the
+ * one before; with `keep`, only the rows before the first it refuses.
  */
 export async function readRun<N>(
   source: OrderedSource<N>,
@@ -234,12 +244,13 @@ export async function readRun<N>(
   count: number,
   keep: (node: N) => boolean = () => true,
   chunk = READ_CHUNK,
+  first = chunk,
 ): Promise<N[]> {
   const out: N[] = [];
   let start = from;
   let continuing = false;
   while (out.length < count) {
-    const ask = Math.min(chunk, count - out.length) + (continuing ? 1 : 0);
+    const ask = Math.min(continuing ? chunk : first, count - out.length) + (continuing ? 1 : 0);
     let batch = await source.read(start, direction, ask);
     const short = batch.length < ask;
     if (continuing && batch.length > 0 && source.compare(source.keyOf(batch[0]!), start!) === 0) batch = batch.slice(1);
@@ -319,20 +330,30 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       return direction === 'forward' ? list : [...list].reverse();
     };
 
-    // Rank: the edges at or before `from`, every level's siblings and the leaf at once.
+    // Rank: the edges at or before `from`: every level's siblings before the cursor's
+    // bucket down to `stop`, and the edges of its bucket there up to it, at once. Down
+    // to the leaf; where ranks are random, to level 1, whose buckets then hold few
+    // edges (up to millions of edges), rather than read four more lists: and the levels
+    // below in a second wave where the bucket holds more than SMALL_BUCKET before it.
     let position = offset;
     if (from !== undefined) {
       const prefixes = rankPrefixes(order.rankOf(from));
       const sign = direction === 'forward' ? 1 : -1;
-      const leaf = prefixes[prefixes.length - 1]!;
-      const [levels, inLeaf] = await Promise.all([
-        Promise.all(prefixes.map((_, level) => buckets(level, level === 0 ? undefined : prefixes[level - 1]))),
-        readRun(source, edgeOf(leaves, leaf, direction), direction, Number.MAX_SAFE_INTEGER, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK),
-      ]);
+      const listsOf = (first: number, last: number) =>
+        Promise.all(prefixes.slice(first, last + 1).map((_, i) => buckets(first + i, first + i === 0 ? undefined : prefixes[first + i - 1])));
+      const upTo = (level: number, most: number) =>
+        readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST);
+      const stop = order.random ? 1 : leaves;
+      let [levels, inBucket] = await Promise.all([listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
+      if (inBucket.length > SMALL_BUCKET && stop < leaves) {
+        const [deeper, inLeaf] = await Promise.all([listsOf(stop + 1, leaves), upTo(leaves, Number.MAX_SAFE_INTEGER)]);
+        levels = [...levels, ...deeper];
+        inBucket = inLeaf;
+      }
       levels.forEach((list, level) => {
         for (const b of list) if (sign * (b.prefix < prefixes[level]! ? -1 : b.prefix > prefixes[level]! ? 1 : 0) < 0) position += b.count;
       });
-      position += inLeaf.length;
+      position += inBucket.length;
     }
 
     // Select: down the levels to a bucket holding `position` that is a leaf or small.

@@ -246,8 +246,9 @@ describe('offset', () => {
   });
 
   it('reads the page on a guess as wide as a binomial deviation beside a list where ranks are random, from the start or a cursor, and gives the model\'s slice when it misses', async () => {
-    // 40,000 keys drawn at random below 2^48: 256 level-1 buckets of about 156 under
-    // level 0's one, a level-2 bucket (2^32 ranks) holds 0.6 on average.
+    // 40,000 keys drawn at random below 2^53, as a meeting's acceptors: 32 level-0
+    // buckets of about 1,250 (a sparse level), a level-1 bucket (2^40 ranks) holds 5 on
+    // average; the top holds the level-1 lists of the first 11 (13,750 edges).
     let seed = 38;
     // mulberry32: 32 random bits a call.
     const bits = () => {
@@ -256,11 +257,11 @@ describe('offset', () => {
       t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
       return (t ^ (t >>> 14)) >>> 0;
     };
-    const keys = Array.from({ length: 40_000 }, () => bits() * 2 ** 16 + (bits() >>> 16));
+    const keys = Array.from({ length: 40_000 }, () => bits() * 2 ** 21 + (bits() >>> 11));
     const source = new ArraySource(keys);
     const middle = source.all[20_000]!;
     for (const backward of [false, true]) {
-      for (const [offset, cursor] of [[10_000, undefined], [25_001, undefined], [35_000, undefined], [1_000, middle], [9_000, middle]] as const) {
+      for (const [offset, cursor] of [[20_000, undefined], [22_000, undefined], [25_001, undefined], [3_000, middle], [5_000, middle]] as const) {
         const { index, stats } = indexOver(source, true, true);
         source.reads.length = 0;
         const after = cursor === undefined ? undefined : codec.encodeCursor(source.id, [cursor]);
@@ -268,28 +269,53 @@ describe('offset', () => {
         expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
           modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, cursor),
         );
-        // The guess beside the level-2 list under the position's bucket held the page: no
-        // read of the page after the list (from a cursor, one read more: the cursor's leaf).
+        // The guess beside the level-1 list under the position's bucket held the page: no
+        // read of the page after that list. From a cursor, its rank first: the top, the
+        // level-1 list under its bucket and the edges of its level-1 bucket up to it, no
+        // deeper list; then the position's list beside the guess.
         expect(source.reads.length).toBe(cursor === undefined ? 1 : 2);
+        if (cursor !== undefined) expect(source.reads[0]!.limit).toBe(16);
         expect(stats.sourceReadsByLastList).toBe(source.reads.length);
-        if (cursor === undefined) expect(stats.reads).toBe(2);
+        expect(stats.reads).toBe(cursor === undefined ? 2 : 3);
       }
     }
-    // Without `random`, the guess is a steady rate's (level 1 is dense), a child or two wide: it misses, and the page is read after the list.
+    // Without `random`, no guess where the level is sparse: the page is read once the list is back.
     const plain = indexOver(source, true);
     source.reads.length = 0;
     await pageFromSource(source, { first: 20, offset: 25_001 }, { connectionName: 'numbers', codec, index: plain.index });
-    expect(source.reads.length).toBe(2);
-    // A guess that misses (each level-1 bucket's keys all in its last 16 level-2 buckets): the page is read from the position found.
-    const skewed = new ArraySource(keys.map((k) => Math.floor(k / 2 ** 40) * 2 ** 40 + 2 ** 40 - 1 - (k % 2 ** 36)));
-    // 120 edges into a level-1 bucket: past what a guess from its first edges holds.
-    for (const bucket of [64, 160]) {
-      const offset = skewed.all.findIndex((k) => k >= bucket * 2 ** 40) + 120;
+    expect(source.reads.length).toBe(1);
+    expect(plain.stats.sourceReadsByLastList).toBe(0);
+    // A guess that misses (each level-0 bucket's keys all in its last 32 level-1 buckets): the page is read from the position found.
+    const skewed = new ArraySource(keys.map((k) => Math.floor(k / 2 ** 48) * 2 ** 48 + 2 ** 48 - 1 - (k % 2 ** 45)));
+    // 1,000 edges into a level-0 bucket: past what a guess from its first edges holds.
+    for (const bucket of [16, 24]) {
+      const offset = skewed.all.findIndex((k) => k >= bucket * 2 ** 48) + 1_000;
       const { index: skewedIndex } = indexOver(skewed, true, true);
       skewed.reads.length = 0;
       const page = await pageFromSource(skewed, { first: 20, offset }, { connectionName: 'numbers', codec, index: skewedIndex });
       expect(page.edges.map((e) => e.node)).toEqual(skewed.all.slice(offset, offset + 20));
       expect(skewed.reads.length).toBe(2);
+    }
+  });
+
+  it('ranks a cursor whose level-1 bucket holds more than SMALL_BUCKET edges before it through the levels below, where ranks are random', async () => {
+    // 300 keys in one level-1 bucket (2^40 ranks), 4 a leaf, and a few in the next.
+    const source = new ArraySource([...Array.from({ length: 300 }, (_, i) => i * 64), ...Array.from({ length: 30 }, (_, i) => 2 ** 40 + i)]);
+    for (const at of [10, 200, 299, 305]) {
+      for (const backward of [false, true]) {
+        const { index } = indexOver(source, true, true);
+        source.reads.length = 0;
+        const cursor = source.all[at]!;
+        const encoded = codec.encodeCursor(source.id, [cursor]);
+        const page = await pageFromSource(source, backward ? { last: 5, before: encoded, offset: 7 } : { first: 5, after: encoded, offset: 7 }, { connectionName: 'numbers', codec, index });
+        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 5, 7, cursor),
+        );
+        // Past SMALL_BUCKET edges before the cursor in its level-1 bucket (at 200 forward, at
+        // 10 backward), its edges from that bucket's edge were read as far as 65 and no further.
+        const fromBucketEdge = source.reads.filter((r) => r.from?.[0] === (cursor < 2 ** 40 ? (backward ? 2 ** 40 - 1 : 0) : backward ? 2 ** 41 - 1 : 2 ** 40));
+        expect(fromBucketEdge.map((r) => r.limit).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(16 + 50);
+      }
     }
   });
 
