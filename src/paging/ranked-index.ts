@@ -15,9 +15,10 @@
  *   first possible key, skipping its few edges before p;
  * - rank (how many edges lie at or before a cursor): the cursor's rank names its
  *   bucket at every level, so every level's sibling buckets and the leaf's edges up to
- *   the cursor are read at once, in one wave; where ranks are random (`RankOrder.random`),
- *   levels 0 and 1 and the edges of the cursor's level-1 bucket up to it (few: the
- *   levels below in a second wave when they are more than SMALL_BUCKET).
+ *   the cursor are read at once, in one wave; or, where a level's buckets hold few
+ *   edges (`RankOrder.cursorLevel`: a timeline's level 4, random ranks' level 1), the
+ *   levels down to it and the edges of the cursor's bucket there up to it (the levels
+ *   below in a second wave when they are more than SMALL_BUCKET).
  * The buckets of one parent are one list, one row of the store (count-ranks.ts), so a
  * level costs one row to read however many buckets it has. A page at any offset
  * therefore costs at most 1 + LEVELS + 1 waves of reads (one less without a cursor): 8
@@ -77,6 +78,13 @@ export interface RankOrder {
    * reads the page on a guess that wide beside a list (see `guessAt`).
    */
   readonly random?: boolean;
+  /**
+   * The level whose bucket a cursor's rank reads the edges of, up to the cursor, rather
+   * than read the lists below it: one where a bucket holds few edges in practice (at
+   * most SMALL_BUCKET before a cursor, else the levels below come a wave later).
+   * Default: the leaves; where ranks are `random`, 1.
+   */
+  readonly cursorLevel?: number;
 }
 
 /** A bucket of the index: its prefix at its level, and how many edges it holds. */
@@ -331,10 +339,9 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     };
 
     // Rank: the edges at or before `from`: every level's siblings before the cursor's
-    // bucket down to `stop`, and the edges of its bucket there up to it, at once. Down
-    // to the leaf; where ranks are random, to level 1, whose buckets then hold few
-    // edges (up to millions of edges), rather than read four more lists: and the levels
-    // below in a second wave where the bucket holds more than SMALL_BUCKET before it.
+    // bucket down to `stop` (`RankOrder.cursorLevel`), and the edges of its bucket there
+    // up to it, at once, rather than the lists below it; those and the leaf's edges in a
+    // second wave where the bucket holds more than SMALL_BUCKET before the cursor.
     let position = offset;
     if (from !== undefined) {
       const prefixes = rankPrefixes(order.rankOf(from));
@@ -343,7 +350,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         Promise.all(prefixes.slice(first, last + 1).map((_, i) => buckets(first + i, first + i === 0 ? undefined : prefixes[first + i - 1])));
       const upTo = (level: number, most: number) =>
         readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST);
-      const stop = order.random ? 1 : leaves;
+      const stop = order.cursorLevel ?? (order.random ? 1 : leaves);
       let [levels, inBucket] = await Promise.all([listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
       if (inBucket.length > SMALL_BUCKET && stop < leaves) {
         const [deeper, inLeaf] = await Promise.all([listsOf(stop + 1, leaves), upTo(leaves, Number.MAX_SAFE_INTEGER)]);
@@ -496,4 +503,6 @@ export const timeuuidDescending: RankOrder = {
   rankOf: (key) => RANK_MAX - ticksOfTimeuuid(key[0] as string),
   // Newest first: a forward read starts at the tick's highest timeuuid, a backward one at its lowest.
   edgeKey: (rank, direction) => [timeuuidBoundOfTicks(RANK_MAX - rank, direction === 'forward' ? 'highest' : 'lowest')],
+  // A level-4 bucket is 6.5 ms of one author's posts: a handful at most.
+  cursorLevel: 4,
 };
