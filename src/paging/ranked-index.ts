@@ -18,7 +18,8 @@
  *   the cursor are read at once, in one wave; or, where a level's buckets hold few
  *   edges (`RankOrder.cursorLevel`: a timeline's level 4, random ranks' level 1), the
  *   levels down to it and the edges of the cursor's bucket there up to it (the levels
- *   below in a second wave when they are more than SMALL_BUCKET).
+ *   below in a second wave when they are more than SMALL_BUCKET); beside the index's
+ *   top, only that level's list, the ones above coming with the top.
  * The buckets of one parent are one list, one row of the store (count-ranks.ts), so a
  * level costs one row to read however many buckets it has. A page at any offset
  * therefore costs at most 1 + LEVELS + 1 waves of reads (one less without a cursor): 8
@@ -351,7 +352,17 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       const upTo = (level: number, most: number) =>
         readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST);
       const stop = order.cursorLevel ?? (order.random ? 1 : leaves);
-      let [levels, inBucket] = await Promise.all([listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
+      // With the top (level 0's list, the levels it holds whole and the first lists
+      // below), the list at `stop` and the bucket's edges are read beside it, and the
+      // lists between are taken from it once it is back: read only where it lacks them.
+      const between = async () => {
+        await buckets(0, undefined);
+        return listsOf(0, stop);
+      };
+      const deepest = options.top && stop > 0 ? buckets(stop, prefixes[stop - 1]) : undefined;
+      // (Awaited through `listsOf`, unless the top fails first.)
+      if (deepest instanceof Promise) deepest.catch(() => {});
+      let [levels, inBucket] = await Promise.all([options.top ? between() : listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
       if (inBucket.length > SMALL_BUCKET && stop < leaves) {
         const [deeper, inLeaf] = await Promise.all([listsOf(stop + 1, leaves), upTo(leaves, Number.MAX_SAFE_INTEGER)]);
         levels = [...levels, ...deeper];

@@ -298,6 +298,41 @@ describe('offset', () => {
     }
   });
 
+  it('ranks a cursor at its `cursorLevel` with the lists above it from the top, and reads the page from a cursor in 2 waves at a steady rate', async () => {
+    // 40,000 keys 2^15 apart: level 3's buckets hold 512, level 4's 2; the top holds levels 0 to 3.
+    const source = new ArraySource(Array.from({ length: 40_000 }, (_, i) => i * 2 ** 15 + (i % 3)));
+    const middle = source.all[20_000]!;
+    for (const backward of [false, true]) {
+      for (const offset of [3_000, 9_000]) {
+        const stats = { reads: 0, sourceReadsByLastList: 0 };
+        const index = rankedIndex({
+          order: { ...numberOrder, cursorLevel: 4 },
+          async buckets(level, parent) {
+            stats.reads++;
+            await null;
+            stats.sourceReadsByLastList = source.reads.length;
+            return bucketsOf(source.all, level, parent);
+          },
+          async top(limit) {
+            stats.reads++;
+            return { lists: topOf(source.all, limit) };
+          },
+        });
+        source.reads.length = 0;
+        const after = codec.encodeCursor(source.id, [middle]);
+        const page = await pageFromSource(source, backward ? { last: 20, before: after, offset } : { first: 20, after, offset }, { connectionName: 'numbers', codec, index });
+        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, middle),
+        );
+        // The top, the cursor's level-4 list and its level-4 bucket's edges up to it; then
+        // the position's level-4 list beside the guessed page: no list of levels 1 to 3 read.
+        expect(stats.reads).toBe(3);
+        expect(source.reads.length).toBe(2);
+        expect(stats.sourceReadsByLastList).toBe(2);
+      }
+    }
+  });
+
   it('ranks a cursor whose level-1 bucket holds more than SMALL_BUCKET edges before it through the levels below, where ranks are random', async () => {
     // 300 keys in one level-1 bucket (2^40 ranks), 4 a leaf, and a few in the next.
     const source = new ArraySource([...Array.from({ length: 300 }, (_, i) => i * 64), ...Array.from({ length: 30 }, (_, i) => 2 ** 40 + i)]);
