@@ -153,8 +153,12 @@ export async function measureJumpConnections(
     }
     out[connection.name] = figures;
     for (const [label, m] of Object.entries(figures)) {
-      const ratio = label === 'first page' ? '' : ` (${(m.medianMs / firstPage.medianMs).toFixed(2)}x)`;
-      row(`jump: ${name}, ${label}: waves / calls / median ms`, `${m.waves} / ${m.calls} / ${m.medianMs}${ratio}`, label === 'first page' ? '1-3 waves' : '<= 8 waves', label === 'first page' ? m.waves <= 3 : m.waves <= 8);
+      const times = m.medianMs / firstPage.medianMs;
+      const ratio = label === 'first page' ? '' : ` (${times.toFixed(2)}x)`;
+      // The issue's time target: a first visit at 10^5, or from a cursor, within 3x the first page.
+      const timed = label.endsWith('every visit a first one') && (label.includes('100,000') || label.includes('after the middle'));
+      const target = label === 'first page' ? '1-3 waves' : timed ? '<= 8 waves, <= 3x' : '<= 8 waves';
+      row(`jump: ${name}, ${label}: waves / calls / median ms`, `${m.waves} / ${m.calls} / ${m.medianMs}${ratio}`, target, label === 'first page' ? m.waves <= 3 : m.waves <= 8 && (!timed || times <= 3));
     }
   }
   return out;

@@ -210,6 +210,8 @@ async function measureJump(
   const backward = await measure('backward', { last: 20, offset: DEEP }, 20);
   const middle = (await timeline.posts(AUTHOR, { first: 1, offset: Math.floor(POSTS / 2) })).pageInfo.endCursor!;
   const fromCursor = await measure('from a cursor', { first: 20, after: middle, offset: DEEP }, 20);
+  // The same where the process keeps no list: every visit a first one.
+  const fromCursorCold = await measure('from a cursor, nothing kept', { first: 20, after: middle, offset: DEEP }, 20, keepsNothing);
   // The floor: the same deep page by its cursor, without offset (the store's own cost of reading there).
   const deepCursor = (await timeline.posts(AUTHOR, { first: 1, offset: DEEP - 1 })).pageInfo.endCursor!;
   const byCursor = await measure('by cursor', { first: 20, after: deepCursor }, 20);
@@ -229,6 +231,7 @@ async function measureJump(
   out.lastPage = lastPage;
   out.backward = backward;
   out.fromCursor = fromCursor;
+  out.fromCursorFirstVisit = fromCursorCold;
   out.nothingKept = nothingKept;
   out.newPages = newPages;
   for (const [label, m] of [
@@ -239,6 +242,13 @@ async function measureJump(
   ] as const) {
     row(`jump (${name}): ${label}: waves (first visit) / calls / median ms`, `${m.waves} (${m.firstVisit.waves}) / ${m.calls} / ${m.medianMs} (${(m.medianMs / firstPage.medianMs).toFixed(2)}x)`, '<= 8 waves', m.waves <= 8 && m.firstVisit.waves <= 8);
   }
+  const fromCursorRatio = fromCursorCold.medianMs / firstPage.medianMs;
+  row(
+    `jump (${name}): first 20 after the middle, offset ${DEEP.toLocaleString()}, every visit a first one (no list kept): waves / calls / median ms (x first page)`,
+    `${fromCursorCold.waves} / ${fromCursorCold.calls} / ${fromCursorCold.medianMs} (${fromCursorRatio.toFixed(2)}x)`,
+    '<= 8 waves, <= 3x',
+    fromCursorCold.waves <= 8 && fromCursorRatio <= 3,
+  );
   row(
     `jump (${name}): a new page from offset ${DEEP.toLocaleString()} on each time (every 2,003rd): waves / calls of one / median ms`,
     `${newPages.waves} / ${newPages.calls} / ${newPages.medianMs} (${(newPages.medianMs / firstPage.medianMs).toFixed(2)}x)`,

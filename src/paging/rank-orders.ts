@@ -90,8 +90,12 @@ export function bigintAtRank(rank: bigint, fill: RankFill): bigint {
 /** The lowest and highest bigint. */
 export const BIGINT_BOUNDS = { lowest: -BIAS, highest: BIAS - 1n } as const;
 
-/** The ranks of a connection ordered by one uuid, ascending (a meeting's acceptors by user id). */
+/**
+ * The ranks of a connection ordered by one uuid, ascending (a meeting's acceptors by
+ * user id). Users' ids are random (version 4), so their ranks are too.
+ */
 export const uuidAscending: RankOrder = {
   rankOf: (key) => uuidRank(key[0] as string),
   edgeKey: (rank, direction) => [uuidAtRank(rank, direction === 'forward' ? 'lowest' : 'highest')],
+  random: true,
 };

@@ -15,7 +15,11 @@
  *   first possible key, skipping its few edges before p;
  * - rank (how many edges lie at or before a cursor): the cursor's rank names its
  *   bucket at every level, so every level's sibling buckets and the leaf's edges up to
- *   the cursor are read at once, in one wave.
+ *   the cursor are read at once, in one wave; or, where a level's buckets hold few
+ *   edges (`RankOrder.cursorLevel`: a timeline's level 4, random ranks' level 1), the
+ *   levels down to it and the edges of the cursor's bucket there up to it (the levels
+ *   below in a second wave when they are more than SMALL_BUCKET); beside the index's
+ *   top, only that level's list, the ones above coming with the top.
  * The buckets of one parent are one list, one row of the store (count-ranks.ts), so a
  * level costs one row to read however many buckets it has. A page at any offset
  * therefore costs at most 1 + LEVELS + 1 waves of reads (one less without a cursor): 8
@@ -23,8 +27,9 @@
  * read in one slice, and every level they hold whole comes with them; below that, a
  * bucket of SMALL_BUCKET edges is reached in a list or two wherever edges are spread
  * over time (a first visit is 3 waves: the top, one list, the page); where a level is
- * dense, the page is read on a guess beside the list under the position's bucket (a
- * steady rate puts it in a child one can compute), and when the list confirms that the
+ * dense, or ranks random, the page is read on a guess beside the list under the
+ * position's bucket (a steady rate puts it in a child one can compute, random ranks
+ * within a binomial deviation of it: `guessAt`), and when the list confirms that the
  * rows read hold the page, its wave is saved (2 waves); and a process keeps the lists
  * it read across requests (`RankCache`), checked against the index's settlement read
  * beside the page, so a page whose lists are kept is one wave. Without an index,
@@ -68,6 +73,19 @@ export interface RankOrder {
    * after every key of the ranks before it.
    */
   edgeKey(rank: bigint, direction: Direction): CursorKey;
+  /**
+   * Set where ranks are drawn at random, uniformly (random ids): a bucket's edges then
+   * lie where an even spread puts them give or take a binomial deviation, and a walk
+   * reads the page on a guess that wide beside a list (see `guessAt`).
+   */
+  readonly random?: boolean;
+  /**
+   * The level whose bucket a cursor's rank reads the edges of, up to the cursor, rather
+   * than read the lists below it: one where a bucket holds few edges in practice (at
+   * most SMALL_BUCKET before a cursor, else the levels below come a wave later).
+   * Default: the leaves; where ranks are `random`, 1.
+   */
+  readonly cursorLevel?: number;
 }
 
 /** A bucket of the index: its prefix at its level, and how many edges it holds. */
@@ -217,9 +235,16 @@ const READ_CHUNK = 1_000;
 const LEAF_CHUNK = 64;
 
 /**
+ * Rows of the first of those reads: a leaf (or a random rank's level-1 bucket) most
+ * often holds the cursor among its first few edges, and the row after the cursor ends
+ * the count, so a read of 64 rows would mostly bring rows only to drop them.
+ */
+const LEAF_FIRST = 16;
+
+/**
  * Up to `count` rows from `from` (inclusive) in `direction`, in reads of at most
- * `chunk` rows, each continuing from the last row of the one before; with `keep`,
- * only the rows before the first it refuses.
+ * `chunk` rows (`first` for the first one), each continuing from the last row of the
+ * one before; with `keep`, only the rows before the first it refuses.
  */
 export async function readRun<N>(
   source: OrderedSource<N>,
@@ -228,12 +253,13 @@ export async function readRun<N>(
   count: number,
   keep: (node: N) => boolean = () => true,
   chunk = READ_CHUNK,
+  first = chunk,
 ): Promise<N[]> {
   const out: N[] = [];
   let start = from;
   let continuing = false;
   while (out.length < count) {
-    const ask = Math.min(chunk, count - out.length) + (continuing ? 1 : 0);
+    const ask = Math.min(continuing ? chunk : first, count - out.length) + (continuing ? 1 : 0);
     let batch = await source.read(start, direction, ask);
     const short = batch.length < ask;
     if (continuing && batch.length > 0 && source.compare(source.keyOf(batch[0]!), start!) === 0) batch = batch.slice(1);
@@ -268,6 +294,32 @@ interface Guess<N> {
   readonly rows: Promise<{ readonly rows: N[]; readonly short: boolean }>;
 }
 
+/**
+ * Where a walk at bucket `count` of `level` (its list `listed` buckets long), looking
+ * for the edge `remaining` edges into it, reads the page on a guess beside the list of
+ * the bucket's children: the fraction of the children's range to start from, and how
+ * many rows to read (`child`: children skipped from the range's start in the walk's
+ * direction); null where no guess is worth its read. The edges are taken as
+ * spread evenly, and the read starts a child before where that puts the position and
+ * holds three children's edges and the page (and one row for `hasNext`):
+ * - where the level is dense (a quarter of its buckets under the parent hold edges: a
+ *   steady rate), as it stands: at a steady rate the page is among those rows;
+ * - where ranks are `random`, widened by three binomial deviations of the edges before
+ *   the position (sqrt(r (n - r) / n) for r of n) on each side: the page is then among
+ *   them but past three deviations (a few walks in a thousand).
+ * Only where a child holds SMALL_BUCKET edges or fewer on average (the walk likely
+ * stops at the next level). Not for edges merely uneven, as a list's items: there the
+ * guess misses by more than a child or two, and costs a read.
+ */
+function guessAt(listed: number, level: number, count: number, remaining: number, size: number, random: boolean): { child: number; ask: number } | null {
+  const children = 2 ** levelWidth(level + 1);
+  const perChild = count / children;
+  if (perChild > SMALL_BUCKET || !(random || listed * 4 >= 2 ** levelWidth(level))) return null;
+  const deviation = random ? 3 * Math.sqrt((remaining * (count - remaining)) / count) : 0;
+  const child = Math.max(0, Math.floor(((remaining - deviation) / count) * children) - 1);
+  return { child, ask: Math.ceil(3 * perChild + 2 * deviation) + size + 1 };
+}
+
 /** Rank and select over a counted index (see the file comment). */
 export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   const { order } = options;
@@ -287,20 +339,39 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       return direction === 'forward' ? list : [...list].reverse();
     };
 
-    // Rank: the edges at or before `from`, every level's siblings and the leaf at once.
+    // Rank: the edges at or before `from`: every level's siblings before the cursor's
+    // bucket down to `stop` (`RankOrder.cursorLevel`), and the edges of its bucket there
+    // up to it, at once, rather than the lists below it; those and the leaf's edges in a
+    // second wave where the bucket holds more than SMALL_BUCKET before the cursor.
     let position = offset;
     if (from !== undefined) {
       const prefixes = rankPrefixes(order.rankOf(from));
       const sign = direction === 'forward' ? 1 : -1;
-      const leaf = prefixes[prefixes.length - 1]!;
-      const [levels, inLeaf] = await Promise.all([
-        Promise.all(prefixes.map((_, level) => buckets(level, level === 0 ? undefined : prefixes[level - 1]))),
-        readRun(source, edgeOf(leaves, leaf, direction), direction, Number.MAX_SAFE_INTEGER, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK),
-      ]);
+      const listsOf = (first: number, last: number) =>
+        Promise.all(prefixes.slice(first, last + 1).map((_, i) => buckets(first + i, first + i === 0 ? undefined : prefixes[first + i - 1])));
+      const upTo = (level: number, most: number) =>
+        readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST);
+      const stop = order.cursorLevel ?? (order.random ? 1 : leaves);
+      // With the top (level 0's list, the levels it holds whole and the first lists
+      // below), the list at `stop` and the bucket's edges are read beside it, and the
+      // lists between are taken from it once it is back: read only where it lacks them.
+      const between = async () => {
+        await buckets(0, undefined);
+        return listsOf(0, stop);
+      };
+      const deepest = options.top && stop > 0 ? buckets(stop, prefixes[stop - 1]) : undefined;
+      // (Awaited through `listsOf`, unless the top fails first.)
+      if (deepest instanceof Promise) deepest.catch(() => {});
+      let [levels, inBucket] = await Promise.all([options.top ? between() : listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
+      if (inBucket.length > SMALL_BUCKET && stop < leaves) {
+        const [deeper, inLeaf] = await Promise.all([listsOf(stop + 1, leaves), upTo(leaves, Number.MAX_SAFE_INTEGER)]);
+        levels = [...levels, ...deeper];
+        inBucket = inLeaf;
+      }
       levels.forEach((list, level) => {
         for (const b of list) if (sign * (b.prefix < prefixes[level]! ? -1 : b.prefix > prefixes[level]! ? 1 : 0) < 0) position += b.count;
       });
-      position += inLeaf.length;
+      position += inBucket.length;
     }
 
     // Select: down the levels to a bucket holding `position` that is a leaf or small.
@@ -336,23 +407,15 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         return { key: edgeOf(level, bucket.prefix, direction), skip: remaining };
       }
       parent = bucket.prefix;
-      // Read the page on a guess beside the next list, when that list is a read (a wave)
-      // and holds the small buckets: where this level is dense (a quarter of its buckets
-      // under the parent hold edges: a steady rate), the child that would hold the
-      // position were the bucket's edges spread evenly, from one child before it, as many
-      // rows as three children hold on average and the page. At a steady rate the page
-      // is among them, and the page's own wave is saved. (Not where edges are merely
-      // random, as a meeting's acceptors' ids: there the guess misses by more than a
-      // child or two, and costs a read.)
-      const perChild = bucket.count / 2 ** levelWidth(level + 1);
-      const steady = list.length * 4 >= 2 ** levelWidth(level) && perChild <= SMALL_BUCKET;
-      if (steady && buckets(level + 1, parent) instanceof Promise) {
+      // Read the page on a guess beside the next list, when that list is a read (a wave):
+      // its wave then brings the page too, when the list confirms the rows hold it.
+      const guessed = buckets(level + 1, parent) instanceof Promise ? guessAt(list.length, level, bucket.count, remaining, size, order.random === true) : null;
+      if (guessed) {
         const { lowest, highest } = childPrefixRange(level + 1, parent);
-        const within = BigInt(Math.max(0, Math.floor((remaining / bucket.count) * Number(highest - lowest + 1n)) - 1));
+        const within = BigInt(guessed.child);
         const prefix = direction === 'forward' ? lowest + within : highest - within;
         const key = edgeOf(level + 1, prefix, direction);
-        const ask = Math.ceil(3 * perChild) + size + 1;
-        const rows = readRun(source, key, direction, ask).then((rows) => ({ rows, short: rows.length < ask }));
+        const rows = readRun(source, key, direction, guessed.ask).then((rows) => ({ rows, short: rows.length < guessed.ask }));
         rows.catch(() => {});
         guess = { level: level + 1, prefix, key, rows };
       }
@@ -451,4 +514,6 @@ export const timeuuidDescending: RankOrder = {
   rankOf: (key) => RANK_MAX - ticksOfTimeuuid(key[0] as string),
   // Newest first: a forward read starts at the tick's highest timeuuid, a backward one at its lowest.
   edgeKey: (rank, direction) => [timeuuidBoundOfTicks(RANK_MAX - rank, direction === 'forward' ? 'highest' : 'lowest')],
+  // A level-4 bucket is 6.5 ms of one author's posts: a handful at most.
+  cursorLevel: 4,
 };

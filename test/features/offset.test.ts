@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
-import { createListApplier, rankedCounts, type createRequestContext } from '../../src/composition-root.js';
+import { createListApplier, createRequestContext, rankedCounts } from '../../src/composition-root.js';
 import { settleFully, settleIncrementally } from '../../src/counts/connection-counts.js';
 import { currentEntries, indexKeyOf, unpackRankList } from '../../src/counts/count-ranks.js';
 import { countRankListsTable } from '../../src/counts/count-tables.js';
@@ -21,6 +21,7 @@ import { acceptanceCountKey, acceptanceMemberships, type Acceptance } from '../.
 import { meetingUsersTable } from '../../src/features/meetings/meetings-tables.js';
 import { SUSPENSIONS_COUNT_KEY } from '../../src/features/suspensions/suspension-sagas.js';
 import { suspensionMemberships, type Suspension } from '../../src/features/suspensions/suspensions.js';
+import { RankCache } from '../../src/paging/ranked-index.js';
 import type { PageArgs } from '../../src/paging/types.js';
 import { postsCountKey, type Post } from '../../src/features/timeline/timeline.js';
 import { timelineTable } from '../../src/features/timeline/timeline-tables.js';
@@ -272,8 +273,9 @@ describeEachStore('offset on the other counted connections', (target) => {
     expect(await expectOffsetPagesAsPlainOnes(connection)).toBe(150 - 25 + 13);
   }, target.ddlTimeoutMs * 2);
 
-  it("Meeting.acceptedBy: the model's slices once settled, acceptors on two servers, repeated, some sharing a rank", async () => {
-    const { store } = await pool.create();
+  it("Meeting.acceptedBy: the model's slices once settled, acceptors on two servers, repeated, some sharing a rank; from a cursor, a first visit's rank reads no list below level 1", async () => {
+    const { store: inner } = await pool.create();
+    const store = new WaveCountingStore(inner);
     const w = await twoServers(store);
     const owner = await w.a.ctx().users.create(aUser());
     const meeting = await w.a.ctx().meetings.create({ title: 'all hands' }, owner.id);
@@ -287,6 +289,20 @@ describeEachStore('offset on the other counted connections', (target) => {
     const meetings = w.a.ctx().meetings;
     const connection = { page: (args: PageArgs) => meetings.acceptedBy(meeting.meetingId, args), idOf: (a: Acceptance) => a.userId };
     expect(await expectExactOffsetPages(connection, held, (userId) => meetings.acceptedEdge({ meetingId: meeting.meetingId, userId, acceptedAt: new Date(0) }).cursor)).toBe(150);
+    // A first visit (a process that keeps no list) from the cursor of an acceptor with a
+    // random id: the top, level 1's list under its level-0 bucket and the edges of its
+    // level-1 bucket up to it, then the page (level-0 buckets of 150 acceptors hold few):
+    // 2 waves, 4 calls, where reading every level's list and the leaf made 8.
+    const cold = createRequestContext({ ...w.a.services, rankCache: new RankCache(0) }, { username: 'root', isAdmin: true }).meetings;
+    const lone = acceptors.filter((_, i) => i % 3 === 2);
+    for (const user of [lone[3]!, lone[30]!]) {
+      const after = meetings.acceptedEdge({ meetingId: meeting.meetingId, userId: user, acceptedAt: new Date(0) }).cursor;
+      store.reset();
+      const page = await cold.acceptedBy(meeting.meetingId, { first: 5, after, offset: 7 });
+      const at = held.indexOf(user) + 1 + 7;
+      expect(page.edges.map((e) => e.node.userId)).toEqual(held.slice(at, at + 5));
+      expect({ waves: store.waves, calls: store.calls }).toEqual({ waves: 2, calls: 4 });
+    }
   }, target.ddlTimeoutMs * 2);
 
   it('builds the three indexes with a recount, for data written before they existed', async () => {

@@ -54,13 +54,17 @@ const numberOrder = { rankOf: (key: readonly unknown[]) => BigInt(key[0] as numb
  * bucket reads. With `top`, level 0 comes with the index's first rows, and the levels
  * they hold whole with it.
  */
-function indexOver(source: ArraySource, top = false) {
-  const stats = { reads: 0 };
+function indexOver(source: ArraySource, top = false, random = false) {
+  // `sourceReadsByLastList`: the source's reads started when the last list read came back (a task after it started).
+  const stats = { reads: 0, sourceReadsByLastList: 0 };
   const index = rankedIndex({
-    order: numberOrder,
+    order: random ? { ...numberOrder, random } : numberOrder,
     async buckets(level, parent) {
       stats.reads++;
-      return bucketsOf(source.all, level, parent);
+      const list = bucketsOf(source.all, level, parent);
+      await null;
+      stats.sourceReadsByLastList = source.reads.length;
+      return list;
     },
     ...(top && {
       async top(limit: number) {
@@ -156,9 +160,11 @@ describe('offset', () => {
           fc.integer({ min: 0, max: 90 }),
           fc.option(fc.tuple(key, fc.boolean())),
           fc.boolean(),
-          async (keys, backward, size, offset, cursorChoice, top) => {
+          fc.boolean(),
+          async (keys, backward, size, offset, cursorChoice, top, random) => {
             const source = new ArraySource(keys);
-            const { index } = indexOver(source, top);
+            // Ranks taken as random or not: a walk reads pages on guesses of either kind.
+            const { index } = indexOver(source, top, random);
             const options: PagingOptions = { connectionName: 'numbers', codec, ...(indexed && { index }) };
             // A cursor at an existing key, or at one deleted since (a key not held).
             let cursor: number | undefined;
@@ -236,6 +242,115 @@ describe('offset', () => {
       const page = await pageFromSource(skewed, { first: 20, offset }, { connectionName: 'numbers', codec, index });
       expect(page.edges.map((e) => e.node)).toEqual(skewed.all.slice(offset, offset + 20));
       expect(skewed.reads.length).toBe(2);
+    }
+  });
+
+  it('reads the page on a guess as wide as a binomial deviation beside a list where ranks are random, from the start or a cursor, and gives the model\'s slice when it misses', async () => {
+    // 40,000 keys drawn at random below 2^53, as a meeting's acceptors: 32 level-0
+    // buckets of about 1,250 (a sparse level), a level-1 bucket (2^40 ranks) holds 5 on
+    // average; the top holds the level-1 lists of the first 11 (13,750 edges).
+    let seed = 38;
+    // mulberry32: 32 random bits a call.
+    const bits = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return (t ^ (t >>> 14)) >>> 0;
+    };
+    const keys = Array.from({ length: 40_000 }, () => bits() * 2 ** 21 + (bits() >>> 11));
+    const source = new ArraySource(keys);
+    const middle = source.all[20_000]!;
+    for (const backward of [false, true]) {
+      for (const [offset, cursor] of [[20_000, undefined], [22_000, undefined], [25_001, undefined], [3_000, middle], [5_000, middle]] as const) {
+        const { index, stats } = indexOver(source, true, true);
+        source.reads.length = 0;
+        const after = cursor === undefined ? undefined : codec.encodeCursor(source.id, [cursor]);
+        const page = await pageFromSource(source, backward ? { last: 20, before: after, offset } : { first: 20, after, offset }, { connectionName: 'numbers', codec, index });
+        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, cursor),
+        );
+        // The guess beside the level-1 list under the position's bucket held the page: no
+        // read of the page after that list. From a cursor, its rank first: the top, the
+        // level-1 list under its bucket and the edges of its level-1 bucket up to it, no
+        // deeper list; then the position's list beside the guess.
+        expect(source.reads.length).toBe(cursor === undefined ? 1 : 2);
+        if (cursor !== undefined) expect(source.reads[0]!.limit).toBe(16);
+        expect(stats.sourceReadsByLastList).toBe(source.reads.length);
+        expect(stats.reads).toBe(cursor === undefined ? 2 : 3);
+      }
+    }
+    // Without `random`, no guess where the level is sparse: the page is read once the list is back.
+    const plain = indexOver(source, true);
+    source.reads.length = 0;
+    await pageFromSource(source, { first: 20, offset: 25_001 }, { connectionName: 'numbers', codec, index: plain.index });
+    expect(source.reads.length).toBe(1);
+    expect(plain.stats.sourceReadsByLastList).toBe(0);
+    // A guess that misses (each level-0 bucket's keys all in its last 32 level-1 buckets): the page is read from the position found.
+    const skewed = new ArraySource(keys.map((k) => Math.floor(k / 2 ** 48) * 2 ** 48 + 2 ** 48 - 1 - (k % 2 ** 45)));
+    // 1,000 edges into a level-0 bucket: past what a guess from its first edges holds.
+    for (const bucket of [16, 24]) {
+      const offset = skewed.all.findIndex((k) => k >= bucket * 2 ** 48) + 1_000;
+      const { index: skewedIndex } = indexOver(skewed, true, true);
+      skewed.reads.length = 0;
+      const page = await pageFromSource(skewed, { first: 20, offset }, { connectionName: 'numbers', codec, index: skewedIndex });
+      expect(page.edges.map((e) => e.node)).toEqual(skewed.all.slice(offset, offset + 20));
+      expect(skewed.reads.length).toBe(2);
+    }
+  });
+
+  it('ranks a cursor at its `cursorLevel` with the lists above it from the top, and reads the page from a cursor in 2 waves at a steady rate', async () => {
+    // 40,000 keys 2^15 apart: level 3's buckets hold 512, level 4's 2; the top holds levels 0 to 3.
+    const source = new ArraySource(Array.from({ length: 40_000 }, (_, i) => i * 2 ** 15 + (i % 3)));
+    const middle = source.all[20_000]!;
+    for (const backward of [false, true]) {
+      for (const offset of [3_000, 9_000]) {
+        const stats = { reads: 0, sourceReadsByLastList: 0 };
+        const index = rankedIndex({
+          order: { ...numberOrder, cursorLevel: 4 },
+          async buckets(level, parent) {
+            stats.reads++;
+            await null;
+            stats.sourceReadsByLastList = source.reads.length;
+            return bucketsOf(source.all, level, parent);
+          },
+          async top(limit) {
+            stats.reads++;
+            return { lists: topOf(source.all, limit) };
+          },
+        });
+        source.reads.length = 0;
+        const after = codec.encodeCursor(source.id, [middle]);
+        const page = await pageFromSource(source, backward ? { last: 20, before: after, offset } : { first: 20, after, offset }, { connectionName: 'numbers', codec, index });
+        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, middle),
+        );
+        // The top, the cursor's level-4 list and its level-4 bucket's edges up to it; then
+        // the position's level-4 list beside the guessed page: no list of levels 1 to 3 read.
+        expect(stats.reads).toBe(3);
+        expect(source.reads.length).toBe(2);
+        expect(stats.sourceReadsByLastList).toBe(2);
+      }
+    }
+  });
+
+  it('ranks a cursor whose level-1 bucket holds more than SMALL_BUCKET edges before it through the levels below, where ranks are random', async () => {
+    // 300 keys in one level-1 bucket (2^40 ranks), 4 a leaf, and a few in the next.
+    const source = new ArraySource([...Array.from({ length: 300 }, (_, i) => i * 64), ...Array.from({ length: 30 }, (_, i) => 2 ** 40 + i)]);
+    for (const at of [10, 200, 299, 305]) {
+      for (const backward of [false, true]) {
+        const { index } = indexOver(source, true, true);
+        source.reads.length = 0;
+        const cursor = source.all[at]!;
+        const encoded = codec.encodeCursor(source.id, [cursor]);
+        const page = await pageFromSource(source, backward ? { last: 5, before: encoded, offset: 7 } : { first: 5, after: encoded, offset: 7 }, { connectionName: 'numbers', codec, index });
+        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 5, 7, cursor),
+        );
+        // Past SMALL_BUCKET edges before the cursor in its level-1 bucket (at 200 forward, at
+        // 10 backward), its edges from that bucket's edge were read as far as 65 and no further.
+        const fromBucketEdge = source.reads.filter((r) => r.from?.[0] === (cursor < 2 ** 40 ? (backward ? 2 ** 40 - 1 : 0) : backward ? 2 ** 41 - 1 : 2 ** 40));
+        expect(fromBucketEdge.map((r) => r.limit).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(16 + 50);
+      }
     }
   });
 
