@@ -193,20 +193,12 @@ async function allocationsPerPage(op: () => Promise<unknown>, seconds: number): 
   const session = new Session();
   session.connect();
   await session.post('HeapProfiler.enable');
-  const live = process.env.BENCH_LIVE === '1';
-  await session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: !live, includeObjectsCollectedByMinorGC: !live });
-  let liveProfile: { head: HeapNode } | null = null;
-  const loop = closedLoop(op, seconds, 32, []);
-  if (live) {
-    await new Promise((r) => setTimeout(r, (seconds * 1000) / 2));
-    await session.post('HeapProfiler.collectGarbage');
-    liveProfile = ((await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: HeapNode } }).profile;
-  }
-  const figures = await loop;
-  const profile = liveProfile ?? ((await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: HeapNode } }).profile;
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  const figures = await closedLoop(op, seconds, 32, []);
+  const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: HeapNode } };
   await session.post('HeapProfiler.disable');
   session.disconnect();
-  const pages = live ? 1 : figures.perSecond * seconds;
+  const pages = figures.perSecond * seconds;
   const byArea = new Map<string, number>();
   const bySelf = new Map<string, number>();
   let total = 0;
