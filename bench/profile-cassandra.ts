@@ -7,14 +7,16 @@
  * the pages per second under the profiler, busy time per page, its shares by area
  * (inclusive) and the functions with the most self time. The profile is kept in
  * .bench-build/profiles/. `counts` prints instead what a page makes, ours and the
- * driver alone's: promises, ticks, socket writes, garbage collections.
+ * driver alone's: promises, ticks, socket writes, garbage collections; `allocations`,
+ * ours and the driver alone's bytes allocated a page, by area and by function (V8's
+ * sampling heap profiler, collected objects included: what the scavenges work on).
  */
 import { createHook } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { Socket } from 'node:net';
-import { PerformanceObserver } from 'node:perf_hooks';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
@@ -26,17 +28,19 @@ import { MonotonicClock } from '../src/store/clock.js';
 import { runCompiled } from './compiled.js';
 import { closedLoop, preparePagesFixture, replay, StatementRecorder, suspendedPage, timelinePage } from './cassandra-pages.js';
 import { BENCH_SECRETS } from './fixture.js';
-import { busyTime, type Areas, type CpuProfile } from './profile-areas.js';
+import { busyTime, type Areas, type CpuProfile, type ProfileNode } from './profile-areas.js';
 
 const { positionals } = parseCli(
-  `usage: npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds] [ours|ceiling|counts]
+  `usage: npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds] [ours|ceiling|counts|allocations]
 
 Profiles the in-process timeline (or suspendedUsers) page against the Cassandra at
 CASSANDRA_CONTACT_POINTS, compiled, 32 pages at a time, for 10 seconds by default, in a
 keyspace of its own that it drops afterwards; \`ceiling\` profiles the driver alone
 replaying the page's statements instead (what bench:cassandra compares with); \`counts\`
 prints, for ours and the driver alone, the promises, ticks, socket writes and garbage
-collections a page makes (counts hold on a busy machine, where times do not).`,
+collections a page makes (counts hold on a busy machine, where times do not);
+\`allocations\`, the bytes a page allocates, ours and the driver alone's, by area and
+by function.`,
   {},
   true,
 );
@@ -72,7 +76,7 @@ await preparePagesFixture(services);
 const ours = which === 'timeline' ? () => timelinePage(services) : () => suspendedPage(services);
 let page: () => Promise<unknown> = ours;
 let driver: ReturnType<typeof cassandraClientFrom> | undefined;
-if (positionals[2] === 'ceiling' || positionals[2] === 'counts') {
+if (positionals[2] === 'ceiling' || positionals[2] === 'counts' || positionals[2] === 'allocations') {
   let recorder!: StatementRecorder;
   const recording = cassandraStoreFrom({ ...settings, autoSchema: false }, { log: () => undefined, wrapClient: (c) => (recorder = new StatementRecorder(c)) });
   await recording.ensureTables(ALL_TABLES);
@@ -89,6 +93,14 @@ if (positionals[2] === 'counts') {
   for (const [name, op] of [['ours', ours], ['the driver alone', page]] as const) {
     await closedLoop(op, 2, 32, []);
     console.log(`${which}, ${name}: ${JSON.stringify(await countsPerPage(op, seconds))}`);
+  }
+  await dropKeyspace();
+  process.exit(0);
+}
+if (positionals[2] === 'allocations') {
+  for (const [name, op] of [['ours', ours], ['the driver alone', page]] as const) {
+    await closedLoop(op, 2, 32, []);
+    printAllocations(`${which}, ${name}`, ...(await allocationsPerPage(op, seconds)));
   }
   await dropKeyspace();
   process.exit(0);
@@ -132,10 +144,19 @@ async function countsPerPage(op: () => Promise<unknown>, seconds: number) {
   } as Socket['write'];
   let collections = 0;
   let gcMs = 0;
+  // Scavenges (the young generation) apart from mark-compacts (the old one): which one a
+  // page's garbage feeds says whether its objects die young or live through its waves.
+  let majorMs = 0;
+  let majors = 0;
   const gc = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       collections++;
       gcMs += entry.duration;
+      const kind = (entry as unknown as { detail?: { kind?: number } }).detail?.kind;
+      if (kind !== undefined && kind !== constants.NODE_PERFORMANCE_GC_MINOR) {
+        majors++;
+        majorMs += entry.duration;
+      }
     }
   });
   gc.observe({ entryTypes: ['gc'] });
@@ -150,8 +171,60 @@ async function countsPerPage(op: () => Promise<unknown>, seconds: number) {
     socketWrites: +(writes / pages).toFixed(2),
     collectionsPer1000Pages: +((collections / pages) * 1000).toFixed(1),
     gcMsPerPage: +(gcMs / pages).toFixed(4),
+    otherThanScavengesPer1000Pages: +((majors / pages) * 1000).toFixed(1),
+    otherThanScavengesMsPerPage: +(majorMs / pages).toFixed(4),
     cpuMsPerPage: plain.cpuMsPerOp,
   };
+}
+
+/** A node of V8's sampling heap profile. */
+interface HeapNode {
+  callFrame: ProfileNode['callFrame'];
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/**
+ * Bytes allocated per page of `op`, 32 at a time for `seconds`, by area (inclusive, as
+ * the CPU profile's) and by allocating function: V8's sampling heap profiler, one
+ * sample per 1 KiB on average, keeping the samples of objects collected since.
+ */
+async function allocationsPerPage(op: () => Promise<unknown>, seconds: number): Promise<[number, Map<string, number>, Map<string, number>]> {
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  const figures = await closedLoop(op, seconds, 32, []);
+  const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: HeapNode } };
+  await session.post('HeapProfiler.disable');
+  session.disconnect();
+  const pages = figures.perSecond * seconds;
+  const byArea = new Map<string, number>();
+  const bySelf = new Map<string, number>();
+  let total = 0;
+  const walk = (node: HeapNode, areas: ReadonlySet<string>) => {
+    const area = AREAS.find(([, test]) => test(node.callFrame));
+    const here = area && !areas.has(area[0]) ? new Set([...areas, area[0]]) : areas;
+    if (node.selfSize > 0) {
+      total += node.selfSize;
+      for (const a of here) byArea.set(a, (byArea.get(a) ?? 0) + node.selfSize);
+      const f = node.callFrame;
+      const name = `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(node_modules|\.bench-build\/tree)\//, '')}:${f.lineNumber + 1}`;
+      bySelf.set(name, (bySelf.get(name) ?? 0) + node.selfSize);
+    }
+    for (const c of node.children) walk(c, here);
+  };
+  walk(profile.head, new Set());
+  const perPage = (m: Map<string, number>) => new Map([...m].map(([k, v]) => [k, v / pages]));
+  return [total / pages, perPage(byArea), perPage(bySelf)];
+}
+
+function printAllocations(title: string, total: number, byArea: Map<string, number>, bySelf: Map<string, number>): void {
+  const kb = (bytes: number) => `${(bytes / 1024).toFixed(1).padStart(7)} KiB/page`;
+  console.log(`${title}: ${kb(total)} allocated`);
+  for (const [area] of AREAS) if (byArea.has(area)) console.log(`  ${kb(byArea.get(area)!)}  ${area}`);
+  console.log('  most allocated by:');
+  for (const [name, bytes] of [...bySelf].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${kb(bytes)}  ${name}`);
 }
 
 const dir = join(fileURLToPath(new URL('../../profiles/', import.meta.url)));

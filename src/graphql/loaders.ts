@@ -33,34 +33,65 @@ export interface Loaders {
 }
 
 /**
- * A loader's cache that also keeps each value once its promise has settled, beside the
- * promise DataLoader cached for it, so `RequestLoader.loadNow` can hand the value out
- * without a promise. A value is kept only while the promise it came from is still the
- * one cached for its key: `clear`, `prime` and `clearAll` keep the two in step.
+ * A loader's cache that also keeps each value beside the promise DataLoader cached for
+ * it, so `RequestLoader.loadNow` can hand the value out without a promise. A value is
+ * kept only while the promise it came from is still the one cached for its key: `clear`,
+ * `prime` and `clearAll` keep the two in step.
+ *
+ * The values come from the batch itself (`settling`), not from a `then` on each key's
+ * promise: that was one more promise, two closures and a microtask per key, and a
+ * 50-edge page asks for 101 keys (docs/benchmarks-history.md, issue 39: the keyed reads).
  */
 class SettledCache<C, V> extends Map<C, Promise<V>> {
   readonly held = new Map<C, V>();
+  /** The promise `load` cached for a key whose batch has not answered yet. */
+  readonly pending = new Map<C, Promise<V>>();
+  /** While `prime` sets a key: its value (`RequestLoader.prime`). */
+  priming: { readonly value: V } | null = null;
 
   override set(key: C, promise: Promise<V>): this {
     this.held.delete(key);
-    promise.then(
-      (value) => {
-        if (super.get(key) === promise) this.held.set(key, value);
-      },
-      // A failed read stays the loader's to report: `loadNow` then goes through `load`.
-      () => undefined,
-    );
+    this.pending.delete(key);
+    const primed = this.priming;
+    if (primed === null) this.pending.set(key, promise);
+    // A primed error stays the loader's to report: `loadNow` then goes through `load`.
+    else if (!(primed.value instanceof Error)) this.held.set(key, primed.value);
     return super.set(key, promise);
   }
 
   override delete(key: C): boolean {
     this.held.delete(key);
+    this.pending.delete(key);
     return super.delete(key);
   }
 
   override clear(): void {
     this.held.clear();
+    this.pending.clear();
     super.clear();
+  }
+
+  /**
+   * `batch`, keeping each value it reads for its key while the key's cached promise is
+   * still the one `load` made for this batch (not cleared, re-primed or read again
+   * since). Errors are not kept: `load` reports them.
+   */
+  settling<K>(batch: DataLoader.BatchLoadFn<K, V>, keyOf: (key: K) => C): DataLoader.BatchLoadFn<K, V> {
+    return async (keys) => {
+      const asked = keys.map((key) => this.pending.get(keyOf(key)));
+      const values = await batch(keys);
+      if (values.length !== keys.length) return values;
+      for (let i = 0; i < keys.length; i++) {
+        const promise = asked[i];
+        const value = values[i]!;
+        if (promise === undefined || value instanceof Error) continue;
+        const cacheKey = keyOf(keys[i]!);
+        if (super.get(cacheKey) !== promise) continue;
+        this.pending.delete(cacheKey);
+        this.held.set(cacheKey, value);
+      }
+      return values;
+    };
   }
 }
 
@@ -78,9 +109,14 @@ export class RequestLoader<K, V, C = K> extends DataLoader<K, V, C> {
 
   constructor(batch: DataLoader.BatchLoadFn<K, V>, options: { cache: boolean; cacheKeyFn?: (key: K) => C }) {
     const settled = options.cache ? new SettledCache<C, V>() : null;
-    super(batch, { cache: options.cache, ...(options.cacheKeyFn && { cacheKeyFn: options.cacheKeyFn }), ...(settled && { cacheMap: settled }) });
+    const keyOf = options.cacheKeyFn ?? (sameKey as (key: K) => C);
+    super(settled ? settled.settling(batch, keyOf) : batch, {
+      cache: options.cache,
+      ...(options.cacheKeyFn && { cacheKeyFn: options.cacheKeyFn }),
+      ...(settled && { cacheMap: settled }),
+    });
     this.settled = settled;
-    this.keyOf = options.cacheKeyFn ?? (sameKey as (key: K) => C);
+    this.keyOf = keyOf;
   }
 
   /** The value of `key` when this request has already read it; otherwise `load(key)`. */
@@ -91,6 +127,19 @@ export class RequestLoader<K, V, C = K> extends DataLoader<K, V, C> {
       if (held.has(cacheKey)) return held.get(cacheKey)!;
     }
     return this.load(key);
+  }
+
+  /** DataLoader's `prime`; the primed value is held at once (`loadNow`). */
+  override prime(key: K, value: V | PromiseLike<V> | Error): this {
+    const settled = this.settled;
+    // A primed promise is not a value in hand: it is cached as `load` caches one.
+    if (settled === null || (typeof value === 'object' && value !== null && 'then' in value)) return super.prime(key, value);
+    settled.priming = { value: value as V };
+    try {
+      return super.prime(key, value);
+    } finally {
+      settled.priming = null;
+    }
   }
 }
 

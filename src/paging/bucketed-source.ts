@@ -42,8 +42,10 @@ const MAX_WAVE = 256;
 /** A connection over registered buckets, each one partition. */
 export function bucketedSource<N>(options: BucketedSourceOptions<N>): OrderedSource<N> {
   // Comparing and validating keys needs a bucket's source only for its key rules, which
-  // are the same in every bucket.
-  const anyBucket = () => options.bucketSource('');
+  // are the same in every bucket: one source, made on first use, serves every edge's
+  // cursor (a 50-edge page made one source per edge for its key).
+  let keyRules: Omit<OrderedSource<N>, 'id'> | undefined;
+  const anyBucket = () => (keyRules ??= options.bucketSource(''));
   const readBucket = (bucket: string, from: CursorKey | undefined, direction: Direction, limit: number) =>
     options.bucketSource(bucket).read(from, direction, limit);
 
@@ -93,7 +95,7 @@ export function bucketedSource<N>(options: BucketedSourceOptions<N>): OrderedSou
       }
       return out.slice(0, limit);
     },
-    keyOf: (node: N) => [options.bucketOf(node), ...options.bucketSource(options.bucketOf(node)).keyOf(node)],
+    keyOf: (node: N) => [options.bucketOf(node), ...anyBucket().keyOf(node)],
     compare(a: CursorKey, b: CursorKey): number {
       const byBucket = options.compareBuckets(a[0] as string, b[0] as string);
       return byBucket !== 0 ? byBucket : anyBucket().compare(a.slice(1), b.slice(1));

@@ -60,3 +60,24 @@ it('keeps no value without a cache: every ask is a read', async () => {
   expect(await again).toBe('A');
   expect(batches).toEqual([['a'], ['a']]);
 });
+
+it('holds what was primed while a batch was in flight, not what that batch read', async () => {
+  let answer!: () => void;
+  const answered = new Promise<void>((resolve) => (answer = resolve));
+  const loader = new RequestLoader<string, string | null>(
+    async (keys) => {
+      await answered;
+      return keys.map((k) => `read ${k}`);
+    },
+    { cache: true },
+  );
+  const first = loader.load('a');
+  const other = loader.load('b');
+  await new Promise((resolve) => setImmediate(resolve));
+  // The batch of a and b is dispatched and waiting; a is cleared and primed meanwhile.
+  loader.clear('a').prime('a', 'primed');
+  expect(loader.loadNow('a')).toBe('primed');
+  answer();
+  expect(await Promise.all([first, other])).toEqual(['read a', 'read b']);
+  expect([loader.loadNow('a'), loader.loadNow('b')]).toEqual(['primed', 'read b']);
+});

@@ -1,7 +1,7 @@
 import cassandra from 'cassandra-driver';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fromDriver, toDriver, uuidText } from '../../src/store/cassandra/cassandra-values.js';
+import { fromDriver, toDriver, uuidBytes, uuidText } from '../../src/store/cassandra/cassandra-values.js';
 
 const { types } = cassandra;
 
@@ -33,5 +33,26 @@ describe('Cassandra value conversion', () => {
     const first = fromDriver('uuid', a);
     fromDriver('uuid', b);
     expect(first).toBe(a.toString());
+  });
+});
+
+describe('binding uuids', () => {
+  it('binds any uuid text to the bytes the driver parses from it, upper or lower case', () => {
+    fc.assert(
+      fc.property(fc.uuid(), fc.boolean(), (uuid, upper) => {
+        const text = upper ? uuid.toUpperCase() : uuid;
+        expect(uuidBytes(text)).toEqual(types.Uuid.fromString(text).getBuffer());
+        expect((toDriver('uuid', text) as InstanceType<typeof types.Uuid>).toString()).toBe(uuid);
+        expect(toDriver('timeuuid', text)).toBeInstanceOf(types.TimeUuid);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('leaves text that is not a dashed uuid to the driver, which refuses it', () => {
+    for (const bad of ['', 'not a uuid', '0123456789abcdef0123456789abcdef0123', 'g0000000-0000-0000-0000-000000000000', '00000000-0000-0000-0000-00000000000', '00000000_0000-0000-0000-000000000000']) {
+      expect(uuidBytes(bad)).toBeNull();
+    }
+    expect(() => toDriver('uuid', 'not a uuid')).toThrow(/Invalid string representation of Uuid/);
   });
 });

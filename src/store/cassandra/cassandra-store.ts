@@ -144,8 +144,9 @@ export interface Statement {
 interface TablePlan {
   readonly name: string;
   readonly selectList: string;
-  /** Every column with its type, in declaration order (a row's conversion). */
-  readonly columns: ReadonlyArray<readonly [string, CqlType]>;
+  /** Every column, in declaration order, and its type at the same index (a row's conversion). */
+  readonly columnNames: readonly string[];
+  readonly columnTypes: readonly CqlType[];
   readonly keyColumns: readonly string[];
   readonly keyTypes: readonly CqlType[];
   /** `k1 = ? AND k2 = ?` over the primary key. */
@@ -165,14 +166,8 @@ interface RunOptions {
   readonly fetchSize?: number;
   readonly consistency?: cassandra.types.consistencies;
   readonly prepare?: boolean;
-  /** A read whose caller already waited for the send turn (`SendTurn`): sent at once. */
-  readonly turnTaken?: boolean;
 }
 
-/** The options of an idempotent read sent at once, its caller having waited for the send turn. */
-const TURN_TAKEN: RunOptions = { idempotent: true, turnTaken: true };
-/** The options of an idempotent read. */
-const READ: RunOptions = { idempotent: true };
 
 /** The Cassandra adapter. */
 export class CassandraStore implements Store {
@@ -290,26 +285,57 @@ export class CassandraStore implements Store {
     const tally = activeTally();
     const checked = keys.map((k) => primaryKeyOf(table, k));
     if (checked.length === 0) return [];
+    const plan = this.plan(table);
     // One wait for the send turn for the first reads, not one per key.
     await this.sendTurn.next();
-    // One statement per key, each to its own replicas; all at once when they are few.
-    if (checked.length <= this.readConcurrency) {
-      return Promise.all(checked.map(async (k) => this.liveRow(table, (await this.run(tally, this.selectRow(table, k), TURN_TAKEN)).rows[0])));
-    }
-    const out: Array<Row | null> = new Array(checked.length).fill(null);
-    // Many keys: a bounded number in flight; a worker's later reads, asked as answers arrive, wait for the turn as any read does.
-    let next = 0;
-    const worker = async () => {
-      let options = TURN_TAKEN;
-      while (next < checked.length) {
-        const i = next++;
-        const result = await this.run(tally, this.selectRow(table, checked[i]!), options);
-        options = READ;
-        out[i] = this.liveRow(table, result.rows[0]);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.readConcurrency, checked.length) }, worker));
-    return out;
+    // One statement per key, each to its own replicas, at most `readConcurrency` in flight:
+    // the first ones at once, each later one as an answer arrives, waiting for the send
+    // turn as any read does. A page's keyed reads are most of its statements (101 of a
+    // 50-edge suspendedUsers page's 103), so each is one `then` on the driver's promise,
+    // without an async function, a closure or a statement object of its own: what a page
+    // keeps alive while its reads are in flight is what the young generation's scavenges
+    // copy (docs/benchmarks-history.md, issue 39: the keyed reads).
+    return new Promise((resolve, reject) => {
+      const out = new Array<Row | null>(checked.length).fill(null);
+      let sent = 0;
+      let answered = 0;
+      let failed = false;
+      const send = (turnTaken: boolean): void => {
+        const i = sent++;
+        countStatements(tally);
+        let params: unknown[] = [];
+        let answer: Promise<CassandraResultLike>;
+        try {
+          params = this.keyParams(plan, checked[i]!);
+          answer = turnTaken
+            ? this.client.execute(plan.selectByKey, params, this.idempotentOptions)
+            : this.sendTurn.next().then(() => this.client.execute(plan.selectByKey, params, this.idempotentOptions));
+        } catch (err) {
+          answer = Promise.reject(err);
+        }
+        answer.then(
+          (result) => {
+            if (failed) return;
+            try {
+              if (hasWarnings(result)) this.reportWarnings(tally, result, [{ query: plan.selectByKey, params }]);
+              out[i] = this.liveRow(table, result.rows[0]);
+            } catch (err) {
+              failed = true;
+              reject(err);
+              return;
+            }
+            if (++answered === checked.length) resolve(out);
+            else if (sent < checked.length) send(false);
+          },
+          (err: unknown) => {
+            if (failed) return;
+            failed = true;
+            reject(storeErrorFrom(err));
+          },
+        );
+      };
+      for (let n = Math.min(this.readConcurrency, checked.length); n > 0; n--) send(true);
+    });
   }
 
   async slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
@@ -515,7 +541,8 @@ export class CassandraStore implements Store {
       plan = {
         name,
         selectList,
-        columns: Object.entries(table.columns),
+        columnNames: Object.keys(table.columns),
+        columnTypes: Object.values(table.columns),
         keyColumns,
         keyTypes: keyColumns.map((c) => table.columns[c]!),
         keyWhere,
@@ -558,7 +585,7 @@ export class CassandraStore implements Store {
     let result: CassandraResultLike;
     try {
       // Reads wait for the loop's check phase, so that the reads of requests that arrived together share a socket write.
-      if (!options.write && !options.turnTaken) await this.sendTurn.next();
+      if (!options.write) await this.sendTurn.next();
       result = await this.client.execute(statement.query, statement.params, driverOptions);
     } catch (err) {
       throw storeErrorFrom(err, { write: options.write });
@@ -575,8 +602,8 @@ export class CassandraStore implements Store {
    * the call's tally, for the metrics.
    */
   private reportWarnings(tally: StatementTally | undefined, result: CassandraResultLike, statements: readonly Statement[]): void {
-    const warnings = (result.info as { warnings?: readonly string[] } | undefined)?.warnings;
-    if (!warnings) return;
+    if (!hasWarnings(result)) return;
+    const warnings = (result.info as { warnings: readonly string[] }).warnings;
     for (const w of warnings) {
       const warning = storeWarningOf(w, statements);
       this.warn(warning);
@@ -955,8 +982,12 @@ export class CassandraStore implements Store {
   private liveRow(table: TableSpec, raw: CassandraRowLike | undefined, lenient = false): Row | null {
     if (!raw) return null;
     const plan = this.plan(table);
+    const { columnNames, columnTypes } = plan;
     const out: Row = {};
-    for (const [c, type] of plan.columns) {
+    // Every row read comes through here (101 of a 50-edge suspendedUsers page's 103
+    // statements answer one each): index loops over the plan's two arrays, no tuples.
+    for (let i = 0; i < columnNames.length; i++) {
+      const c = columnNames[i]!;
       let v: unknown;
       try {
         v = raw.get(c);
@@ -964,12 +995,18 @@ export class CassandraStore implements Store {
         if (!lenient) throw new StoreRequestError(`column ${c} missing from a ${table.name} result`);
         v = null;
       }
-      out[c] = fromDriver(type, v as CqlValue);
+      out[c] = fromDriver(columnTypes[i]!, v as CqlValue);
     }
     // A counter row whose counters are all null does not exist (CQL returns no row, but be safe).
     if (plan.counter && plan.regular.every((c) => out[c] === null)) return null;
     return out;
   }
+
+}
+
+/** Whether the server sent warnings with a result (`reportWarnings`). */
+function hasWarnings(result: CassandraResultLike): boolean {
+  return Boolean((result.info as { warnings?: readonly string[] } | undefined)?.warnings);
 }
 
 /** The declared tables and the adapter's own (its batchlog), once each. */
