@@ -23,7 +23,7 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { writeHeapSnapshot } from 'node:v8';
+import { GCProfiler, writeHeapSnapshot } from 'node:v8';
 import pino from 'pino';
 import { ALL_TABLES, createServices } from '../src/composition-root.js';
 import { loadConfig } from '../src/config.js';
@@ -176,7 +176,11 @@ async function countsPerPage(op: () => Promise<unknown>, seconds: number) {
     }
   });
   gc.observe({ entryTypes: ['gc'] });
+  // What the scavenges promote: the old generation's growth across each one.
+  const gcProfiler = new GCProfiler();
+  gcProfiler.start();
   const plain = await closedLoop(op, seconds, 32, []);
+  const promoted = promotedBytes(gcProfiler.stop());
   gc.disconnect();
   Socket.prototype.write = write;
   const hookedPages = hooked.perSecond * seconds;
@@ -189,8 +193,18 @@ async function countsPerPage(op: () => Promise<unknown>, seconds: number) {
     gcMsPerPage: +(gcMs / pages).toFixed(4),
     otherThanScavengesPer1000Pages: +((majors / pages) * 1000).toFixed(1),
     otherThanScavengesMsPerPage: +(majorMs / pages).toFixed(4),
+    promotedKiBPerPage: +(promoted / 1024 / pages).toFixed(1),
     cpuMsPerPage: plain.cpuMsPerOp,
   };
+}
+
+/** Bytes the scavenges of a `GCProfiler` run moved to the old generation (its old and large-object spaces' growth across each). */
+function promotedBytes(run: ReturnType<GCProfiler['stop']>): number {
+  const old = (side: { heapSpaceStatistics: Array<{ spaceName: string; spaceUsedSize: number }> }) =>
+    side.heapSpaceStatistics.filter((s) => s.spaceName === 'old_space' || s.spaceName === 'large_object_space').reduce((n, s) => n + s.spaceUsedSize, 0);
+  let bytes = 0;
+  for (const gc of run?.statistics ?? []) if (gc.gcType === 'Scavenge') bytes += old(gc.afterGC) - old(gc.beforeGC);
+  return bytes;
 }
 
 /** A node of V8's sampling heap profile. */
@@ -241,6 +255,10 @@ function printAllocations(title: string, total: number, byArea: Map<string, numb
   for (const [area] of AREAS) if (byArea.has(area)) console.log(`  ${kb(byArea.get(area)!)}  ${area}`);
   console.log('  most allocated by:');
   for (const [name, bytes] of [...bySelf].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${kb(bytes)}  ${name}`);
+  const own = [...bySelf].filter(([name]) => !/^\S+ (cassandra-driver\/|node:)/.test(name)).sort((a, b) => b[1] - a[1]);
+  if (own.length === 0) return;
+  console.log('  most allocated by functions other than the driver\'s and node\'s:');
+  for (const [name, bytes] of own.slice(0, 25)) console.log(`  ${kb(bytes)}  ${name}`);
 }
 
 /** Objects of one kind (V8's node type and name) in a heap snapshot: how many, and their own bytes. */
