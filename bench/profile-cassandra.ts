@@ -36,7 +36,7 @@ import { BENCH_SECRETS } from './fixture.js';
 import { busyTime, type Areas, type CpuProfile, type ProfileNode } from './profile-areas.js';
 
 const { positionals } = parseCli(
-  `usage: npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds] [ours|ceiling|counts|allocations|retained]
+  `usage: npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds] [ours|ceiling|counts|allocations|retained|lived]
 
 Profiles the in-process timeline (or suspendedUsers) page against the Cassandra at
 CASSANDRA_CONTACT_POINTS, compiled, 32 pages at a time, for 10 seconds by default, in a
@@ -45,7 +45,8 @@ replaying the page's statements instead (what bench:cassandra compares with); \`
 prints, for ours and the driver alone, the promises, ticks, socket writes and garbage
 collections a page makes (counts hold on a busy machine, where times do not);
 \`allocations\`, the bytes a page allocates, ours and the driver alone's, by area and
-by function; \`retained\`, what a page in flight holds alive, ours and the driver alone's.`,
+by function; \`retained\`, what a page in flight holds alive, ours and the driver alone's;
+\`lived\`, what it holds for 40 ms or more (what scavenges promote).`,
   {},
   true,
 );
@@ -71,6 +72,8 @@ const AREAS: Areas = [
 /** Where profiles and snapshots go (.bench-build/profiles/). */
 const dir = join(fileURLToPath(new URL('../../profiles/', import.meta.url)));
 mkdirSync(dir, { recursive: true });
+/** Script ids and their files, for closures' places in a heap snapshot (`lived`). */
+const scriptFiles = new Map<string, string>();
 const which = positionals[0] === 'suspended' ? 'suspended' : 'timeline';
 const seconds = Number(positionals[1] ?? 10);
 const config = loadConfig({ ...process.env, ...BENCH_SECRETS, NODE_ENV: 'development', STORE: 'cassandra', SEED_DEMO: 'false' });
@@ -84,7 +87,7 @@ await preparePagesFixture(services);
 const ours = which === 'timeline' ? () => timelinePage(services) : () => suspendedPage(services);
 let page: () => Promise<unknown> = ours;
 let driver: ReturnType<typeof cassandraClientFrom> | undefined;
-if (['ceiling', 'counts', 'allocations', 'retained'].includes(positionals[2] ?? '')) {
+if (['ceiling', 'counts', 'allocations', 'retained', 'lived'].includes(positionals[2] ?? '')) {
   let recorder!: StatementRecorder;
   const recording = cassandraStoreFrom({ ...settings, autoSchema: false }, { log: () => undefined, wrapClient: (c) => (recorder = new StatementRecorder(c)) });
   await recording.ensureTables(ALL_TABLES);
@@ -113,10 +116,11 @@ if (positionals[2] === 'allocations') {
   await dropKeyspace();
   process.exit(0);
 }
-if (positionals[2] === 'retained') {
+if (positionals[2] === 'retained' || positionals[2] === 'lived') {
   for (const [name, op] of [['ours', ours], ['the driver alone', page]] as const) {
     await closedLoop(op, 2, 32, []);
-    printRetained(`${which}, ${name}`, await retainedPerPage(op, seconds));
+    if (positionals[2] === 'lived') printRetained(`${which}, ${name}, held 40 ms or more`, await livedPerPage(op, seconds));
+    else printRetained(`${which}, ${name}`, await retainedPerPage(op, seconds));
   }
   await dropKeyspace();
   process.exit(0);
@@ -286,25 +290,80 @@ async function retainedPerPage(op: () => Promise<unknown>, seconds: number): Pro
 
 /** The live objects of the heap now, by kind (a snapshot, written, read and removed). */
 function census(): Census {
+  return censusOf(heapObjects().values());
+}
+
+/** Objects of a snapshot by kind: how many and their bytes. */
+function censusOf(objects: Iterable<{ label: string; size: number }>): Census {
+  const out: Census = new Map();
+  for (const { label, size } of objects) {
+    const entry = out.get(label) ?? { count: 0, bytes: 0 };
+    entry.count++;
+    entry.bytes += size;
+    out.set(label, entry);
+  }
+  return out;
+}
+
+/**
+ * Every object of the heap now, by its snapshot id (the same object keeps its id from one
+ * snapshot to the next): its kind (V8's node type and name; a closure also with its file
+ * and line) and its own bytes.
+ */
+function heapObjects(): Map<number, { label: string; size: number }> {
   const file = writeHeapSnapshot(join(dir, `census-${process.pid}-${Date.now()}.heapsnapshot`));
   const snapshot = JSON.parse(readFileSync(file, 'utf8')) as {
-    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]]; location_fields: string[] } };
     nodes: number[];
     strings: string[];
+    locations: number[];
   };
   rmSync(file);
-  const fields = snapshot.snapshot.meta.node_fields;
-  const [type, name, size] = ['type', 'name', 'self_size'].map((f) => fields.indexOf(f)) as [number, number, number];
+  const { node_fields: fields, location_fields: locationFields } = snapshot.snapshot.meta;
+  const [type, name, id, size] = ['type', 'name', 'id', 'self_size'].map((f) => fields.indexOf(f)) as [number, number, number, number];
   const types = snapshot.snapshot.meta.node_types[0];
-  const out: Census = new Map();
+  const places = new Map<number, string>();
+  for (let i = 0; i < snapshot.locations.length; i += locationFields.length) {
+    const [at, script, line] = [0, 1, 2].map((k) => snapshot.locations[i + k]!) as [number, number, number];
+    const url = scriptFiles.get(String(script)) ?? `script ${script}`;
+    places.set(at, `${url.replace(/^.*\/(node_modules|\.bench-build\/tree)\//, '')}:${line + 1}`);
+  }
+  const out = new Map<number, { label: string; size: number }>();
   for (let i = 0; i < snapshot.nodes.length; i += fields.length) {
     const kind = types[snapshot.nodes[i + type]!]!;
     // Strings are named by their text: count them by kind alone.
-    const label = /string|number|bigint/.test(kind) ? `(${kind})` : `${kind} ${snapshot.strings[snapshot.nodes[i + name]!]!.slice(0, 60)}`;
-    const entry = out.get(label) ?? { count: 0, bytes: 0 };
-    entry.count++;
-    entry.bytes += snapshot.nodes[i + size]!;
-    out.set(label, entry);
+    const place = kind === 'closure' ? ` ${places.get(i) ?? ''}` : '';
+    const label = /string|number|bigint/.test(kind) ? `(${kind})` : `${kind} ${snapshot.strings[snapshot.nodes[i + name]!]!.slice(0, 60)}${place}`;
+    out.set(snapshot.nodes[i + id]!, { label, size: snapshot.nodes[i + size]! });
+  }
+  return out;
+}
+
+/**
+ * What one page in flight holds for 40 ms or more (what the scavenges then copy again
+ * and promote): the objects of a snapshot half way through `seconds` of 32 pages at a
+ * time that are still there in a snapshot 40 ms of running later and gone once the
+ * pages have all finished, divided by 32.
+ */
+async function livedPerPage(op: () => Promise<unknown>, seconds: number): Promise<Census> {
+  const session = new Session();
+  session.connect();
+  session.on('Debugger.scriptParsed', ({ params }) => void scriptFiles.set(params.scriptId, params.url));
+  await session.post('Debugger.enable');
+  await session.post('Debugger.disable');
+  session.disconnect();
+  const running = closedLoop(op, seconds, 32, []);
+  await sleep((seconds * 1000) / 2);
+  const first = heapObjects();
+  await sleep(40);
+  const second = heapObjects();
+  await running;
+  const idle = heapObjects();
+  const kept = [...second].filter(([id]) => first.has(id) && !idle.has(id)).map(([, o]) => o);
+  const out = censusOf(kept);
+  for (const entry of out.values()) {
+    entry.count /= 32;
+    entry.bytes /= 32;
   }
   return out;
 }
