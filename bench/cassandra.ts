@@ -459,11 +459,11 @@ async function main(): Promise<void> {
       for (const r of names.rows) await driver.execute(`ALTER TABLE ${ks}.${String(r.get('table_name'))} WITH allow_auto_snapshot = false`);
       return { keyspace: ks, store: freshStore };
     }
-    /** Wait (10 s at most) until the local Cassandra processes use under a tenth of a core, twice running. */
+    /** Wait (5 s at most) until the local Cassandra processes use under a tenth of a core, twice running. */
     async function settle(): Promise<void> {
       let last = cassandraCpuMs(pids);
       if (last === null) return;
-      for (let quiet = 0, until = Date.now() + 10_000; quiet < 2 && Date.now() < until; ) {
+      for (let quiet = 0, until = Date.now() + 5_000; quiet < 2 && Date.now() < until; ) {
         await new Promise((r) => setTimeout(r, 250));
         const now = cassandraCpuMs(pids)!;
         quiet = now - last < 25 ? quiet + 1 : 0;
@@ -478,14 +478,14 @@ async function main(): Promise<void> {
       const after = cassandraCpuMs(pids);
       return before === null || after === null ? null : after - before;
     }
-    /** What creating, dropping and settling an empty copy costs Cassandra: taken off each load's "with its flush". */
+    /** What dropping and settling an empty copy costs Cassandra: its median over the rounds is taken off each load's "with its flush". */
     async function emptyCost(): Promise<number | null> {
       const t = await freshTables();
       await settle();
       return dropped(t.keyspace, t.store, cassandraCpuMs(pids));
     }
     /** One load of createPost on fresh tables through `over`, for `authors` authors in turn. */
-    async function writeLoad(over: (s: Store) => Store, authors: number, empty: number | null) {
+    async function writeLoad(over: (s: Store) => Store, authors: number, seconds = WRITE_DURATION) {
       const t = await freshTables();
       const s = createServices(config, { store: over(t.store), logger: silent, clock });
       const ids = Array.from({ length: authors }, () => randomUUID());
@@ -495,36 +495,49 @@ async function main(): Promise<void> {
       const before = cassandraCpuMs(pids);
       await closedLoop(op, WARMUP, CONNECTIONS, pids);
       const [written, sent] = [writes, bytesWritten()];
-      const figures = await closedLoop(op, WRITE_DURATION, CONNECTIONS, pids);
+      const figures = await closedLoop(op, seconds, CONNECTIONS, pids);
       const bytesPerWrite = sent === null ? null : Math.round((bytesWritten()! - sent) / (writes - written));
-      const cpu = await dropped(t.keyspace, t.store, before);
-      const withFlush = cpu === null || empty === null ? null : +((cpu - empty) / writes).toFixed(3);
-      return { ...figures, cassandraCpuMsPerOpWithFlush: withFlush, bytesSentPerWrite: bytesPerWrite, writesWithWarmup: writes };
+      const cassandraCpuMsWithDrop = await dropped(t.keyspace, t.store, before);
+      return { ...figures, bytesSentPerWrite: bytesPerWrite, cassandraCpuMsWithDrop, writesWithWarmup: writes };
     }
-    type WriteLoad = Awaited<ReturnType<typeof writeLoad>>;
+    type WriteLoad = Awaited<ReturnType<typeof writeLoad>> & { cassandraCpuMsPerOpWithFlush?: number | null };
 
+    // Unrecorded: the first loads on a fresh node meet its cold code paths (and ours).
+    for (const shape of shapes.slice(0, 2)) await writeLoad(shape.over, WRITE_AUTHORS, WARMUP);
     const raw: Record<string, Array<Record<string, WriteLoad | number | null>>> = {};
+    const empties: number[] = [];
     for (let round = 0; round < WRITE_ROUNDS; round++) {
       const empty = await emptyCost();
+      if (empty !== null) empties.push(empty);
       for (const w of workloads) {
         const entry: Record<string, WriteLoad | number | null> = { emptyCassandraCpuMs: empty };
         // Each shape goes first in turn: none always meets a warmer (or busier) cluster.
         for (let i = 0; i < w.shapes.length; i++) {
           const shape = w.shapes[(i + round) % w.shapes.length]!;
-          entry[shape.name] = await writeLoad(shape.over, w.authors, empty);
+          entry[shape.name] = await writeLoad(shape.over, w.authors);
         }
         entry.loadAverage = load1();
         progress(`writes, ${w.name}, round ${round + 1}/${WRITE_ROUNDS}: ${JSON.stringify(entry)}`);
         (raw[w.name] ??= []).push(entry);
       }
     }
+    // A load's Cassandra CPU through its drop, less an empty copy's drop (the median over the rounds), a write.
+    const empty = empties.length === 0 ? null : median(empties);
+    for (const entries of Object.values(raw)) {
+      for (const entry of entries) {
+        for (const l of Object.values(entry)) {
+          if (typeof l !== 'object' || l === null) continue;
+          l.cassandraCpuMsPerOpWithFlush = l.cassandraCpuMsWithDrop === null || empty === null ? null : +((l.cassandraCpuMsWithDrop - empty) / l.writesWithWarmup).toFixed(3);
+        }
+      }
+    }
 
-    const summary: Record<string, unknown> = { batchPartitions, tables: tables.map((t) => t.name), rounds: raw };
+    const summary: Record<string, unknown> = { batchPartitions, tables: tables.map((t) => t.name), emptyDropCassandraCpuMs: empty, rounds: raw };
     const percent = (s: { median: number; min: number; max: number }) => `${fmt({ median: s.median * 100, min: s.min * 100, max: s.max * 100 }, 1)} %`;
     for (const w of workloads) {
       const rs = raw[w.name]!.map((r) => r as Record<string, WriteLoad>);
-      const of = (shape: string, f: (l: WriteLoad) => number | null) => spread(rs.map((r) => f(r[shape]!) ?? NaN));
-      const added = (shape: string, f: (l: WriteLoad) => number | null) => spread(rs.map((r) => (f(r[shape]!) ?? NaN) / (f(r.without!) ?? NaN) - 1));
+      const of = (shape: string, f: (l: WriteLoad) => number | null | undefined) => spread(rs.map((r) => f(r[shape]!) ?? NaN));
+      const added = (shape: string, f: (l: WriteLoad) => number | null | undefined) => spread(rs.map((r) => (f(r[shape]!) ?? NaN) / (f(r.without!) ?? NaN) - 1));
       const lost = (shape: string) => spread(rs.map((r) => 1 - r[shape]!.perSecond / r.without!.perSecond));
       const label = `writes (createPost), ${w.name}`;
       const withLost = lost('with');
