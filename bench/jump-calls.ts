@@ -5,10 +5,14 @@
  * embedded store (in memory), and on Cassandra too when CASSANDRA_CONTACT_POINTS names
  * one; for the first page and the pages the issue's 3x target holds to on a first visit
  * (offset 10^5 both ways, 10^3 from a cursor in the middle): the median time where the
- * process keeps no list, then one such page's calls: wave, operation, table, rows, the
- * characters they hold, when each started and how long it took. Where a first visit's
+ * process keeps no list (the cases in turn, one page each a round, BENCH_JUMP_RUNS rounds, default 400), then
+ * one such page's calls: wave, operation, table, rows, the
+ * characters they hold, when each started and how long it took. With BENCH_JUMP_PROFILE
+ * (a part of a case's label), that case's pages also run under the CPU profiler, 2,000
+ * of them, and the functions with the most self time are printed. Where a first visit's
  * time goes, call by call; not a figure for BENCHMARKS.md (bench/jump.ts is).
  */
+import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import pino from 'pino';
@@ -18,9 +22,11 @@ import type { PageArgs } from '../src/paging/types.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { StoreDecorator, type StoreCall } from '../src/store/store-decorator.js';
 import type { Store } from '../src/store/port.js';
+import type { StatementTally } from '../src/store/statements.js';
 import { onCassandraKeyspace } from './cassandra-keyspace.js';
-import { time, writeConcurrently } from './jump.js';
+import { writeConcurrently } from './jump.js';
 import { connections, fillConnection } from './jump-connections.js';
+import { busyTime, type CpuProfile } from './profile-areas.js';
 import { positive } from './settings.js';
 
 /** One call of a traced page. */
@@ -30,11 +36,13 @@ interface TracedCall {
   readonly table: string | null;
   rows: number;
   chars: number;
+  /** Statements the call sent (a Cassandra slice between keys of mixed clustering orders sends one per range, in turn). */
+  readonly tally: StatementTally;
   readonly startMs: number;
   ms: number;
 }
 
-/** Records every call while `tracing`, with its wave (calls that overlap share one), rows and time. */
+/** Records every call while `tracing`, with its wave (calls that overlap share one), statements, rows and time. */
 class CallTracingStore extends StoreDecorator {
   private inFlight = 0;
   private waves = 0;
@@ -49,10 +57,15 @@ class CallTracingStore extends StoreDecorator {
     this.tracing = true;
   }
 
-  protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+  /** A tally of its own for each call (the adapter counts the call's statements into it). */
+  protected override statementTally(): StatementTally {
+    return { statements: 0 };
+  }
+
+  protected async around<T>(call: StoreCall, run: () => Promise<T>, tally: StatementTally | undefined): Promise<T> {
     if (!this.tracing) return run();
     if (this.inFlight === 0) this.waves++;
-    const traced: TracedCall = { wave: this.waves, operation: call.operation, table: call.table, rows: 0, chars: 0, startMs: performance.now() - this.started, ms: 0 };
+    const traced: TracedCall = { wave: this.waves, operation: call.operation, table: call.table, rows: 0, chars: 0, tally: tally!, startMs: performance.now() - this.started, ms: 0 };
     this.calls.push(traced);
     this.inFlight++;
     try {
@@ -67,7 +80,7 @@ class CallTracingStore extends StoreDecorator {
   }
 }
 
-const RUNS = 200;
+const RUNS = Math.round(positive('BENCH_JUMP_RUNS', 400));
 const ADMIN_SETTINGS = { cursorSecret: 'bench-cursor-secret-0123456789', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins' } as const;
 
 async function traceOn(name: string, base: Store, write: (m: Parameters<Store['batch']>[0]) => Promise<void>): Promise<void> {
@@ -86,18 +99,46 @@ async function traceOn(name: string, base: Store, write: (m: Parameters<Store['b
       ['last 20, offset 100,000', { last: 20, offset: 100_000 }],
       ['first 20 after the middle, offset 1,000', { first: 20, after: middle, offset: 1_000 }],
     ];
-    for (const [label, args] of cases) {
-      await time(20, () => connection.page(cold, args));
-      const { medianMs } = await time(RUNS, () => connection.page(cold, args));
+    // The cases in turn, a page of each a round: a burst of load elsewhere on the machine
+    // slows every case alike rather than the one it lands on.
+    const samples = cases.map((): number[] => []);
+    for (let round = 0; round < RUNS + 20; round++) {
+      for (const [i, [, args]] of cases.entries()) {
+        const t = performance.now();
+        await connection.page(cold, args);
+        if (round >= 20) samples[i]!.push(performance.now() - t);
+      }
+    }
+    const medians = samples.map((s) => s.sort((a, b) => a - b)[Math.floor(s.length / 2)]!);
+    for (const [i, [label, args]] of cases.entries()) {
+      const medianMs = +medians[i]!.toFixed(3);
       store.start();
       const t = performance.now();
       await connection.page(cold, args);
       const total = performance.now() - t;
       store.tracing = false;
-      console.log(`\n${connection.name} (${name}), ${label}, every visit a first one: median ${medianMs} ms; traced ${total.toFixed(3)} ms, ${store.calls.length} calls`);
-      console.table(store.calls.map((c) => ({ ...c, startMs: +c.startMs.toFixed(3), ms: +c.ms.toFixed(3) })));
+      console.log(`\n${connection.name} (${name}), ${label}, every visit a first one: median ${medianMs} ms (${(medianMs / medians[0]!).toFixed(2)}x the first page); traced ${total.toFixed(3)} ms, ${store.calls.length} calls`);
+      console.table(store.calls.map(({ tally, ...c }) => ({ ...c, statements: tally.statements, startMs: +c.startMs.toFixed(3), ms: +c.ms.toFixed(3) })));
+      const profiled = process.env.BENCH_JUMP_PROFILE;
+      if (profiled && label.includes(profiled)) await profile(() => connection.page(cold, args));
     }
   }
+}
+
+/** Self time by function over 2,000 runs of `fn` under the CPU profiler: the top 25, µs a run. */
+async function profile(fn: () => Promise<unknown>): Promise<void> {
+  const runs = 2_000;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 50 });
+  await session.post('Profiler.start');
+  for (let i = 0; i < runs; i++) await fn();
+  const { profile: taken } = (await session.post('Profiler.stop')) as unknown as { profile: CpuProfile };
+  session.disconnect();
+  const { busy, bySelf } = busyTime(taken, []);
+  console.log(`busy ${(busy / runs).toFixed(1)} µs a run; self time by function, µs a run:`);
+  console.table([...bySelf].sort((a, b) => b[1] - a[1]).slice(0, 25).map(([name, us]) => ({ name, us: +(us / runs).toFixed(2) })));
 }
 
 async function main(): Promise<void> {
