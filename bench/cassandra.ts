@@ -17,11 +17,14 @@
  * - counter: seed 001 through `Meetings.accept`, first-write-wins against the
  *   lightweight transaction, each user accepting twice, counts checked, the LWT's
  *   failures counted by kind.
- * - writes: `createPost` with the live change log and without it.
+ * - writes: `createPost` with the live change log and without it (and in the shapes
+ *   `BENCH_CHANGE_LOG_VARIANTS` names), over 1,000 authors in turn (the target's workload)
+ *   and over one author (the issue's first method), each load in empty tables of its own
+ *   that its end drops (so Cassandra's CPU per write can count the load's own flush).
  * Writes bench/results/cassandra-latest.json (ignored by git; the figures BENCHMARKS.md
  * quotes are in bench/results/recorded-cassandra.json).
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -40,7 +43,7 @@ import { BENCH_SECRETS, benchEnv, TIMELINE_WORKLOAD, type Workload } from './fix
 import type { RecordedResponse } from './floor.js';
 import { buildServers, check, FLOOR_SERVER, load, median, OUR_SERVER, PROBE_WORKLOAD, spread, startServer, stopServer, type Measure } from './overhead.js';
 import { measureAcceptances, type AcceptanceRun } from './unique-counter.js';
-import { BatchRecorder, partitionKeyValue, WithoutChangeLog } from './without-change-log.js';
+import { BatchRecorder, CHANGE_LOG_VARIANTS, ChangeLogVariant, partitionKeyValue, WithoutChangeLog } from './without-change-log.js';
 import {
   ADMIN,
   cassandraCpuMs,
@@ -68,7 +71,11 @@ answers. Writes bench/results/cassandra-latest.json. Environment: BENCH_ROUNDS (
 3), BENCH_DURATION (seconds per measured load, default 5), BENCH_WARMUP (default 2),
 BENCH_CONNECTIONS (default 32), BENCH_ACCEPTANCES (per run, default 2000),
 BENCH_CASSANDRA_PARTS (comma-separated: pages,http,counter,writes; default all; http
-sets ours beside Apollo's floor, the same server stack answering recorded responses).`,
+sets ours beside Apollo's floor, the same server stack answering recorded responses).
+The writes part: BENCH_WRITES_ROUNDS (default 5), BENCH_WRITES_DURATION (seconds per
+load, default 10), BENCH_WRITES_AUTHORS (the target workload's authors, default 1000),
+BENCH_CHANGE_LOG_VARIANTS (comma-separated shapes of the change log to measure beside
+it: ${Object.keys(CHANGE_LOG_VARIANTS).join(', ')}; default none).`,
   {},
 );
 
@@ -81,6 +88,19 @@ const WARMUP = positive('BENCH_WARMUP', 2);
 const CONNECTIONS = Math.round(positive('BENCH_CONNECTIONS', 32));
 const ACCEPTANCES = Math.round(positive('BENCH_ACCEPTANCES', 2_000) / 2) * 2;
 const PARTS = new Set((process.env.BENCH_CASSANDRA_PARTS ?? 'pages,http,counter,writes').split(','));
+/** The writes part's rounds and seconds a load: longer than the pages', so that a round's spread is the change log's, not the machine's. */
+const WRITE_ROUNDS = Math.round(positive('BENCH_WRITES_ROUNDS', 5));
+const WRITE_DURATION = positive('BENCH_WRITES_DURATION', 10);
+/** Authors the writes part's target workload takes in turn. */
+const WRITE_AUTHORS = Math.round(positive('BENCH_WRITES_AUTHORS', 1_000));
+/** Shapes of the change log measured beside it (bench/without-change-log.ts). */
+const VARIANTS = (process.env.BENCH_CHANGE_LOG_VARIANTS ?? '').split(',').filter(Boolean);
+for (const v of VARIANTS) {
+  if (!(v in CHANGE_LOG_VARIANTS)) {
+    console.error(`BENCH_CHANGE_LOG_VARIANTS must name shapes among ${Object.keys(CHANGE_LOG_VARIANTS).join(', ')}, got ${JSON.stringify(v)}`);
+    process.exit(2);
+  }
+}
 /**
  * The in-process ratio, ours / the driver alone, each page must reach ("Fast on
  * Cassandra, round two"): 0.6 on the timeline page, 0.7 on the 50-edge suspendedUsers page.
@@ -174,6 +194,15 @@ async function startFloor(oursPort: number, workloads: readonly Workload[], env:
   return floor;
 }
 
+/** Bytes this process has written so far, sockets included (`wchar` of /proc/self/io; null where it cannot be read). */
+function bytesWritten(): number | null {
+  try {
+    return Number(/^wchar: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'))![1]);
+  } catch {
+    return null;
+  }
+}
+
 /** Write system calls a process has made so far (`syscw` of /proc/PID/io; null where it cannot be read). */
 function writeCalls(pid: number): number | null {
   try {
@@ -234,7 +263,7 @@ async function main(): Promise<void> {
   try {
     if (PARTS.has('pages') || PARTS.has('http')) results.pages = await pagesPart(services, settings, store);
     if (PARTS.has('counter')) results.counter = await counterPart(store);
-    if (PARTS.has('writes')) results.writes = await writesPart(services, store, clock);
+    if (PARTS.has('writes')) results.writes = await writesPart(store, clock);
   } finally {
     await driver.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`).catch((err: unknown) => progress(`could not drop ${keyspace}: ${oneLine(err)}`));
     await driver.shutdown();
@@ -386,35 +415,160 @@ async function main(): Promise<void> {
     return summary;
   }
 
-  /** createPost with the change log and without it, rounds alternating. */
-  async function writesPart(services: Services, store: Store, clock: MonotonicClock) {
-    const writer = await createRequestContext(services, ADMIN).users.create({ username: `writer_${Date.now()}`, displayName: 'Writer' });
-    const without = createServices(config, { store: new WithoutChangeLog(store), logger: pino({ level: 'silent' }), clock });
-    const viewer = { username: writer.username, isAdmin: false };
-    const write = (s: Services) => () => createRequestContext(s, viewer).timeline.createPost(writer.id, 'throughput');
-    const rounds: Array<{ withChangeLog: LoopFigures; withoutChangeLog: LoopFigures; loadAverage: number }> = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      const [withChangeLog, withoutChangeLog] = await inTurn(round, () => measured(write(services)), () => measured(write(without)));
-      rounds.push({ withChangeLog, withoutChangeLog, loadAverage: load1() });
-      progress(`writes, round ${round + 1}/${ROUNDS}: ${JSON.stringify(rounds.at(-1))}`);
-    }
-    // What the change log costs Cassandra, in the unit that does not move with the load:
-    // the partition key values of createPost's logged batch (one mutation each).
-    const partitions = async (over: (recorded: Store) => Store) => {
+  /**
+   * createPost with the change log, without it, and in the shapes `BENCH_CHANGE_LOG_VARIANTS`
+   * names, the order rotating by round; two workloads: `WRITE_AUTHORS` authors taken in
+   * turn (the target's, as writes spread in use) and one author (the issue's original
+   * method: every write in the same partitions). Each load writes into tables of its own,
+   * created empty for it and dropped after it: no load meets the rows, flushes or
+   * compactions of another, and its drop flushes what it wrote (Cassandra flushes a
+   * dropped table's memtable), which the load's Cassandra CPU "with its flush" counts.
+   */
+  async function writesPart(store: Store, clock: MonotonicClock) {
+    const silent = pino({ level: 'silent' });
+    const viewer = { username: 'writer', isAdmin: false };
+    // What createPost's batch writes: its partitions (a figure the load does not move) and its tables.
+    const recordedBatch = async (over: (recorded: Store) => Store) => {
       const recorder = new BatchRecorder(store);
-      const recorded = createServices(config, { store: over(recorder), logger: pino({ level: 'silent' }), clock });
-      await createRequestContext(recorded, viewer).timeline.createPost(writer.id, 'partitions');
-      return new Set(recorder.batches.flat().map(partitionKeyValue)).size;
+      const recorded = createServices(config, { store: over(recorder), logger: silent, clock });
+      await createRequestContext(recorded, viewer).timeline.createPost(randomUUID(), 'partitions');
+      return recorder.batches.flat();
     };
-    const batchPartitions = { withChangeLog: await partitions((s) => s), withoutChangeLog: await partitions((s) => new WithoutChangeLog(s)) };
-    const lost = spread(rounds.map((r) => 1 - r.withChangeLog.perSecond / r.withoutChangeLog.perSecond));
-    const cpuAdded = spread(rounds.map((r) => r.withChangeLog.cpuMsPerOp / r.withoutChangeLog.cpuMsPerOp - 1));
-    row('writes (createPost): with the change log, writes/s', fmt(spread(rounds.map((r) => r.withChangeLog.perSecond))));
-    row('writes (createPost): without it, writes/s', fmt(spread(rounds.map((r) => r.withoutChangeLog.perSecond))));
-    row('writes: throughput lost to the change log', `${fmt({ median: lost.median * 100, min: lost.min * 100, max: lost.max * 100 }, 1)} %`, '< 15 %', lost.median < 0.15);
-    row('writes: CPU per write added by the change log', `${fmt({ median: cpuAdded.median * 100, min: cpuAdded.min * 100, max: cpuAdded.max * 100 }, 1)} %`);
-    row('writes: partitions in createPost\'s logged batch, with / without the change log', `${batchPartitions.withChangeLog} / ${batchPartitions.withoutChangeLog}`);
-    return { rounds, throughputLost: lost, cpuPerWriteAdded: cpuAdded, batchPartitions };
+    const withRows = await recordedBatch((s) => s);
+    const withoutRows = await recordedBatch((s) => new WithoutChangeLog(s));
+    const batchPartitions = { withChangeLog: new Set(withRows.map(partitionKeyValue)).size, withoutChangeLog: new Set(withoutRows.map(partitionKeyValue)).size };
+    const tables = [...new Set(withRows.map((m) => m.table))];
+    const shapes: Array<{ name: string; over: (s: Store) => Store }> = [
+      { name: 'with', over: (s) => s },
+      { name: 'without', over: (s) => new WithoutChangeLog(s) },
+      ...VARIANTS.map((v) => ({ name: v, over: (s: Store) => new ChangeLogVariant(s, CHANGE_LOG_VARIANTS[v]!) })),
+    ];
+    const workloads = [
+      { name: `${WRITE_AUTHORS} authors in turn`, authors: WRITE_AUTHORS, target: true, shapes },
+      { name: "one author (the issue's first method)", authors: 1, target: false, shapes: shapes.slice(0, 2) },
+    ];
+    progress(`writes: ${tables.length} tables a load (${tables.map((t) => t.name).join(', ')}), ${WRITE_ROUNDS} rounds of ${WARMUP} + ${WRITE_DURATION} s a load`);
+
+    let fresh = 0;
+    /** Empty tables of createPost's, in a keyspace of their own, whose drop leaves no snapshot. */
+    async function freshTables(): Promise<{ keyspace: string; store: Store }> {
+      const ks = `${keyspace}_w${++fresh}`;
+      const freshStore = cassandraStoreFrom({ ...settings, keyspace: ks, autoSchema: true }, { log: () => undefined, clock });
+      await freshStore.ensureTables(tables);
+      const names = await driver.execute('SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?', [ks], { prepare: true });
+      for (const r of names.rows) await driver.execute(`ALTER TABLE ${ks}.${String(r.get('table_name'))} WITH allow_auto_snapshot = false`);
+      return { keyspace: ks, store: freshStore };
+    }
+    /** Wait (5 s at most) until the local Cassandra processes use under a tenth of a core, twice running. */
+    async function settle(): Promise<void> {
+      let last = cassandraCpuMs(pids);
+      if (last === null) return;
+      for (let quiet = 0, until = Date.now() + 5_000; quiet < 2 && Date.now() < until; ) {
+        await new Promise((r) => setTimeout(r, 250));
+        const now = cassandraCpuMs(pids)!;
+        quiet = now - last < 25 ? quiet + 1 : 0;
+        last = now;
+      }
+    }
+    /** Cassandra CPU ms from `before` through the drop of `ks` and the quiet after it. */
+    async function dropped(ks: string, freshStore: Store, before: number | null): Promise<number | null> {
+      await freshStore.close();
+      await driver.execute(`DROP KEYSPACE ${ks}`);
+      await settle();
+      const after = cassandraCpuMs(pids);
+      return before === null || after === null ? null : after - before;
+    }
+    /** What dropping and settling an empty copy costs Cassandra: its median over the rounds is taken off each load's "with its flush". */
+    async function emptyCost(): Promise<number | null> {
+      const t = await freshTables();
+      await settle();
+      return dropped(t.keyspace, t.store, cassandraCpuMs(pids));
+    }
+    /** One load of createPost on fresh tables through `over`, for `authors` authors in turn. */
+    async function writeLoad(over: (s: Store) => Store, authors: number, seconds = WRITE_DURATION) {
+      const t = await freshTables();
+      const s = createServices(config, { store: over(t.store), logger: silent, clock });
+      const ids = Array.from({ length: authors }, () => randomUUID());
+      let writes = 0;
+      const op = () => createRequestContext(s, viewer).timeline.createPost(ids[writes++ % authors]!, 'throughput');
+      await settle();
+      const before = cassandraCpuMs(pids);
+      await closedLoop(op, WARMUP, CONNECTIONS, pids);
+      const [written, sent] = [writes, bytesWritten()];
+      const figures = await closedLoop(op, seconds, CONNECTIONS, pids);
+      const bytesPerWrite = sent === null ? null : Math.round((bytesWritten()! - sent) / (writes - written));
+      const cassandraCpuMsWithDrop = await dropped(t.keyspace, t.store, before);
+      return { ...figures, bytesSentPerWrite: bytesPerWrite, cassandraCpuMsWithDrop, writesWithWarmup: writes };
+    }
+    type WriteLoad = Awaited<ReturnType<typeof writeLoad>> & { cassandraCpuMsPerOpWithFlush?: number | null };
+
+    // Unrecorded: the first loads on a fresh node meet its cold code paths (and ours).
+    for (const shape of shapes.slice(0, 2)) await writeLoad(shape.over, WRITE_AUTHORS, WARMUP);
+    const raw: Record<string, Array<Record<string, WriteLoad | number | null>>> = {};
+    const empties: number[] = [];
+    for (let round = 0; round < WRITE_ROUNDS; round++) {
+      const empty = await emptyCost();
+      if (empty !== null) empties.push(empty);
+      for (const w of workloads) {
+        const entry: Record<string, WriteLoad | number | null> = { emptyCassandraCpuMs: empty };
+        // Each shape goes first in turn: none always meets a warmer (or busier) cluster.
+        for (let i = 0; i < w.shapes.length; i++) {
+          const shape = w.shapes[(i + round) % w.shapes.length]!;
+          entry[shape.name] = await writeLoad(shape.over, w.authors);
+        }
+        entry.loadAverage = load1();
+        progress(`writes, ${w.name}, round ${round + 1}/${WRITE_ROUNDS}: ${JSON.stringify(entry)}`);
+        (raw[w.name] ??= []).push(entry);
+      }
+    }
+    // A load's Cassandra CPU through its drop, less an empty copy's drop (the median over the rounds), a write.
+    const empty = empties.length === 0 ? null : median(empties);
+    for (const entries of Object.values(raw)) {
+      for (const entry of entries) {
+        for (const l of Object.values(entry)) {
+          if (typeof l !== 'object' || l === null) continue;
+          l.cassandraCpuMsPerOpWithFlush = l.cassandraCpuMsWithDrop === null || empty === null ? null : +((l.cassandraCpuMsWithDrop - empty) / l.writesWithWarmup).toFixed(3);
+        }
+      }
+    }
+
+    const summary: Record<string, unknown> = { batchPartitions, tables: tables.map((t) => t.name), emptyDropCassandraCpuMs: empty, rounds: raw };
+    const percent = (s: { median: number; min: number; max: number }) => `${fmt({ median: s.median * 100, min: s.min * 100, max: s.max * 100 }, 1)} %`;
+    for (const w of workloads) {
+      const rs = raw[w.name]!.map((r) => r as Record<string, WriteLoad>);
+      const of = (shape: string, f: (l: WriteLoad) => number | null | undefined) => spread(rs.map((r) => f(r[shape]!) ?? NaN));
+      const added = (shape: string, f: (l: WriteLoad) => number | null | undefined) => spread(rs.map((r) => (f(r[shape]!) ?? NaN) / (f(r.without!) ?? NaN) - 1));
+      const lost = (shape: string) => spread(rs.map((r) => 1 - r[shape]!.perSecond / r.without!.perSecond));
+      const label = `writes (createPost), ${w.name}`;
+      const withLost = lost('with');
+      row(`${label}: with the change log / without it, writes/s`, `${fmt(of('with', (l) => l.perSecond))} / ${fmt(of('without', (l) => l.perSecond))}`);
+      row(
+        `${label}: throughput lost to the change log${w.target ? '' : ' (not the target\'s workload)'}`,
+        percent(withLost),
+        w.target ? '< 15 %' : '',
+        w.target ? withLost.median < 0.15 : null,
+      );
+      row(`${label}: bench CPU per write added by the change log`, percent(added('with', (l) => l.cpuMsPerOp)));
+      row(
+        `${label}: Cassandra CPU ms per write during the load, with / without (added)`,
+        `${fmt(of('with', (l) => l.cassandraCpuMsPerOp), 3)} / ${fmt(of('without', (l) => l.cassandraCpuMsPerOp), 3)} (${percent(added('with', (l) => l.cassandraCpuMsPerOp))})`,
+      );
+      row(
+        `${label}: Cassandra CPU ms per write with its flush, with / without (added)`,
+        `${fmt(of('with', (l) => l.cassandraCpuMsPerOpWithFlush), 3)} / ${fmt(of('without', (l) => l.cassandraCpuMsPerOpWithFlush), 3)} (${percent(added('with', (l) => l.cassandraCpuMsPerOpWithFlush))})`,
+      );
+      row(`${label}: bytes sent per write, with / without`, `${fmt(of('with', (l) => l.bytesSentPerWrite))} / ${fmt(of('without', (l) => l.bytesSentPerWrite))}`);
+      for (const v of VARIANTS) {
+        if (!w.shapes.some((s) => s.name === v)) continue;
+        row(
+          `${label}: the change log as ${v}: throughput lost; Cassandra CPU with its flush added; bytes a write`,
+          `${percent(lost(v))}; ${percent(added(v, (l) => l.cassandraCpuMsPerOpWithFlush))}; ${fmt(of(v, (l) => l.bytesSentPerWrite))}`,
+        );
+      }
+      summary[w.name] = { target: w.target, throughputLost: withLost, cpuPerWriteAdded: added('with', (l) => l.cpuMsPerOp), cassandraCpuWithFlushAdded: added('with', (l) => l.cassandraCpuMsPerOpWithFlush) };
+    }
+    row("writes: partitions in createPost's logged batch, with / without the change log", `${batchPartitions.withChangeLog} / ${batchPartitions.withoutChangeLog}`);
+    return summary;
   }
 }
 

@@ -37,7 +37,7 @@ const RUNS = 100;
 const ADMIN = { username: 'root', isAdmin: true };
 
 /** One connection of the section: its name, its count key, its rows per edge, and a page of it. */
-interface Connection {
+export interface Connection {
   readonly name: string;
   readonly countKey: string;
   /** The rows of edge `i` (µs `micros`), its ledger entry included. */
@@ -50,7 +50,8 @@ function added(key: string, item: string, micros: bigint): Mutation {
   return { kind: 'upsert', table: countItemsTable, row: { count_key: key, item, added_at: micros }, options: { timestamp: MAX_TIMESTAMP - micros } };
 }
 
-function connections(): Connection[] {
+/** The three connections of the section, each on a fresh list, meeting or set of suspensions. */
+export function connections(): Connection[] {
   const listId = randomUUID();
   const meetingId = randomUUID();
   const start = Date.UTC(2025, 0, 1);
@@ -101,6 +102,19 @@ function connections(): Connection[] {
   ];
 }
 
+/** Write `size` edges of `connection` on `target` and settle its count (its counted index rebuilt from the ledger). */
+export async function fillConnection(target: Pick<JumpTarget, 'base' | 'write'>, connection: Connection, size: number): Promise<void> {
+  // Made in the past, one a millisecond: every one lies in a window the settlement closes.
+  const first = Date.UTC(2025, 0, 1) * 1000;
+  for (let i = 0; i < size; i += 1_000) {
+    const batch: Mutation[] = [];
+    for (let k = i; k < Math.min(size, i + 1_000); k++) batch.push(...connection.rows(k, BigInt(first + k * 1000)));
+    await target.write(batch);
+  }
+  const through = Date.now();
+  await settleFully(target.base, connection.countKey, through - (through % JOB_WINDOW_MS), rankedCounts);
+}
+
 /** The figures of the three connections on one store (see the file comment). */
 export async function measureJumpConnections(
   target: JumpTarget,
@@ -118,15 +132,7 @@ export async function measureJumpConnections(
   const out: Record<string, unknown> = { size };
   for (const connection of connections()) {
     const name = `${connection.name} (${target.name})`;
-    // Made in the past, one a millisecond: every one lies in a window the settlement closes.
-    const first = Date.UTC(2025, 0, 1) * 1000;
-    for (let i = 0; i < size; i += 1_000) {
-      const batch: Mutation[] = [];
-      for (let k = i; k < Math.min(size, i + 1_000); k++) batch.push(...connection.rows(k, BigInt(first + k * 1000)));
-      await target.write(batch);
-    }
-    const through = Date.now();
-    await settleFully(target.base, connection.countKey, through - (through % JOB_WINDOW_MS), rankedCounts);
+    await fillConnection(target, connection, size);
     progress(`jump: ${name}: ${size.toLocaleString()} edges written and settled`);
 
     const measure = async (label: string, args: PageArgs, ahead = size, on = services) => {

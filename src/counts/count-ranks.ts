@@ -297,18 +297,20 @@ export async function readRankTop(store: Store, key: string, limit: number): Pro
       },
     };
   });
-  // Level 0's list comes first (clustering order), and with it the settlement.
-  return { lists, settlement: settlementOf(rows[0]?.level === 0 ? rows[0] : null) };
+  // Level 0's list comes first (clustering order), and with it the settlement, its
+  // total summed from the buckets a walk reads anyway (unpacked once, not twice).
+  return { lists, settlement: rows[0]?.level === 0 ? settlementOf(rows[0], lists[0]!.buckets) : settlementOf(null) };
 }
 
 /**
- * The settlement of an index as a token, from its level-0 list's row: its bound and its
- * total. Every settlement that changes a list writes that row, last (`writeLists`: every
- * change touches level 0), so the token moves once the lists it settles are written.
+ * The settlement of an index as a token, from its level-0 list's row (and its buckets,
+ * where they are unpacked already): its bound and its total. Every settlement that
+ * changes a list writes that row, last (`writeLists`: every change touches level 0), so
+ * the token moves once the lists it settles are written.
  */
-function settlementOf(row: Row | null | undefined): string {
+function settlementOf(row: Row | null | undefined, buckets?: readonly RankBucket[]): string {
   if (!row) return '';
-  const total = unpackRankList(0, undefined, row.counts as string | null | undefined).reduce((sum, b) => sum + b.count, 0);
+  const total = (buckets ?? unpackRankList(0, undefined, row.counts as string | null | undefined)).reduce((sum, b) => sum + b.count, 0);
   return `${row.settled_through as bigint}/${total}`;
 }
 

@@ -46,14 +46,17 @@ export function bucketedSource<N>(options: BucketedSourceOptions<N>): OrderedSou
   // cursor (a 50-edge page made one source per edge for its key).
   let keyRules: Omit<OrderedSource<N>, 'id'> | undefined;
   const anyBucket = () => (keyRules ??= options.bucketSource(''));
-  const readBucket = (bucket: string, from: CursorKey | undefined, direction: Direction, limit: number) =>
-    options.bucketSource(bucket).read(from, direction, limit);
+  const readBucket = (bucket: string, from: CursorKey | undefined, direction: Direction, limit: number, until?: CursorKey) =>
+    options.bucketSource(bucket).read(from, direction, limit, until);
 
   return {
     id: options.id,
-    async read(from: CursorKey | undefined, direction: Direction, limit: number): Promise<N[]> {
+    async read(from: CursorKey | undefined, direction: Direction, limit: number, until?: CursorKey): Promise<N[]> {
       if (limit <= 0) return [];
       const fromBucket = from ? (from[0] as string) : undefined;
+      // Rows wanted only up to a key of the cursor's own bucket: that bucket alone, up to
+      // it, without the registry.
+      if (fromBucket !== undefined && until?.[0] === fromBucket) return readBucket(fromBucket, from!.slice(1), direction, limit, until.slice(1));
       // The registry is read in slices, each twice the last (one bucket per row asked
       // for, at first); `listedAll` once a slice came back short.
       let listLimit = Math.min(limit + 1, MAX_WAVE);

@@ -18,7 +18,7 @@ const MAX_READ = 500;
 export function filteredSource<N>(inner: OrderedSource<N>, keep: (nodes: N[]) => Promise<boolean[]>): OrderedSource<N> {
   return {
     id: inner.id,
-    async read(from: CursorKey | undefined, direction: Direction, limit: number): Promise<N[]> {
+    async read(from: CursorKey | undefined, direction: Direction, limit: number, until?: CursorKey): Promise<N[]> {
       const out: N[] = [];
       let start = from;
       let continuing = false;
@@ -29,7 +29,7 @@ export function filteredSource<N>(inner: OrderedSource<N>, keep: (nodes: N[]) =>
         const missing = limit - out.length;
         const scaled = seen === 0 ? missing : Math.min(MAX_READ, Math.max(missing, Math.ceil((missing * seen) / Math.max(out.length, 1))));
         const ask = scaled + (continuing ? 1 : 0);
-        let batch = await inner.read(start, direction, ask);
+        let batch = await inner.read(start, direction, ask, until);
         const exhausted = batch.length < ask;
         if (continuing && batch.length > 0 && inner.compare(inner.keyOf(batch[0]!), start!) === 0) batch = batch.slice(1);
         if (batch.length === 0) break;

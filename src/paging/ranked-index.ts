@@ -23,8 +23,8 @@
  * The buckets of one parent are one list, one row of the store (count-ranks.ts), so a
  * level costs one row to read however many buckets it has. A page at any offset
  * therefore costs at most 1 + LEVELS + 1 waves of reads (one less without a cursor): 8
- * at most. Fewer in practice: the index's first lists (`TOP_LISTS`, level 0 first) are
- * read in one slice, and every level they hold whole comes with them; below that, a
+ * at most. Fewer in practice: the index's first lists (`TOP_LISTS`, level 0 first;
+ * level 0's alone where ranks are random) are read in one slice, and every level they hold whole comes with them; below that, a
  * bucket of SMALL_BUCKET edges is reached in a list or two wherever edges are spread
  * over time (a first visit is 3 waves: the top, one list, the page); where a level is
  * dense, or ranks random, the page is read on a guess beside the list under the
@@ -201,9 +201,20 @@ export interface IndexTop {
 /**
  * Lists read at once from the top of an index whose lists are not kept: the upper
  * levels, which hold a list or a few each (one wave instead of one per level), and the
- * first lists of the level below them.
+ * first lists of the level below them. Where ranks are random, level 0's list alone
+ * (`topListsOf`).
  */
 const TOP_LISTS = 12;
+
+/**
+ * The lists the top of an index with ranks `order` reads: where ranks are random, level
+ * 0's list alone, since each list after it (level 1's, one per level-0 bucket) covers a
+ * 256th of the edges, seldom the page's: eleven more rows of a few hundred buckets each
+ * that a first visit only unpacks and drops.
+ */
+function topListsOf(order: RankOrder): number {
+  return order.random ? 1 : TOP_LISTS;
+}
 
 /**
  * A bucket holding this many edges or fewer is where a walk stops: the page is read
@@ -244,7 +255,8 @@ const LEAF_FIRST = 16;
 /**
  * Up to `count` rows from `from` (inclusive) in `direction`, in reads of at most
  * `chunk` rows (`first` for the first one), each continuing from the last row of the
- * one before; with `keep`, only the rows before the first it refuses.
+ * one before; with `keep`, only the rows before the first it refuses; with `until`, none
+ * past that key is wanted (`OrderedSource.read`).
  */
 export async function readRun<N>(
   source: OrderedSource<N>,
@@ -254,13 +266,14 @@ export async function readRun<N>(
   keep: (node: N) => boolean = () => true,
   chunk = READ_CHUNK,
   first = chunk,
+  until?: CursorKey,
 ): Promise<N[]> {
   const out: N[] = [];
   let start = from;
   let continuing = false;
   while (out.length < count) {
     const ask = Math.min(continuing ? chunk : first, count - out.length) + (continuing ? 1 : 0);
-    let batch = await source.read(start, direction, ask);
+    let batch = await source.read(start, direction, ask, until);
     const short = batch.length < ask;
     if (continuing && batch.length > 0 && source.compare(source.keyOf(batch[0]!), start!) === 0) batch = batch.slice(1);
     const refused = batch.findIndex((node) => !keep(node));
@@ -306,7 +319,12 @@ interface Guess<N> {
  *   steady rate), as it stands: at a steady rate the page is among those rows;
  * - where ranks are `random`, widened by three binomial deviations of the edges before
  *   the position (sqrt(r (n - r) / n) for r of n) on each side: the page is then among
- *   them but past three deviations (a few walks in a thousand).
+ *   them but past three deviations (a few walks in a thousand);
+ * - where a steady rate is slower than an edge a child (suspensions one a minute, a
+ *   child 16 s), started one spacing of edges earlier and three edges longer: where the
+ *   bucket's first edge falls within its spacing is unknown, which puts the position up
+ *   to a spacing (four children there) either side of the even spread's place, and a
+ *   guess a child before that missed the page about half the time.
  * Only where a child holds SMALL_BUCKET edges or fewer on average (the walk likely
  * stops at the next level). Not for edges merely uneven, as a list's items: there the
  * guess misses by more than a child or two, and costs a read.
@@ -316,14 +334,17 @@ function guessAt(listed: number, level: number, count: number, remaining: number
   const perChild = count / children;
   if (perChild > SMALL_BUCKET || !(random || listed * 4 >= 2 ** levelWidth(level))) return null;
   const deviation = random ? 3 * Math.sqrt((remaining * (count - remaining)) / count) : 0;
-  const child = Math.max(0, Math.floor(((remaining - deviation) / count) * children) - 1);
-  return { child, ask: Math.ceil(3 * perChild + 2 * deviation) + size + 1 };
+  // Children per edge, where edges are fewer than children at a steady rate.
+  const spacing = !random && perChild < 1 ? Math.ceil(1 / perChild) : 0;
+  const child = Math.max(0, Math.floor(((remaining - deviation) / count) * children) - 1 - spacing);
+  return { child, ask: Math.ceil(3 * perChild + 2 * deviation) + (spacing > 0 ? 3 : 0) + size + 1 };
 }
 
 /** Rank and select over a counted index (see the file comment). */
 export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   const { order } = options;
   const leaves = RANK_LEVEL_SHIFTS.length - 1;
+  const topLists = topListsOf(order);
   // The edge of bucket `prefix` of `level` a read in `direction` starts from.
   const edgeOf = (level: number, prefix: bigint, direction: Direction) => {
     const shift = BigInt(RANK_LEVEL_SHIFTS[level]!);
@@ -350,7 +371,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       const listsOf = (first: number, last: number) =>
         Promise.all(prefixes.slice(first, last + 1).map((_, i) => buckets(first + i, first + i === 0 ? undefined : prefixes[first + i - 1])));
       const upTo = (level: number, most: number) =>
-        readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST);
+        readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST, from);
       const stop = order.cursorLevel ?? (order.random ? 1 : leaves);
       // With the top (level 0's list, the levels it holds whole and the first lists
       // below), the list at `stop` and the bucket's edges are read beside it, and the
@@ -444,14 +465,14 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         } else if (level === 0 && options.top && !top) {
           const keeping = keep();
           const reading: TopOfIndex = (top = { keeping, whole: 0 });
-          found = (pendingTop ?? options.top(TOP_LISTS)).then(({ lists, settlement }) => {
+          found = (pendingTop ?? options.top(topLists)).then(({ lists, settlement }) => {
             reading.lists = lists;
             // Lists read with the settlement in one read are kept under it.
             const cached = options.cached;
             if (settlement !== undefined && cached) reading.keeping = (l, p, list) => cached.cache.put(cached.id, settlement, l, p, list);
             const keepTop = reading.keeping;
             // Every level before the last list's is whole; all of them when fewer came.
-            reading.whole = lists.length < TOP_LISTS ? RANK_LEVEL_SHIFTS.length : lists[lists.length - 1]!.level;
+            reading.whole = lists.length < topLists ? RANK_LEVEL_SHIFTS.length : lists[lists.length - 1]!.level;
             const list = listIn(reading, 0, undefined) ?? [];
             keepTop(0, undefined, list);
             return list;
@@ -476,7 +497,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       let read: string | undefined;
       // Where the top brings the settlement and this page reads the top (level 0's list
       // is not kept), the top is read first and the settlement with it.
-      const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? options.top(TOP_LISTS) : undefined;
+      const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? options.top(topLists) : undefined;
       pendingTop?.catch(() => {});
       const settlement = (pendingTop ? pendingTop.then((top) => top.settlement ?? '') : cached.settlement()).then((token) => {
         read = token;

@@ -76,10 +76,13 @@ export function sliceSource<N>(options: SliceSourceOptions<N>): OrderedSource<N>
   const { store, table, partition, toNode, rowOf } = options;
   return {
     id: options.id,
-    async read(from: CursorKey | undefined, direction: Direction, limit: number): Promise<N[]> {
+    async read(from: CursorKey | undefined, direction: Direction, limit: number, until?: CursorKey): Promise<N[]> {
       const values = from ? clusteringFromKey(table, from) : null;
       const cursor = values ? { values, inclusive: true } : undefined;
-      const range = options.range ?? {};
+      // A read wanted only up to `until` ends there (where the connection has no range of
+      // its own): a cursor's rank reads the few rows before it, not LEAF_FIRST.
+      const end = until && !options.range ? clusteringFromKey(table, until) : null;
+      const range = options.range ?? (end ? { [direction === 'forward' ? 'upper' : 'lower']: { values: end, inclusive: true } } : {});
       // The cursor replaces the range's bound on the side the read starts from.
       const rows = await store.slice(table, {
         partition,

@@ -22,9 +22,12 @@ export interface OrderedSource<Node> {
   readonly id: string;
   /**
    * Up to `limit` rows in connection order (`forward`) or its reverse, starting at
-   * `from` inclusive; with no `from`, from the first (or last) row.
+   * `from` inclusive; with no `from`, from the first (or last) row. With `until`, no row
+   * past that key (in `direction`) is wanted: a source may leave them unread (a slice
+   * ends there, a bucketed source reads no bucket after `until`'s) or give them all the
+   * same.
    */
-  read(from: CursorKey | undefined, direction: Direction, limit: number): Promise<Node[]>;
+  read(from: CursorKey | undefined, direction: Direction, limit: number, until?: CursorKey): Promise<Node[]>;
   /** The key of a row. */
   keyOf(node: Node): CursorKey;
   /** Order of two keys in this connection. */

@@ -10,7 +10,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
-import { createListApplier, createRequestContext, rankedCounts } from '../../src/composition-root.js';
+import pino from 'pino';
+import { ALL_TABLES, createListApplier, createRequestContext, createServices, rankedCounts } from '../../src/composition-root.js';
 import { settleFully, settleIncrementally } from '../../src/counts/connection-counts.js';
 import { currentEntries, indexKeyOf, unpackRankList } from '../../src/counts/count-ranks.js';
 import { countRankListsTable } from '../../src/counts/count-tables.js';
@@ -32,6 +33,22 @@ import { CLUSTER, T0, twoServers } from '../support/count-servers.js';
 import { expectExactOffsetPages, expectOffsetPagesAsPlainOnes } from '../support/offset-pages.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
 import { WaveCountingStore } from '../../bench/waves.js';
+import { writeConcurrently } from '../../bench/jump.js';
+import { connections, fillConnection } from '../../bench/jump-connections.js';
+
+/**
+ * The calls, and the waves at most, of a first visit from a cursor in the middle of
+ * 1,000 edges: the rank (the top, the cursor's level-2 list and its level-2 bucket's
+ * edges up to it: for suspensions, its month's partition alone up to the cursor, then
+ * the lookups of the rows read; for a list, its pending moves and then its rows), then
+ * the page (read from the position's level-2 bucket the top holds; suspensions' with the
+ * registry beside it). Ranked down to the leaves, as before `cursorLevel` 2, both took
+ * more calls.
+ */
+const FIRST_VISIT_FROM_A_CURSOR: Record<string, { waves: number; calls: number }> = {
+  suspendedUsers: { waves: 4, calls: 7 },
+  'OrderedList.items': { waves: 4, calls: 6 },
+};
 
 /** A store whose batches fail, once armed, when they write a count's head settlement: a verifier crashing there. */
 class CrashBeforeHead extends StoreDecorator {
@@ -294,14 +311,55 @@ describeEachStore('offset on the other counted connections', (target) => {
     // level-1 bucket up to it, then the page (level-0 buckets of 150 acceptors hold few):
     // 2 waves, 4 calls, where reading every level's list and the leaf made 8.
     const cold = createRequestContext({ ...w.a.services, rankCache: new RankCache(0) }, { username: 'root', isAdmin: true }).meetings;
-    const lone = acceptors.filter((_, i) => i % 3 === 2);
-    for (const user of [lone[3]!, lone[30]!]) {
+    // Cursors of acceptors with random ids whose page lies among random ids too: past the
+    // block of shared ranks the select walks down every level (a wave each), which is
+    // where the acceptors fell, not what the rank of a cursor costs.
+    const sharing = new Set(acceptors.filter((_, i) => i % 3 !== 2));
+    const clear = (user: string) => {
+      const at = held.indexOf(user);
+      return at + 1 + 7 + 5 < held.length && held.slice(at, at + 1 + 7 + 5 + 1).every((u) => !sharing.has(u));
+    };
+    const lone = acceptors.filter((u, i) => i % 3 === 2 && clear(u));
+    expect(lone.length).toBeGreaterThanOrEqual(2);
+    for (const user of [lone[0]!, lone.at(-1)!]) {
       const after = meetings.acceptedEdge({ meetingId: meeting.meetingId, userId: user, acceptedAt: new Date(0) }).cursor;
       store.reset();
       const page = await cold.acceptedBy(meeting.meetingId, { first: 5, after, offset: 7 });
       const at = held.indexOf(user) + 1 + 7;
       expect(page.edges.map((e) => e.node.userId)).toEqual(held.slice(at, at + 5));
       expect({ waves: store.waves, calls: store.calls }).toEqual({ waves: 2, calls: 4 });
+    }
+  }, target.ddlTimeoutMs * 2);
+
+  it('from a cursor, a first visit of suspendedUsers or OrderedList.items ranks it at level 2 (16 s of suspensions, 16 appended items): the top, that list and that bucket\'s edges, then the page', async () => {
+    const { store: inner } = await pool.create();
+    await inner.ensureTables(ALL_TABLES);
+    const store = new WaveCountingStore(inner);
+    const settings = { cursorSecret: 'offset-test-cursor-secret-0123456789', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins' } as const;
+    const services = createServices(settings, { store, logger: pino({ level: 'silent' }) });
+    // A process that keeps no list: every offset page is a first visit.
+    const cold = { ...services, rankCache: new RankCache(0) };
+    // As the jump bench writes them: suspensions one a minute, items appended 2^32 apart.
+    for (const connection of connections().filter((c) => c.name !== 'Meeting.acceptedBy')) {
+      await fillConnection({ base: inner, write: (m) => writeConcurrently(inner, m) }, connection, 1_000);
+      const cursors: string[] = [];
+      for (let page = await connection.page(services, { first: 100 }); ; page = await connection.page(services, { first: 100, after: page.pageInfo.endCursor })) {
+        cursors.push(...page.edges.map((e) => e.cursor));
+        if (!page.pageInfo.hasNextPage) break;
+      }
+      expect(cursors).toHaveLength(1_000);
+      const middle = cursors[500]!;
+      for (const [args, at] of [
+        [{ first: 20, after: middle, offset: 100 }, 601],
+        [{ last: 20, before: middle, offset: 100 }, 380],
+      ] as const) {
+        store.reset();
+        const page = await connection.page(cold, args);
+        expect(page.edges.map((e) => e.cursor)).toEqual(cursors.slice(at, at + 20));
+        const { calls, waves } = FIRST_VISIT_FROM_A_CURSOR[connection.name]!;
+        expect({ connection: connection.name, calls: store.calls }).toEqual({ connection: connection.name, calls });
+        expect(store.waves).toBeLessThanOrEqual(waves);
+      }
     }
   }, target.ddlTimeoutMs * 2);
 

@@ -63,6 +63,7 @@ describe('tokens from an identity provider (AUTH_JWKS_URL)', () => {
     const server = await setUp();
     const keys = [await provider.newKey('RS256'), await provider.newKey('ES256'), await provider.newKey('EdDSA')];
     provider.publish(...keys);
+    const started = Date.now();
     for (const key of keys) {
       const admin = await server.gql(ADMIN_PROBE, {}, await provider.sign(key, 'root', claims(['admin', 'offline_access'])));
       expect(admin.errors, key.alg).toBeUndefined();
@@ -70,8 +71,11 @@ describe('tokens from an identity provider (AUTH_JWKS_URL)', () => {
       const member = await server.gql(ADMIN_PROBE, {}, await provider.sign(key, 'alice', claims(['user'])));
       expect(member.errors?.[0]?.extensions?.code, key.alg).toBe('FORBIDDEN');
     }
-    // The key set was fetched once, and kept.
-    expect(provider.fetches).toBe(1);
+    // The key set was fetched once, and kept for its cache's age (400 ms here: a slow
+    // machine may pass it while the six requests run, and fetch once more each time).
+    const ages = Math.floor((Date.now() - started) / TIMING.cacheMaxAgeMs);
+    expect(provider.fetches).toBeGreaterThanOrEqual(1);
+    expect(provider.fetches).toBeLessThanOrEqual(1 + ages);
   });
 
   it('refuses a token of another issuer, of another audience, without an issuer, or signed with a shared secret', async () => {

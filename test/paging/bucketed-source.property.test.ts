@@ -20,8 +20,10 @@ function waveCounter() {
   let inFlight = 0;
   const counter = {
     waves: 0,
+    calls: 0,
     async track<T>(work: () => Promise<T>): Promise<T> {
       if (inFlight === 0) counter.waves++;
+      counter.calls++;
       inFlight++;
       try {
         // A real store answers later: the calls of one wave overlap.
@@ -112,6 +114,24 @@ describe('a bucketed source read in waves', () => {
     const rows = await source.read([bucketName(100), 2], 'backward', 22);
     expect(rows).toEqual(walk(contents, [bucketName(100), 2], 'backward', 22));
     expect(counter.waves).toBe(2);
+  });
+
+  it("reads only the cursor's bucket, without the registry, for rows wanted up to a key in it (`until`), and those rows are the walk's", async () => {
+    const contents = new Map(Array.from({ length: 20 }, (_, i) => [bucketName(i), [1, 2, 3]] as const));
+    for (const direction of ['forward', 'backward'] as const) {
+      const from: CursorKey = [bucketName(7), direction === 'forward' ? 1 : 3];
+      const upToTwo = (n: Node) => n.bucket === bucketName(7) && (direction === 'forward' ? n.key <= 2 : n.key >= 2);
+      const { source, counter } = sourceOver(contents, [...contents.keys()]);
+      const rows = await source.read(from, direction, 16, [bucketName(7), 2]);
+      expect(rows.filter(upToTwo)).toEqual(walk(contents, from, direction, 16).filter(upToTwo));
+      expect(rows.filter((n) => !upToTwo(n)).every((n) => n.bucket === bucketName(7))).toBe(true);
+      expect(counter.calls).toBe(1);
+      // Up to a key of a later bucket: the registry too, as any read from a cursor.
+      const further = sourceOver(contents, [...contents.keys()]);
+      const until: CursorKey = [bucketName(direction === 'forward' ? 9 : 5), 2];
+      expect(await further.source.read(from, direction, 16, until)).toEqual(walk(contents, from, direction, 16));
+      expect(further.counter.calls).toBeGreaterThan(1);
+    }
   });
 
   it('crosses a registry full of empty buckets in a number of waves that grows with its logarithm', async () => {

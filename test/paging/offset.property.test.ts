@@ -38,6 +38,7 @@ function topOf(keys: readonly number[], limit: number): RankList[] {
   for (let level = 0; level < RANK_LEVEL_SHIFTS.length && lists.length < limit; level++) {
     const next: bigint[] = [];
     for (const parent of parents) {
+      if (lists.length >= limit) break;
       const buckets = bucketsOf(keys, level, parent);
       if (buckets.length > 0) lists.push({ level, parent, buckets });
       next.push(...buckets.map((b) => b.prefix));
@@ -146,6 +147,21 @@ class SettledIndex {
   }
 }
 
+/**
+ * The page of 20 at `offset` from the start (or the end, `backward`) through a counted
+ * index over `source` with a top, which must equal the model's slice; its index's reads,
+ * `source.reads` holding the page's.
+ */
+async function expectPageWithTop(source: ArraySource, backward: boolean, offset: number) {
+  const { index, stats } = indexOver(source, true);
+  source.reads.length = 0;
+  const page = await pageFromSource(source, backward ? { last: 20, offset } : { first: 20, offset }, { connectionName: 'numbers', codec, index });
+  expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+    modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, undefined),
+  );
+  return stats;
+}
+
 // Keys spread over several leaves and upper buckets: a leaf holds 256 ranks, the level above 2^18.
 const key = fc.oneof(fc.integer({ min: 0, max: 2_000 }), fc.integer({ min: 0, max: 2 ** 30 }));
 
@@ -223,12 +239,7 @@ describe('offset', () => {
     const source = new ArraySource(Array.from({ length: 40_000 }, (_, i) => i * 2 ** 15 + (i % 3)));
     for (const backward of [false, true]) {
       for (const offset of [10_000, 25_001, 35_000]) {
-        const { index, stats } = indexOver(source, true);
-        source.reads.length = 0;
-        const page = await pageFromSource(source, backward ? { last: 20, offset } : { first: 20, offset }, { connectionName: 'numbers', codec, index });
-        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
-          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, undefined),
-        );
+        const stats = await expectPageWithTop(source, backward, offset);
         // The top, then the list under the position's level-3 bucket beside the guessed read, which held the page.
         expect(stats.reads).toBe(2);
         expect(source.reads.length).toBe(1);
@@ -242,6 +253,26 @@ describe('offset', () => {
       const page = await pageFromSource(skewed, { first: 20, offset }, { connectionName: 'numbers', codec, index });
       expect(page.edges.map((e) => e.node)).toEqual(skewed.all.slice(offset, offset + 20));
       expect(skewed.reads.length).toBe(2);
+    }
+  });
+
+  it('reads the page on a guess beside a dense list whose edges come slower than one a child, whatever their phase', async () => {
+    // 8,000 keys 240,007 ranks apart, as suspensions one a minute: a level-3 bucket (2^24
+    // ranks) holds 69 or 70 (more than SMALL_BUCKET), one level-4 child (2^16) in 3.66 holds
+    // one. Where in its spacing the bucket's first key falls is unknown to the walk: up to
+    // one spacing (four children) off where an even spread puts the position. (The top
+    // holds the level-4 lists of the first 8 level-3 buckets: no page starts there.)
+    for (const phase of [0, 90_000, 200_000]) {
+      const source = new ArraySource(Array.from({ length: 8_000 }, (_, i) => phase + i * 240_007));
+      for (const backward of [false, true]) {
+        for (const offset of [1_000, 3_003, 4_999, 6_345, 7_001]) {
+          const stats = await expectPageWithTop(source, backward, offset);
+          // The top, then the level-4 list under the position's bucket beside the guess, which held the page.
+          expect(stats.reads).toBe(2);
+          expect(source.reads.length).toBe(1);
+          expect(source.reads[0]!.limit).toBeLessThanOrEqual(26);
+        }
+      }
     }
   });
 

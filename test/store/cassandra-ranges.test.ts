@@ -64,14 +64,17 @@ function key(orders: readonly ClusteringOrder[]): RangeColumn[] {
   ];
 }
 
+const INT_LOWEST = -(2 ** 31);
+const INT_HIGHEST = 2 ** 31 - 1;
 const order = fc.constantFrom<ClusteringOrder>('ASC', 'DESC');
 const bound = fc.option(
   fc
     .tuple(
       fc.integer({ min: 1, max: 3 }),
       fc.constantFrom(-5, -2, 0, 1, 3, 9),
-      fc.constantFrom('a', 'b', 'é', '😀', 'zz'),
-      fc.constantFrom(-2, 0, 5, 7),
+      // The ends of a type too: a bound at the first or last key there is (a rank's edge).
+      fc.constantFrom('a', 'b', 'é', '😀', 'zz', ''),
+      fc.constantFrom(-2, 0, 5, 7, INT_LOWEST, INT_HIGHEST),
       fc.boolean(),
     )
     .map(([len, a, b, c, inclusive]) => ({ values: [a, b, c].slice(0, len), inclusive }) as ClusteringBound),
@@ -105,6 +108,29 @@ describe('splitting clustering bounds for CQL', () => {
     ]);
     // No bounds: the whole partition in one restriction.
     expect(splitClusteringRange(columns)).toEqual([{ equal: [], bounds: [] }]);
+  });
+
+  it('states a bound whose rest is the first (or last) key there is as one range on its first column, not two served in turn', () => {
+    // A suspension's edge: (occurred_on DESC, user_id ASC), from a time's lowest user id on.
+    const columns: RangeColumn[] = [
+      { column: 'occurred_on', type: 'int', order: 'DESC' },
+      { column: 'user_id', type: 'uuid', order: 'ASC' },
+    ];
+    const lowest = '00000000-0000-0000-0000-000000000000';
+    const highest = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
+    expect(cqlRestrictions(columns, { lower: { values: [7, lowest], inclusive: true } })).toEqual([{ equal: [], bounds: [{ op: '<=', value: 7 }] }]);
+    expect(cqlRestrictions(columns, { upper: { values: [7, highest], inclusive: true } })).toEqual([{ equal: [], bounds: [{ op: '>=', value: 7 }] }]);
+    expect(cqlRestrictions(columns, { lower: { values: [9, lowest], inclusive: true }, upper: { values: [7, highest], inclusive: true } })).toEqual([
+      { equal: [], bounds: [{ op: '<=', value: 9 }, { op: '>=', value: 7 }] },
+    ]);
+    // Not at an end (or not inclusive): the rows sharing the time are a range of their own.
+    expect(cqlRestrictions(columns, { lower: { values: [7, lowest], inclusive: false } })).toHaveLength(2);
+    expect(cqlRestrictions(columns, { lower: { values: [7, highest], inclusive: true } })).toHaveLength(2);
+    // On a DESC column the first key is its type's highest value: two ranges, not three.
+    expect(splitClusteringRange(key(['ASC', 'ASC', 'DESC']), { lower: { values: [3, 'm', INT_HIGHEST], inclusive: true } })).toEqual([
+      { equal: [3], bounds: [{ op: '>=', value: 'm' }] },
+      { equal: [], bounds: [{ op: '>', value: 3 }] },
+    ]);
   });
 
   it('sends one tuple relation per bound when the bounded columns sort one way, and still covers exactly the range', () => {

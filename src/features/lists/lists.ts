@@ -109,6 +109,10 @@ export const listOrder: RankOrder = {
     direction === 'forward'
       ? [bigintAtRank(rank, 'lowest').toString(), BIGINT_BOUNDS.lowest.toString(), uuidAtRank(0n, 'lowest')]
       : [bigintAtRank(rank, 'highest').toString(), BIGINT_BOUNDS.highest.toString(), uuidAtRank(RANK_TOP, 'highest')],
+  // A level-2 bucket spans 2^36 weights: 16 appended items. A cursor's rank stops there,
+  // its lists above coming with the index's top; where moves crowd more than
+  // SMALL_BUCKET items into one before the cursor, the levels below come a wave later.
+  cursorLevel: 2,
 };
 
 /**

@@ -31,5 +31,9 @@ export function suspensionOrder(granularity: BucketGranularity): RankOrder {
       const userId = direction === 'forward' ? uuidAtRank(user, 'lowest') : uuidAtRank(user | lowBits(60 - Number(USER_BITS)), 'highest');
       return [bucketOf(new Date(ms), granularity), ms, userId];
     },
+    // A level-2 bucket is 16 s of suspensions (2^14 ms): a few at most. A cursor's rank
+    // stops there, its lists above coming with the index's top (levels 0 and 1: 12 days
+    // and 70 minutes a bucket), rather than read every level's list and its leaf.
+    cursorLevel: 2,
   };
 }

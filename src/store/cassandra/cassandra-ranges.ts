@@ -74,14 +74,40 @@ function split(
     if (c === 0) return split(columns, [...prefix, lo[0]!], lo.slice(1), loInclusive, hi.slice(1), hiInclusive);
   }
   const out: SingleRange[] = [];
+  // A bound whose rest is the first (or last) key there is, inclusive, takes in every row
+  // sharing its value here (the edge of a rank: `RankOrder.edgeKey`): one range on this
+  // column instead of two, which Cassandra serves one after the other.
+  const loWhole = lo !== undefined && lo.length > 1 && loInclusive && atEnd(columns, d + 1, lo.slice(1), 'first');
+  const hiWhole = hi !== undefined && hi.length > 1 && hiInclusive && atEnd(columns, d + 1, hi.slice(1), 'last');
   // Rows sharing the lower bound's value here, after the rest of that bound.
-  if (lo && lo.length > 1) out.push(...split(columns, [...prefix, lo[0]!], lo.slice(1), loInclusive, undefined, true));
-  const from: OrderBound | undefined = lo ? { value: lo[0]!, inclusive: lo.length === 1 && loInclusive } : undefined;
-  const to: OrderBound | undefined = hi ? { value: hi[0]!, inclusive: hi.length === 1 && hiInclusive } : undefined;
+  if (lo && lo.length > 1 && !loWhole) out.push(...split(columns, [...prefix, lo[0]!], lo.slice(1), loInclusive, undefined, true));
+  const from: OrderBound | undefined = lo ? { value: lo[0]!, inclusive: loWhole || (lo.length === 1 && loInclusive) } : undefined;
+  const to: OrderBound | undefined = hi ? { value: hi[0]!, inclusive: hiWhole || (hi.length === 1 && hiInclusive) } : undefined;
   out.push({ equal: prefix, bounds: valueBounds(col.order, from, to) });
   // Rows sharing the upper bound's value here, before the rest of that bound.
-  if (hi && hi.length > 1) out.push(...split(columns, [...prefix, hi[0]!], undefined, true, hi.slice(1), hiInclusive));
+  if (hi && hi.length > 1 && !hiWhole) out.push(...split(columns, [...prefix, hi[0]!], undefined, true, hi.slice(1), hiInclusive));
   return out;
+}
+
+/** The lowest and highest value of each type that has both and states them simply (the others are never taken as an end). */
+const TYPE_ENDS: Partial<Record<CqlType, readonly [CqlValue, CqlValue | undefined]>> = {
+  // UUIDType: the version first, then unsigned bytes (values.ts, `encodeSortable`).
+  uuid: ['00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff'],
+  int: [-(2 ** 31), 2 ** 31 - 1],
+  bigint: [-(1n << 63n), (1n << 63n) - 1n],
+  boolean: [false, true],
+  text: ['', undefined],
+};
+
+/** Whether `values`, from column `start` on, are the first (or last) key in clustering order: nothing sorts before (after) them. */
+function atEnd(columns: readonly RangeColumn[], start: number, values: readonly CqlValue[], end: 'first' | 'last'): boolean {
+  return values.every((value, i) => {
+    const { type, order } = columns[start + i]!;
+    const ends = TYPE_ENDS[type];
+    // The first key of an ASC column is its type's lowest value, of a DESC one its highest.
+    const wanted = ends?.[(end === 'first') === (order === 'ASC') ? 0 : 1];
+    return wanted !== undefined && value !== null && compareValues(type, value, wanted) === 0;
+  });
 }
 
 /** Clustering-order bounds on one column as value operators. */
