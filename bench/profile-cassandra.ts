@@ -9,16 +9,21 @@
  * .bench-build/profiles/. `counts` prints instead what a page makes, ours and the
  * driver alone's: promises, ticks, socket writes, garbage collections; `allocations`,
  * ours and the driver alone's bytes allocated a page, by area and by function (V8's
- * sampling heap profiler, collected objects included: what the scavenges work on).
+ * sampling heap profiler, collected objects included: what the scavenges work on);
+ * `retained`, what the pages in flight hold alive at a moment, per page, by kind of
+ * object (a heap snapshot taken while 32 pages run, less one taken once they are done):
+ * what lives through a page's waves is what scavenges copy and promote.
  */
 import { createHook } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { Socket } from 'node:net';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { GCProfiler, writeHeapSnapshot } from 'node:v8';
 import pino from 'pino';
 import { ALL_TABLES, createServices } from '../src/composition-root.js';
 import { loadConfig } from '../src/config.js';
@@ -31,7 +36,7 @@ import { BENCH_SECRETS } from './fixture.js';
 import { busyTime, type Areas, type CpuProfile, type ProfileNode } from './profile-areas.js';
 
 const { positionals } = parseCli(
-  `usage: npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds] [ours|ceiling|counts|allocations]
+  `usage: npx tsx bench/profile-cassandra.ts [timeline|suspended] [seconds] [ours|ceiling|counts|allocations|retained|lived]
 
 Profiles the in-process timeline (or suspendedUsers) page against the Cassandra at
 CASSANDRA_CONTACT_POINTS, compiled, 32 pages at a time, for 10 seconds by default, in a
@@ -40,7 +45,8 @@ replaying the page's statements instead (what bench:cassandra compares with); \`
 prints, for ours and the driver alone, the promises, ticks, socket writes and garbage
 collections a page makes (counts hold on a busy machine, where times do not);
 \`allocations\`, the bytes a page allocates, ours and the driver alone's, by area and
-by function.`,
+by function; \`retained\`, what a page in flight holds alive, ours and the driver alone's;
+\`lived\`, what it holds for 40 ms or more (what scavenges promote).`,
   {},
   true,
 );
@@ -63,6 +69,11 @@ const AREAS: Areas = [
   ['garbage collector', (f) => f.functionName === '(garbage collector)'],
 ];
 
+/** Where profiles and snapshots go (.bench-build/profiles/). */
+const dir = join(fileURLToPath(new URL('../../profiles/', import.meta.url)));
+mkdirSync(dir, { recursive: true });
+/** Script ids and their files, for closures' places in a heap snapshot (`lived`). */
+const scriptFiles = new Map<string, string>();
 const which = positionals[0] === 'suspended' ? 'suspended' : 'timeline';
 const seconds = Number(positionals[1] ?? 10);
 const config = loadConfig({ ...process.env, ...BENCH_SECRETS, NODE_ENV: 'development', STORE: 'cassandra', SEED_DEMO: 'false' });
@@ -76,7 +87,7 @@ await preparePagesFixture(services);
 const ours = which === 'timeline' ? () => timelinePage(services) : () => suspendedPage(services);
 let page: () => Promise<unknown> = ours;
 let driver: ReturnType<typeof cassandraClientFrom> | undefined;
-if (positionals[2] === 'ceiling' || positionals[2] === 'counts' || positionals[2] === 'allocations') {
+if (['ceiling', 'counts', 'allocations', 'retained', 'lived'].includes(positionals[2] ?? '')) {
   let recorder!: StatementRecorder;
   const recording = cassandraStoreFrom({ ...settings, autoSchema: false }, { log: () => undefined, wrapClient: (c) => (recorder = new StatementRecorder(c)) });
   await recording.ensureTables(ALL_TABLES);
@@ -101,6 +112,15 @@ if (positionals[2] === 'allocations') {
   for (const [name, op] of [['ours', ours], ['the driver alone', page]] as const) {
     await closedLoop(op, 2, 32, []);
     printAllocations(`${which}, ${name}`, ...(await allocationsPerPage(op, seconds)));
+  }
+  await dropKeyspace();
+  process.exit(0);
+}
+if (positionals[2] === 'retained' || positionals[2] === 'lived') {
+  for (const [name, op] of [['ours', ours], ['the driver alone', page]] as const) {
+    await closedLoop(op, 2, 32, []);
+    if (positionals[2] === 'lived') printRetained(`${which}, ${name}, held 40 ms or more`, await livedPerPage(op, seconds));
+    else printRetained(`${which}, ${name}`, await retainedPerPage(op, seconds));
   }
   await dropKeyspace();
   process.exit(0);
@@ -160,7 +180,11 @@ async function countsPerPage(op: () => Promise<unknown>, seconds: number) {
     }
   });
   gc.observe({ entryTypes: ['gc'] });
+  // What the scavenges promote: the old generation's growth across each one.
+  const gcProfiler = new GCProfiler();
+  gcProfiler.start();
   const plain = await closedLoop(op, seconds, 32, []);
+  const promoted = promotedBytes(gcProfiler.stop());
   gc.disconnect();
   Socket.prototype.write = write;
   const hookedPages = hooked.perSecond * seconds;
@@ -173,8 +197,18 @@ async function countsPerPage(op: () => Promise<unknown>, seconds: number) {
     gcMsPerPage: +(gcMs / pages).toFixed(4),
     otherThanScavengesPer1000Pages: +((majors / pages) * 1000).toFixed(1),
     otherThanScavengesMsPerPage: +(majorMs / pages).toFixed(4),
+    promotedKiBPerPage: +(promoted / 1024 / pages).toFixed(1),
     cpuMsPerPage: plain.cpuMsPerOp,
   };
+}
+
+/** Bytes the scavenges of a `GCProfiler` run moved to the old generation (its old and large-object spaces' growth across each). */
+function promotedBytes(run: ReturnType<GCProfiler['stop']>): number {
+  const old = (side: { heapSpaceStatistics: Array<{ spaceName: string; spaceUsedSize: number }> }) =>
+    side.heapSpaceStatistics.filter((s) => s.spaceName === 'old_space' || s.spaceName === 'large_object_space').reduce((n, s) => n + s.spaceUsedSize, 0);
+  let bytes = 0;
+  for (const gc of run?.statistics ?? []) if (gc.gcType === 'Scavenge') bytes += old(gc.afterGC) - old(gc.beforeGC);
+  return bytes;
 }
 
 /** A node of V8's sampling heap profile. */
@@ -225,10 +259,122 @@ function printAllocations(title: string, total: number, byArea: Map<string, numb
   for (const [area] of AREAS) if (byArea.has(area)) console.log(`  ${kb(byArea.get(area)!)}  ${area}`);
   console.log('  most allocated by:');
   for (const [name, bytes] of [...bySelf].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${kb(bytes)}  ${name}`);
+  const own = [...bySelf].filter(([name]) => !/^\S+ (cassandra-driver\/|node:)/.test(name)).sort((a, b) => b[1] - a[1]);
+  if (own.length === 0) return;
+  console.log('  most allocated by functions other than the driver\'s and node\'s:');
+  for (const [name, bytes] of own.slice(0, 25)) console.log(`  ${kb(bytes)}  ${name}`);
 }
 
-const dir = join(fileURLToPath(new URL('../../profiles/', import.meta.url)));
-mkdirSync(dir, { recursive: true });
+/** Objects of one kind (V8's node type and name) in a heap snapshot: how many, and their own bytes. */
+type Census = Map<string, { count: number; bytes: number }>;
+
+/**
+ * What one page in flight holds alive, by kind: a heap snapshot (which collects first)
+ * half way through `seconds` of 32 pages at a time, less one taken once they have all
+ * finished, divided by 32. A page's objects are caught at every point of its life, so
+ * this is what a page keeps through its waves on average.
+ */
+async function retainedPerPage(op: () => Promise<unknown>, seconds: number): Promise<Census> {
+  const running = closedLoop(op, seconds, 32, []);
+  await sleep((seconds * 1000) / 2);
+  const busy = census();
+  await running;
+  const idle = census();
+  const out: Census = new Map();
+  for (const [kind, { count, bytes }] of busy) {
+    const before = idle.get(kind) ?? { count: 0, bytes: 0 };
+    out.set(kind, { count: (count - before.count) / 32, bytes: (bytes - before.bytes) / 32 });
+  }
+  return out;
+}
+
+/** The live objects of the heap now, by kind (a snapshot, written, read and removed). */
+function census(): Census {
+  return censusOf(heapObjects().values());
+}
+
+/** Objects of a snapshot by kind: how many and their bytes. */
+function censusOf(objects: Iterable<{ label: string; size: number }>): Census {
+  const out: Census = new Map();
+  for (const { label, size } of objects) {
+    const entry = out.get(label) ?? { count: 0, bytes: 0 };
+    entry.count++;
+    entry.bytes += size;
+    out.set(label, entry);
+  }
+  return out;
+}
+
+/**
+ * Every object of the heap now, by its snapshot id (the same object keeps its id from one
+ * snapshot to the next): its kind (V8's node type and name; a closure also with its file
+ * and line) and its own bytes.
+ */
+function heapObjects(): Map<number, { label: string; size: number }> {
+  const file = writeHeapSnapshot(join(dir, `census-${process.pid}-${Date.now()}.heapsnapshot`));
+  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as {
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]]; location_fields: string[] } };
+    nodes: number[];
+    strings: string[];
+    locations: number[];
+  };
+  rmSync(file);
+  const { node_fields: fields, location_fields: locationFields } = snapshot.snapshot.meta;
+  const [type, name, id, size] = ['type', 'name', 'id', 'self_size'].map((f) => fields.indexOf(f)) as [number, number, number, number];
+  const types = snapshot.snapshot.meta.node_types[0];
+  const places = new Map<number, string>();
+  for (let i = 0; i < snapshot.locations.length; i += locationFields.length) {
+    const [at, script, line] = [0, 1, 2].map((k) => snapshot.locations[i + k]!) as [number, number, number];
+    const url = scriptFiles.get(String(script)) ?? `script ${script}`;
+    places.set(at, `${url.replace(/^.*\/(node_modules|\.bench-build\/tree)\//, '')}:${line + 1}`);
+  }
+  const out = new Map<number, { label: string; size: number }>();
+  for (let i = 0; i < snapshot.nodes.length; i += fields.length) {
+    const kind = types[snapshot.nodes[i + type]!]!;
+    // Strings are named by their text: count them by kind alone.
+    const place = kind === 'closure' ? ` ${places.get(i) ?? ''}` : '';
+    const label = /string|number|bigint/.test(kind) ? `(${kind})` : `${kind} ${snapshot.strings[snapshot.nodes[i + name]!]!.slice(0, 60)}${place}`;
+    out.set(snapshot.nodes[i + id]!, { label, size: snapshot.nodes[i + size]! });
+  }
+  return out;
+}
+
+/**
+ * What one page in flight holds for 40 ms or more (what the scavenges then copy again
+ * and promote): the objects of a snapshot half way through `seconds` of 32 pages at a
+ * time that are still there in a snapshot 40 ms of running later and gone once the
+ * pages have all finished, divided by 32.
+ */
+async function livedPerPage(op: () => Promise<unknown>, seconds: number): Promise<Census> {
+  const session = new Session();
+  session.connect();
+  session.on('Debugger.scriptParsed', ({ params }) => void scriptFiles.set(params.scriptId, params.url));
+  await session.post('Debugger.enable');
+  await session.post('Debugger.disable');
+  session.disconnect();
+  const running = closedLoop(op, seconds, 32, []);
+  await sleep((seconds * 1000) / 2);
+  const first = heapObjects();
+  await sleep(40);
+  const second = heapObjects();
+  await running;
+  const idle = heapObjects();
+  const kept = [...second].filter(([id]) => first.has(id) && !idle.has(id)).map(([, o]) => o);
+  const out = censusOf(kept);
+  for (const entry of out.values()) {
+    entry.count /= 32;
+    entry.bytes /= 32;
+  }
+  return out;
+}
+
+function printRetained(title: string, perPage: Census): void {
+  const rows = [...perPage].filter(([, c]) => c.bytes > 0).sort((a, b) => b[1].bytes - a[1].bytes);
+  const total = rows.reduce((n, [, c]) => n + c.bytes, 0);
+  console.log(`${title}: ${(total / 1024).toFixed(1)} KiB held a page in flight`);
+  for (const [kind, c] of rows.slice(0, 40)) console.log(`  ${(c.bytes / 1024).toFixed(2).padStart(7)} KiB  ${c.count.toFixed(1).padStart(7)}  ${kind}`);
+}
+
 const file = join(dir, `cassandra-${which}-${Date.now()}.cpuprofile`);
 writeFileSync(file, JSON.stringify(profile));
 

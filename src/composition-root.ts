@@ -477,9 +477,13 @@ class RequestScope implements RequestContext {
 
   get suspensions(): Suspensions {
     const { services } = this;
+    const scope = this;
     return (this.madeSuspensions ??= new Suspensions({
       ...this.common,
-      sagas: this.sagas,
+      // A page writes nothing: the saga runner is made when a suspension is written.
+      get sagas() {
+        return scope.sagas;
+      },
       lock: services.userLock,
       granularity: services.settings.suspensionBucket,
       ids: this.ids,

@@ -44,41 +44,41 @@ export interface Loaders {
  */
 class SettledCache<C, V> extends Map<C, Promise<V>> {
   readonly held = new Map<C, V>();
-  /** The promise `load` cached for a key whose batch has not answered yet. */
-  readonly pending = new Map<C, Promise<V>>();
   /** While `prime` sets a key: its value (`RequestLoader.prime`). */
   priming: { readonly value: V } | null = null;
 
   override set(key: C, promise: Promise<V>): this {
-    this.held.delete(key);
-    this.pending.delete(key);
     const primed = this.priming;
-    if (primed === null) this.pending.set(key, promise);
     // A primed error stays the loader's to report: `loadNow` then goes through `load`.
-    else if (!(primed.value instanceof Error)) this.held.set(key, primed.value);
+    if (primed !== null && !(primed.value instanceof Error)) this.held.set(key, primed.value);
+    else this.held.delete(key);
     return super.set(key, promise);
   }
 
   override delete(key: C): boolean {
     this.held.delete(key);
-    this.pending.delete(key);
     return super.delete(key);
   }
 
   override clear(): void {
     this.held.clear();
-    this.pending.clear();
     super.clear();
   }
 
   /**
    * `batch`, keeping each value it reads for its key while the key's cached promise is
    * still the one `load` made for this batch (not cleared, re-primed or read again
-   * since). Errors are not kept: `load` reports them.
+   * since). Errors are not kept: `load` reports them. A key of the batch whose value is
+   * held already was primed after `load` cached it: its primed value stands. The
+   * promise `load` made is the one cached when the batch starts otherwise (no map of
+   * pending promises beside the cache: a page's 101 keys made it grow and shrink).
    */
   settling<K>(batch: DataLoader.BatchLoadFn<K, V>, keyOf: (key: K) => C): DataLoader.BatchLoadFn<K, V> {
     return async (keys) => {
-      const asked = keys.map((key) => this.pending.get(keyOf(key)));
+      const asked = keys.map((key) => {
+        const cacheKey = keyOf(key);
+        return this.held.has(cacheKey) ? undefined : super.get(cacheKey);
+      });
       const values = await batch(keys);
       if (values.length !== keys.length) return values;
       for (let i = 0; i < keys.length; i++) {
@@ -87,7 +87,6 @@ class SettledCache<C, V> extends Map<C, Promise<V>> {
         if (promise === undefined || value instanceof Error) continue;
         const cacheKey = keyOf(keys[i]!);
         if (super.get(cacheKey) !== promise) continue;
-        this.pending.delete(cacheKey);
         this.held.set(cacheKey, value);
       }
       return values;

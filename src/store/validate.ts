@@ -34,12 +34,19 @@ export function partitionKeyOf(table: TableSpec, key: Row): Row {
 
 function keyValuesOf(table: TableSpec, key: Row, columns: readonly string[], what: string): Row {
   const out: Row = {};
-  for (const k of columns) {
-    const v = key[k];
-    if (v === undefined || v === null) throw new StoreRequestError(`${what} column "${k}" of ${table.name} is required`);
-    out[k] = validateValue(table.columns[k]!, v, k);
-  }
+  for (const k of columns) out[k] = keyValueOf(table, key, k, what);
   return out;
+}
+
+/**
+ * The value of key column `column` of `key`, validated and normalised, as
+ * `primaryKeyOf` takes it: for an adapter that binds a key's values without the
+ * validated copy of the key.
+ */
+export function keyValueOf(table: TableSpec, key: Row, column: string, what = 'primary key'): CqlValue {
+  const v = key[column];
+  if (v === undefined || v === null) throw new StoreRequestError(`${what} column "${column}" of ${table.name} is required`);
+  return validateValue(table.columns[column]!, v, column);
 }
 
 function checkKnownColumns(table: TableSpec, columns: Iterable<string>): void {

@@ -26,34 +26,38 @@ const BIGINT_MAX = (1n << 63n) - 1n;
 /** Check a value against its CQL type; returns it normalised (uuids lower-cased). */
 export function validateValue(type: CqlType, value: CqlValue, column: string): CqlValue {
   if (value === null) return null;
-  const fail = (expected: string): never => {
-    throw new StoreRequestError(`column "${column}" expects ${expected}, got ${describe(value)}`);
-  };
+  // `invalid` is a function of its own, not a closure over the arguments: every key read
+  // or written comes through here (101 of a 50-edge suspendedUsers page's statements).
   switch (type) {
     case 'uuid':
     case 'timeuuid': {
-      if (typeof value !== 'string') return fail(`a ${type} string`);
+      if (typeof value !== 'string') return invalid(column, value, `a ${type} string`);
       const lower = value.toLowerCase();
-      if (!isUuid(lower)) return fail(`a ${type} string`);
-      if (type === 'timeuuid' && !isTimeuuid(lower)) return fail('a version 1 (time-based) uuid');
+      if (!isUuid(lower)) return invalid(column, value, `a ${type} string`);
+      if (type === 'timeuuid' && !isTimeuuid(lower)) return invalid(column, value, 'a version 1 (time-based) uuid');
       return lower;
     }
     case 'text':
-      return typeof value === 'string' ? value : fail('a string');
+      return typeof value === 'string' ? value : invalid(column, value, 'a string');
     case 'int':
       return typeof value === 'number' && Number.isInteger(value) && value >= INT_MIN && value <= INT_MAX
         ? value
-        : fail('a 32-bit integer');
+        : invalid(column, value, 'a 32-bit integer');
     case 'bigint':
     case 'counter':
       return typeof value === 'bigint' && value >= BIGINT_MIN && value <= BIGINT_MAX
         ? value
-        : fail('a 64-bit bigint');
+        : invalid(column, value, 'a 64-bit bigint');
     case 'timestamp':
-      return value instanceof Date && !Number.isNaN(value.getTime()) ? value : fail('a valid Date');
+      return value instanceof Date && !Number.isNaN(value.getTime()) ? value : invalid(column, value, 'a valid Date');
     case 'boolean':
-      return typeof value === 'boolean' ? value : fail('a boolean');
+      return typeof value === 'boolean' ? value : invalid(column, value, 'a boolean');
   }
+}
+
+/** The error of a value that does not fit its column's type. */
+function invalid(column: string, value: CqlValue, expected: string): never {
+  throw new StoreRequestError(`column "${column}" expects ${expected}, got ${describe(value)}`);
 }
 
 function describe(value: unknown): string {

@@ -1,7 +1,7 @@
 import cassandra from 'cassandra-driver';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fromDriver, toDriver, uuidBytes, uuidText } from '../../src/store/cassandra/cassandra-values.js';
+import { fromDriver, rowReader, toDriver, uuidBytes, uuidText } from '../../src/store/cassandra/cassandra-values.js';
 
 const { types } = cassandra;
 
@@ -33,6 +33,25 @@ describe('Cassandra value conversion', () => {
     const first = fromDriver('uuid', a);
     fromDriver('uuid', b);
     expect(first).toBe(a.toString());
+  });
+});
+
+describe('reading rows', () => {
+  it("reads a driver row as one object of the table's columns, in declaration order, each converted as fromDriver converts it", () => {
+    const columns = [
+      ['user_id', 'uuid'],
+      ['name_ts', 'bigint'],
+      ['rank', 'int'],
+      ['note', 'text'],
+      ['at', 'timestamp'],
+      ['missing', 'timeuuid'],
+    ] as const;
+    const id = types.Uuid.random();
+    const at = new Date(1_700_000_000_000);
+    const cells: Record<string, unknown> = { user_id: id, name_ts: 7n, rank: 3, note: 'n', at };
+    const row = rowReader(columns)({ get: (column) => cells[column] });
+    expect(row).toStrictEqual({ user_id: id.toString(), name_ts: 7n, rank: 3, note: 'n', at, missing: null });
+    expect(Object.keys(row)).toEqual(columns.map(([name]) => name));
   });
 });
 

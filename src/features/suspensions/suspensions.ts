@@ -235,7 +235,8 @@ export class Suspensions {
    */
   async page(args: PageArgs): Promise<SuspensionPage> {
     requireAdmin(this.deps.actor);
-    const index = countedIndex(this.deps.store, indexKeyOf(SUSPENSIONS_COUNT_KEY), suspensionOrder(this.deps.granularity), this.deps.rankCache);
+    // Only a page with an offset looks anything up in the index: none is made for the others (as the timeline does).
+    const index = args.offset ? countedIndex(this.deps.store, indexKeyOf(SUSPENSIONS_COUNT_KEY), suspensionOrder(this.deps.granularity), this.deps.rankCache) : undefined;
     const page = await pageFromSource(this.source(), args, { connectionName: 'suspendedUsers', codec: this.deps.codec, index, signal: this.deps.signal });
     return { ...page, countKey: SUSPENSIONS_COUNT_KEY };
   }

@@ -32,6 +32,7 @@ import {
   clusteringRangeOf,
   conditionsOf,
   counterDeltasOf,
+  keyValueOf,
   limitOf,
   partitionKeyOf,
   primaryKeyOf,
@@ -44,7 +45,7 @@ import { ClientBatchlog, REPLAY_INTERVAL_MS, STORE_BATCHLOG_TABLES, TROUBLE_MS }
 import { connectFailureOf, isBatchlogTimeout, oneLine, storeErrorFrom, type ConnectFailure } from './cassandra-errors.js';
 import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-ranges.js';
 import { existingKeyOf, keyDifferences, schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
-import { fromDriver, toDriver } from './cassandra-values.js';
+import { fromDriver, rowReader, toDriver } from './cassandra-values.js';
 import { SendTurn } from './cassandra-send-turn.js';
 
 const { types } = cassandra;
@@ -147,6 +148,8 @@ interface TablePlan {
   /** Every column, in declaration order, and its type at the same index (a row's conversion). */
   readonly columnNames: readonly string[];
   readonly columnTypes: readonly CqlType[];
+  /** A driver row as a port row, in one object of the table's shape (`rowReader`). */
+  readonly readRow: (raw: CassandraRowLike) => Row;
   readonly keyColumns: readonly string[];
   readonly keyTypes: readonly CqlType[];
   /** `k1 = ? AND k2 = ?` over the primary key. */
@@ -283,58 +286,61 @@ export class CassandraStore implements Store {
 
   async getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
     const tally = activeTally();
-    const checked = keys.map((k) => primaryKeyOf(table, k));
-    if (checked.length === 0) return [];
+    if (keys.length === 0) return [];
     const plan = this.plan(table);
+    // Every key is checked before any read is sent, and bound at once, without a validated copy of it.
+    const bound = keys.map((k) => this.boundKey(table, plan, k));
     // One wait for the send turn for the first reads, not one per key.
     await this.sendTurn.next();
     // One statement per key, each to its own replicas, at most `readConcurrency` in flight:
-    // the first ones at once, each later one as an answer arrives, waiting for the send
-    // turn as any read does. A page's keyed reads are most of its statements (101 of a
-    // 50-edge suspendedUsers page's 103), so each is one `then` on the driver's promise,
-    // without an async function, a closure or a statement object of its own: what a page
-    // keeps alive while its reads are in flight is what the young generation's scavenges
-    // copy (docs/benchmarks-history.md, issue 39: the keyed reads).
+    // the first ones at once, the later ones as answers arrive, at the next send turn as
+    // any read. A page's keyed reads are most of its statements (101 of a 50-edge
+    // suspendedUsers page's 103), so each is one `then` on the driver's promise with one
+    // closure, for its answer: no async function, statement object or failure handler of
+    // its own, and the reads that answers free wait for their turn together, in one
+    // `then` a turn rather than one each. What a page keeps alive while its reads are in
+    // flight is what the young generation's scavenges copy (docs/benchmarks-history.md,
+    // issue 39: the keyed reads).
     return new Promise((resolve, reject) => {
-      const out = new Array<Row | null>(checked.length).fill(null);
+      const out = new Array<Row | null>(bound.length).fill(null);
       let sent = 0;
       let answered = 0;
+      /** Reads an answer freed, to be sent at the next send turn. */
+      let due = 0;
       let failed = false;
-      const send = (turnTaken: boolean): void => {
+      const fail = (err: unknown): void => {
+        if (failed) return;
+        failed = true;
+        reject(storeErrorFrom(err));
+      };
+      const send = (): void => {
         const i = sent++;
         countStatements(tally);
-        let params: unknown[] = [];
+        const params = bound[i]!;
         let answer: Promise<CassandraResultLike>;
         try {
-          params = this.keyParams(plan, checked[i]!);
-          answer = turnTaken
-            ? this.client.execute(plan.selectByKey, params, this.idempotentOptions)
-            : this.sendTurn.next().then(() => this.client.execute(plan.selectByKey, params, this.idempotentOptions));
+          answer = this.client.execute(plan.selectByKey, params, this.idempotentOptions);
         } catch (err) {
           answer = Promise.reject(err);
         }
-        answer.then(
-          (result) => {
-            if (failed) return;
-            try {
-              if (hasWarnings(result)) this.reportWarnings(tally, result, [{ query: plan.selectByKey, params }]);
-              out[i] = this.liveRow(table, result.rows[0]);
-            } catch (err) {
-              failed = true;
-              reject(err);
-              return;
-            }
-            if (++answered === checked.length) resolve(out);
-            else if (sent < checked.length) send(false);
-          },
-          (err: unknown) => {
-            if (failed) return;
+        answer.then((result) => {
+          if (failed) return;
+          try {
+            if (hasWarnings(result)) this.reportWarnings(tally, result, [{ query: plan.selectByKey, params }]);
+            out[i] = this.liveRow(table, result.rows[0]);
+          } catch (err) {
             failed = true;
-            reject(storeErrorFrom(err));
-          },
-        );
+            reject(err);
+            return;
+          }
+          if (++answered === bound.length) resolve(out);
+          else if (sent + due < bound.length && due++ === 0) void this.sendTurn.next().then(sendDue);
+        }, fail);
       };
-      for (let n = Math.min(this.readConcurrency, checked.length); n > 0; n--) send(true);
+      const sendDue = (): void => {
+        for (; due > 0; due--) if (!failed) send();
+      };
+      for (let n = Math.min(this.readConcurrency, bound.length); n > 0; n--) send();
     });
   }
 
@@ -543,6 +549,7 @@ export class CassandraStore implements Store {
         selectList,
         columnNames: Object.keys(table.columns),
         columnTypes: Object.values(table.columns),
+        readRow: rowReader(Object.entries(table.columns)),
         keyColumns,
         keyTypes: keyColumns.map((c) => table.columns[c]!),
         keyWhere,
@@ -905,6 +912,13 @@ export class CassandraStore implements Store {
     return params;
   }
 
+  /** A primary key's values, checked as `primaryKeyOf` checks them, and bound as the driver takes them. */
+  private boundKey(table: TableSpec, plan: TablePlan, key: Row): unknown[] {
+    const params = new Array<unknown>(plan.keyColumns.length);
+    for (let i = 0; i < params.length; i++) params[i] = toDriver(plan.keyTypes[i]!, keyValueOf(table, key, plan.keyColumns[i]!));
+    return params;
+  }
+
   /** CQL restrictions for a validated range (see cassandra-ranges.ts). */
   private restrictions(table: TableSpec, range: ClusteringRange): Array<SingleRange | TupleRange> {
     const columns = table.clustering.map((c) => ({ column: c.column, type: table.columns[c.column]!, order: c.order }));
@@ -982,10 +996,22 @@ export class CassandraStore implements Store {
   private liveRow(table: TableSpec, raw: CassandraRowLike | undefined, lenient = false): Row | null {
     if (!raw) return null;
     const plan = this.plan(table);
+    let out: Row;
+    try {
+      out = plan.readRow(raw);
+    } catch {
+      // A row that cannot give a column (a client other than the driver's): column by column, to say which.
+      out = this.rowByColumn(plan, table, raw, lenient);
+    }
+    // A counter row whose counters are all null does not exist (CQL returns no row, but be safe).
+    if (plan.counter && plan.regular.every((c) => out[c] === null)) return null;
+    return out;
+  }
+
+  /** `liveRow`'s slow path: a missing column is an error, or null when `lenient`. */
+  private rowByColumn(plan: TablePlan, table: TableSpec, raw: CassandraRowLike, lenient: boolean): Row {
     const { columnNames, columnTypes } = plan;
     const out: Row = {};
-    // Every row read comes through here (101 of a 50-edge suspendedUsers page's 103
-    // statements answer one each): index loops over the plan's two arrays, no tuples.
     for (let i = 0; i < columnNames.length; i++) {
       const c = columnNames[i]!;
       let v: unknown;
@@ -997,8 +1023,6 @@ export class CassandraStore implements Store {
       }
       out[c] = fromDriver(columnTypes[i]!, v as CqlValue);
     }
-    // A counter row whose counters are all null does not exist (CQL returns no row, but be safe).
-    if (plan.counter && plan.regular.every((c) => out[c] === null)) return null;
     return out;
   }
 

@@ -41,6 +41,27 @@ export function fromDriver(type: CqlType, raw: unknown): CqlValue {
   }
 }
 
+/** One row of a driver result, read by column name (`CassandraRowLike`). */
+interface DriverRow {
+  get(column: string): unknown;
+}
+
+/**
+ * A reader of one table's rows: a driver row as a port row, made as one object literal
+ * of the table's columns in declaration order, each converted by `fromDriver` with its
+ * type written in. Built once per table. A row made by adding its columns one by one
+ * to `{}` keeps four of them in the object and the rest in a properties array that
+ * grows (and is copied) as they come, then changes shape at every column: every row
+ * read comes through here (101 of a 50-edge suspendedUsers page's 103 statements answer
+ * one each), so a literal of the exact shape is one allocation and no transitions
+ * (docs/benchmarks-history.md, issue 39: the keyed reads). Column names are checked
+ * identifiers (`checkIdentifier`), and quoted besides.
+ */
+export function rowReader(columns: ReadonlyArray<readonly [string, CqlType]>): (raw: DriverRow) => Record<string, CqlValue> {
+  const cells = columns.map(([name, type]) => `${JSON.stringify(name)}: from(${JSON.stringify(type)}, raw.get(${JSON.stringify(name)}))`);
+  return new Function('from', `return function readRow(raw) { return { ${cells.join(', ')} }; };`)(fromDriver);
+}
+
 const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1');
 /** Where `uuidText` writes: one buffer, reused (the process is single-threaded). */
 const uuidScratch = Buffer.alloc(36);
