@@ -108,6 +108,14 @@ export interface RankedIndexOptions {
    */
   top?(limit: number): Promise<IndexTop>;
   /**
+   * The lists `wanted` (level 0's among them) in one read, each of them (empty where the
+   * index has none), with the settlement where the store keeps it with level 0's list:
+   * what a page reads first instead of the top where it knows which lists it needs (a
+   * cursor's, and those `IndexShape` puts a position under where ranks are random).
+   * Without it, the top, then a read a list.
+   */
+  several?(wanted: readonly RankListName[]): Promise<IndexTop>;
+  /**
    * Keep buckets across requests (see `RankCache`): the process's cache, this index's
    * name in it, and a read of the index's settlement (one call: a token that changes
    * with every settlement that may change a bucket). With `inTop`, the top's read
@@ -124,6 +132,26 @@ export const RANK_CACHE_ROWS = 50_000;
 const RANK_CACHE_INDEXES = 10_000;
 
 /**
+ * What a process remembers of an index from its last read of level 0's list
+ * (`RankCache.shape`): how many edges it held, and its first and last level-0 buckets
+ * holding any. Where ranks are random, it tells which lists a position likely lies
+ * under before any read (`likelyLists`), so the first read brings them; a hint for what
+ * to read, never a position: a stale one costs a read, not exactness.
+ */
+export interface IndexShape {
+  readonly total: number;
+  readonly lowest: bigint;
+  readonly highest: bigint;
+}
+
+/** The shape of an index whose level-0 list is `list` (`IndexShape`); undefined when it holds nothing. */
+function shapeOf(list: readonly RankBucket[]): IndexShape | undefined {
+  let total = 0;
+  for (const b of list) total += b.count;
+  return total > 0 ? { total, lowest: list[0]!.prefix, highest: list[list.length - 1]!.prefix } : undefined;
+}
+
+/**
  * The bucket lists read lately, kept across requests, each under the settlement it was
  * read under; least recently used first out. A list is kept under settlement S only
  * when it was read after a read of the index's settlement gave S (every bucket it
@@ -136,6 +164,7 @@ const RANK_CACHE_INDEXES = 10_000;
  */
 export class RankCache {
   private readonly settlements = new Map<string, string>();
+  private readonly shapes = new Map<string, IndexShape>();
   private readonly lists = new Map<string, { readonly token: string; readonly list: readonly RankBucket[] }>();
   private rows = 0;
 
@@ -151,6 +180,20 @@ export class RankCache {
     this.settlements.delete(id);
     this.settlements.set(id, token);
     if (this.settlements.size > RANK_CACHE_INDEXES) this.settlements.delete(this.settlements.keys().next().value!);
+  }
+
+  /** The shape of index `id` when its level-0 list was last read here (`IndexShape`), if known. */
+  shape(id: string): IndexShape | undefined {
+    return this.shapes.get(id);
+  }
+
+  /** Remember the shape of index `id` from its level-0 list just read. */
+  noteShape(id: string, list: readonly RankBucket[]): void {
+    const shape = shapeOf(list);
+    this.shapes.delete(id);
+    if (!shape) return;
+    this.shapes.set(id, shape);
+    if (this.shapes.size > RANK_CACHE_INDEXES) this.shapes.delete(this.shapes.keys().next().value!);
   }
 
   /** The list of `level` under `parent` of index `id` kept under settlement `token`, if any. */
@@ -185,17 +228,30 @@ function listName(id: string, level: number, parent: bigint | undefined): string
   return `${id}\u0000${level}:${parent ?? ''}`;
 }
 
-/** The buckets of one level under one parent (level 0's: every bucket, no parent): what the top of an index is read as. */
-export interface RankList {
+/** A list of the index by its place: the buckets of `level` under `parent` (level 0's: no parent). */
+export interface RankListName {
   readonly level: number;
   readonly parent: bigint | undefined;
+}
+
+/** The buckets of one level under one parent (level 0's: every bucket, no parent): what the top of an index is read as. */
+export interface RankList extends RankListName {
   readonly buckets: readonly RankBucket[];
 }
 
-/** The top of an index as one read gives it: its first lists, and the settlement they were read under where the store keeps it with them. */
+/**
+ * Lists of an index as one read gives them (its top, or the lists a page asked for),
+ * and the settlement they were read under where the store keeps it with them.
+ */
 export interface IndexTop {
   readonly lists: readonly RankList[];
   readonly settlement?: string;
+  /**
+   * The levels it holds whole (a list of theirs it lacks is empty): absent for the top,
+   * every level before its last list's, all of them where it holds fewer lists than
+   * asked for.
+   */
+  readonly whole?: number;
 }
 
 /**
@@ -340,6 +396,54 @@ function guessAt(listed: number, level: number, count: number, remaining: number
   return { child, ask: Math.ceil(3 * perChild + 2 * deviation) + (spacing > 0 ? 3 : 0) + size + 1 };
 }
 
+/** The level whose bucket a cursor's rank reads the edges of (`RankOrder.cursorLevel`). */
+function cursorLevelOf(order: RankOrder): number {
+  return order.cursorLevel ?? (order.random ? 1 : RANK_LEVEL_SHIFTS.length - 1);
+}
+
+/** Level-1 lists a first read brings at most on a hint (`likelyLists`). */
+const LIKELY_LISTS = 3;
+
+/**
+ * The level-1 lists under which a position likely lies where ranks are random, from the
+ * index's shape last read here (`IndexShape`): `offset` edges on from rank `anchor` (or
+ * from the first or last edge, without one) in `direction`, where an even spread of its
+ * edges over its level-0 buckets' ranks puts that, give or take three binomial
+ * deviations (sqrt(k (n - k) / n) for k edges of n) and an edge. None where a level-0
+ * bucket holds SMALL_BUCKET edges or fewer on average (a walk stops there), past the
+ * edges, or where that spans more than LIKELY_LISTS buckets.
+ */
+function likelyLists(shape: IndexShape, anchor: bigint | undefined, direction: Direction, offset: number): RankListName[] {
+  const { total } = shape;
+  const width = 2 ** RANK_LEVEL_SHIFTS[0]!;
+  const lowest = Number(shape.lowest);
+  const highest = Number(shape.highest);
+  const span = (highest - lowest + 1) * width;
+  if (total / (highest - lowest + 1) <= SMALL_BUCKET || offset >= total) return [];
+  const perEdge = span / total;
+  const start = anchor !== undefined ? Number(anchor) : direction === 'forward' ? lowest * width : lowest * width + span;
+  const at = start + (direction === 'forward' ? 1 : -1) * (offset + 0.5) * perEdge;
+  const deviation = (3 * Math.sqrt((offset * (total - offset)) / total) + 1) * perEdge;
+  const first = Math.max(lowest, Math.floor((at - deviation) / width));
+  const last = Math.min(highest, Math.floor((at + deviation) / width));
+  if (last < first || last - first >= LIKELY_LISTS) return [];
+  return Array.from({ length: last - first + 1 }, (_, i) => ({ level: 1, parent: BigInt(first + i) }));
+}
+
+/** How a walk reads its lists: the read that brings level 0's (the top, or `several`), and what it keeps. */
+interface ListReads {
+  /** The read that brings level 0's list when it is not kept: the top, or the lists a page asks for. */
+  readonly first: () => Promise<IndexTop>;
+  /** Asked as a read starts; given each list it brings when it comes back. */
+  readonly keep: () => Keep;
+  /** The settlement under which kept lists are used, if any. */
+  readonly trusted?: string;
+  /** The first read, already started. */
+  readonly pendingTop?: Promise<IndexTop>;
+  /** Told level 0's list when a read brings it. */
+  readonly level0?: (list: readonly RankBucket[]) => void;
+}
+
 /** Rank and select over a counted index (see the file comment). */
 export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   const { order } = options;
@@ -354,7 +458,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   type Lists = (level: number, parent: bigint | undefined) => readonly RankBucket[] | Promise<readonly RankBucket[]>;
 
   // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
-  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists): Promise<PagePosition | null> {
+  // (`pathFirst`: the read that brings level 0's list brings the cursor's lists down to `RankOrder.cursorLevel` with it.)
+  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists, pathFirst: boolean): Promise<PagePosition | null> {
     const inOrder = async (level: number, parent: bigint | undefined) => {
       const list = await buckets(level, parent);
       return direction === 'forward' ? list : [...list].reverse();
@@ -372,7 +477,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         Promise.all(prefixes.slice(first, last + 1).map((_, i) => buckets(first + i, first + i === 0 ? undefined : prefixes[first + i - 1])));
       const upTo = (level: number, most: number) =>
         readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST, from);
-      const stop = order.cursorLevel ?? (order.random ? 1 : leaves);
+      const stop = cursorLevelOf(order);
       // With the top (level 0's list, the levels it holds whole and the first lists
       // below), the list at `stop` and the bucket's edges are read beside it, and the
       // lists between are taken from it once it is back: read only where it lacks them.
@@ -380,10 +485,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         await buckets(0, undefined);
         return listsOf(0, stop);
       };
-      const deepest = options.top && stop > 0 ? buckets(stop, prefixes[stop - 1]) : undefined;
+      const deepest = options.top && stop > 0 && !pathFirst ? buckets(stop, prefixes[stop - 1]) : undefined;
       // (Awaited through `listsOf`, unless the top fails first.)
       if (deepest instanceof Promise) deepest.catch(() => {});
-      let [levels, inBucket] = await Promise.all([options.top ? between() : listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
+      let [levels, inBucket] = await Promise.all([options.top || pathFirst ? between() : listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
       if (inBucket.length > SMALL_BUCKET && stop < leaves) {
         const [deeper, inLeaf] = await Promise.all([listsOf(stop + 1, leaves), upTo(leaves, Number.MAX_SAFE_INTEGER)]);
         levels = [...levels, ...deeper];
@@ -446,10 +551,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // Bucket lists read once per walk (a select under the cursor's own buckets reuses
   // them), from `cached` lists kept under settlement `trusted` where there are any.
   // `keep` is asked as a read starts, and given each list it brings when it comes back.
-  // Level 0's list, when not kept, comes with the top of the index (`options.top`): a
-  // list asked for once that read is back, that it holds (or of a level it holds whole),
-  // is taken from it.
-  const listsOf = (keep: () => Keep, trusted?: string, pendingTop?: Promise<IndexTop>): Lists => {
+  // Level 0's list, when not kept, comes with the first read (`ListReads.first`: the top
+  // of the index, or the lists the page asks for): a list asked for once that read is
+  // back, that it holds (or of a level it holds whole), is taken from it.
+  const listsOf = ({ first, keep, trusted, pendingTop, level0 }: ListReads): Lists => {
     const read = new Map<string, readonly RankBucket[] | Promise<readonly RankBucket[]>>();
     let top: TopOfIndex | undefined;
     return (level, parent) => {
@@ -465,16 +570,17 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         } else if (level === 0 && options.top && !top) {
           const keeping = keep();
           const reading: TopOfIndex = (top = { keeping, whole: 0 });
-          found = (pendingTop ?? options.top(topLists)).then(({ lists, settlement }) => {
+          found = (pendingTop ?? first()).then(({ lists, settlement, whole }) => {
             reading.lists = lists;
             // Lists read with the settlement in one read are kept under it.
             const cached = options.cached;
             if (settlement !== undefined && cached) reading.keeping = (l, p, list) => cached.cache.put(cached.id, settlement, l, p, list);
             const keepTop = reading.keeping;
             // Every level before the last list's is whole; all of them when fewer came.
-            reading.whole = lists.length < topLists ? RANK_LEVEL_SHIFTS.length : lists[lists.length - 1]!.level;
+            reading.whole = whole ?? (lists.length < topLists ? RANK_LEVEL_SHIFTS.length : lists[lists.length - 1]!.level);
             const list = listIn(reading, 0, undefined) ?? [];
             keepTop(0, undefined, list);
+            level0?.(list);
             return list;
           });
         } else {
@@ -487,17 +593,39 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     };
   };
 
+  // The lists a page from `from` (or from an end) reads first, level 0's first, where it
+  // knows them before any read: where ranks are random, the cursor's lists down to
+  // `RankOrder.cursorLevel` and those `shape` puts the position under (`likelyLists`),
+  // in one read of several rows (`options.several`); null: the top.
+  const firstLists = (from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): RankListName[] | null => {
+    if (!options.several || !order.random) return null;
+    const wanted: RankListName[] = [{ level: 0, parent: undefined }];
+    const anchor = from === undefined ? undefined : order.rankOf(from);
+    if (anchor !== undefined) {
+      const prefixes = rankPrefixes(anchor);
+      for (let level = 1; level <= cursorLevelOf(order); level++) wanted.push({ level, parent: prefixes[level - 1] });
+    }
+    if (shape) {
+      for (const l of likelyLists(shape, anchor, direction, offset)) if (!wanted.some((w) => w.level === l.level && w.parent === l.parent)) wanted.push(l);
+    }
+    return wanted.length > 1 ? wanted : null;
+  };
+
   return {
     async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number): Promise<Located> {
       const cached = options.cached;
-      if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf(() => () => {})) };
+      const wanted = firstLists(from, direction, offset, cached?.cache.shape(cached.id));
+      const first = (): Promise<IndexTop> => (wanted ? options.several!(wanted) : options.top!(topLists));
+      const pathFirst = wanted !== null && from !== undefined;
+      if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep: () => () => {} }), pathFirst) };
       const { cache, id } = cached;
+      const level0 = (list: readonly RankBucket[]) => cache.noteShape(id, list);
       // The settlement known here before this page's reads: the kept lists it may use.
       const trusted = cache.settlement(id);
       let read: string | undefined;
-      // Where the top brings the settlement and this page reads the top (level 0's list
-      // is not kept), the top is read first and the settlement with it.
-      const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? options.top(topLists) : undefined;
+      // Where the first read brings the settlement and this page makes it (level 0's list
+      // is not kept), it is read first and the settlement with it.
+      const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? first() : undefined;
       pendingTop?.catch(() => {});
       const settlement = (pendingTop ? pendingTop.then((top) => top.settlement ?? '') : cached.settlement()).then((token) => {
         read = token;
@@ -517,10 +645,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       };
       if (trusted === undefined) {
         // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
-        return { position: await walk(source, from, direction, offset, size, listsOf(keep, undefined, pendingTop)) };
+        return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep, pendingTop, level0 }), pathFirst) };
       }
-      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf(keep, token)) });
-      const position = await walk(source, from, direction, offset, size, listsOf(keep, trusted, pendingTop));
+      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted: token, level0 }), pathFirst) });
+      const position = await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted, pendingTop, level0 }), pathFirst);
       if (read !== undefined) return read === trusted ? { position } : again(read);
       return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
     },
