@@ -132,23 +132,33 @@ export const RANK_CACHE_ROWS = 50_000;
 const RANK_CACHE_INDEXES = 10_000;
 
 /**
- * What a process remembers of an index from its last read of level 0's list
- * (`RankCache.shape`): how many edges it held, and its first and last level-0 buckets
- * holding any. Where ranks are random, it tells which lists a position likely lies
- * under before any read (`likelyLists`), so the first read brings them; a hint for what
- * to read, never a position: a stale one costs a read, not exactness.
+ * What a process remembers of an index from the last first read of it here
+ * (`RankCache.shape`): how many edges it held, and the ranks they spanned as far as the
+ * deepest level that read held whole tells (level 0's buckets where it held only level
+ * 0's list; the top's whole levels where it was the top). It tells which lists a
+ * position likely lies under before any read (`likelyLists`: an even spread of the
+ * edges over their ranks, which random ranks and a steady rate give), so the first read
+ * brings them; a hint for what to read, never a position: a stale or wrong one costs a
+ * read, not exactness.
  */
 export interface IndexShape {
   readonly total: number;
   readonly lowest: bigint;
   readonly highest: bigint;
+  /** The level whose buckets `lowest` and `highest` come from. */
+  readonly level: number;
 }
 
-/** The shape of an index whose level-0 list is `list` (`IndexShape`); undefined when it holds nothing. */
-function shapeOf(list: readonly RankBucket[]): IndexShape | undefined {
+/** The shape of an index from `lists`, a first read that held `whole` levels whole (`IndexShape`); undefined when it holds nothing. */
+function shapeOf(lists: readonly RankList[], whole: number): IndexShape | undefined {
+  const level = Math.max(0, Math.min(whole, RANK_LEVEL_SHIFTS.length) - 1);
   let total = 0;
-  for (const b of list) total += b.count;
-  return total > 0 ? { total, lowest: list[0]!.prefix, highest: list[list.length - 1]!.prefix } : undefined;
+  for (const l of lists) if (l.level === 0) for (const b of l.buckets) total += b.count;
+  const at = lists.filter((l) => l.level === level && l.buckets.length > 0);
+  if (total <= 0 || at.length === 0) return undefined;
+  const shift = BigInt(RANK_LEVEL_SHIFTS[level]!);
+  const last = at[at.length - 1]!.buckets;
+  return { total, lowest: at[0]!.buckets[0]!.prefix << shift, highest: ((last[last.length - 1]!.prefix + 1n) << shift) - 1n, level };
 }
 
 /**
@@ -187,11 +197,16 @@ export class RankCache {
     return this.shapes.get(id);
   }
 
-  /** Remember the shape of index `id` from its level-0 list just read. */
-  noteShape(id: string, list: readonly RankBucket[]): void {
-    const shape = shapeOf(list);
+  /**
+   * Remember the shape of index `id` from a first read of it (`lists`, `whole` levels
+   * whole): over a finer one known (the top's, where a later read held only level 0's
+   * list) only when its total moved by an eighth.
+   */
+  noteShape(id: string, lists: readonly RankList[], whole: number): void {
+    const shape = shapeOf(lists, whole);
+    const old = this.shapes.get(id);
+    if (!shape || (old && shape.level < old.level && Math.abs(shape.total - old.total) * 8 <= old.total)) return;
     this.shapes.delete(id);
-    if (!shape) return;
     this.shapes.set(id, shape);
     if (this.shapes.size > RANK_CACHE_INDEXES) this.shapes.delete(this.shapes.keys().next().value!);
   }
@@ -396,38 +411,57 @@ function guessAt(listed: number, level: number, count: number, remaining: number
   return { child, ask: Math.ceil(3 * perChild + 2 * deviation) + (spacing > 0 ? 3 : 0) + size + 1 };
 }
 
+/** The index of the first bucket of `list` (in prefix order) whose prefix is `prefix` or above; its length when none is. */
+function firstAtOrAbove(list: readonly RankBucket[], prefix: bigint): number {
+  let low = 0;
+  let high = list.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (list[mid]!.prefix < prefix) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
 /** The level whose bucket a cursor's rank reads the edges of (`RankOrder.cursorLevel`). */
 function cursorLevelOf(order: RankOrder): number {
   return order.cursorLevel ?? (order.random ? 1 : RANK_LEVEL_SHIFTS.length - 1);
 }
 
-/** Level-1 lists a first read brings at most on a hint (`likelyLists`). */
+/** Lists of one level a first read brings at most on a hint (`likelyLists`). */
 const LIKELY_LISTS = 3;
 
 /**
- * The level-1 lists under which a position likely lies where ranks are random, from the
- * index's shape last read here (`IndexShape`): `offset` edges on from rank `anchor` (or
- * from the first or last edge, without one) in `direction`, where an even spread of its
- * edges over its level-0 buckets' ranks puts that, give or take three binomial
- * deviations (sqrt(k (n - k) / n) for k edges of n) and an edge. None where a level-0
- * bucket holds SMALL_BUCKET edges or fewer on average (a walk stops there), past the
- * edges, or where that spans more than LIKELY_LISTS buckets.
+ * The lists under which a position likely lies, from the index's shape known here
+ * (`IndexShape`): `offset` edges on from rank `anchor` (or from the first or last edge,
+ * without one) in `direction`, where an even spread of its edges over the ranks they
+ * span puts that, give or take three binomial deviations (sqrt(k (n - k) / n) for k
+ * edges of n) and an edge: at each level from 1 down to the first whose buckets hold
+ * SMALL_BUCKET edges or fewer on average (where a walk stops), the lists of the buckets
+ * that range spans. None past the edges, where level 0's buckets hold few, or where the
+ * range spans more than LIKELY_LISTS buckets of a level (a hint too vague to read on).
  */
 function likelyLists(shape: IndexShape, anchor: bigint | undefined, direction: Direction, offset: number): RankListName[] {
   const { total } = shape;
-  const width = 2 ** RANK_LEVEL_SHIFTS[0]!;
+  if (offset >= total) return [];
   const lowest = Number(shape.lowest);
   const highest = Number(shape.highest);
-  const span = (highest - lowest + 1) * width;
-  if (total / (highest - lowest + 1) <= SMALL_BUCKET || offset >= total) return [];
-  const perEdge = span / total;
-  const start = anchor !== undefined ? Number(anchor) : direction === 'forward' ? lowest * width : lowest * width + span;
+  const perEdge = (highest - lowest + 1) / total;
+  const start = anchor !== undefined ? Number(anchor) : direction === 'forward' ? lowest : highest + 1;
   const at = start + (direction === 'forward' ? 1 : -1) * (offset + 0.5) * perEdge;
   const deviation = (3 * Math.sqrt((offset * (total - offset)) / total) + 1) * perEdge;
-  const first = Math.max(lowest, Math.floor((at - deviation) / width));
-  const last = Math.min(highest, Math.floor((at + deviation) / width));
-  if (last < first || last - first >= LIKELY_LISTS) return [];
-  return Array.from({ length: last - first + 1 }, (_, i) => ({ level: 1, parent: BigInt(first + i) }));
+  const from = Math.max(lowest, at - deviation);
+  const to = Math.min(highest, at + deviation);
+  if (to < from) return [];
+  const out: RankListName[] = [];
+  for (let level = 1; level < RANK_LEVEL_SHIFTS.length && 2 ** RANK_LEVEL_SHIFTS[level - 1]! / perEdge > SMALL_BUCKET; level++) {
+    const width = 2 ** RANK_LEVEL_SHIFTS[level - 1]!;
+    const first = Math.floor(from / width);
+    const last = Math.floor(to / width);
+    if (last - first >= LIKELY_LISTS) return [];
+    for (let p = first; p <= last; p++) out.push({ level, parent: BigInt(p) });
+  }
+  return out;
 }
 
 /** How a walk reads its lists: the read that brings level 0's (the top, or `several`), and what it keeps. */
@@ -440,8 +474,8 @@ interface ListReads {
   readonly trusted?: string;
   /** The first read, already started. */
   readonly pendingTop?: Promise<IndexTop>;
-  /** Told level 0's list when a read brings it. */
-  readonly level0?: (list: readonly RankBucket[]) => void;
+  /** Told what the first read brought, and how many levels it held whole. */
+  readonly firstRead?: (lists: readonly RankList[], whole: number) => void;
 }
 
 /** Rank and select over a counted index (see the file comment). */
@@ -495,7 +529,11 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         inBucket = inLeaf;
       }
       levels.forEach((list, level) => {
-        for (const b of list) if (sign * (b.prefix < prefixes[level]! ? -1 : b.prefix > prefixes[level]! ? 1 : 0) < 0) position += b.count;
+        // The buckets before the cursor's in `direction`: those below (or above) its prefix,
+        // found by bisection (a prefix is made per bucket asked, not for all 256).
+        const split = firstAtOrAbove(list, prefixes[level]!);
+        const [from, to] = sign > 0 ? [0, split] : [split + (list[split]?.prefix === prefixes[level] ? 1 : 0), list.length];
+        for (let i = from; i < to; i++) position += list[i]!.count;
       });
       position += inBucket.length;
     }
@@ -554,7 +592,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // Level 0's list, when not kept, comes with the first read (`ListReads.first`: the top
   // of the index, or the lists the page asks for): a list asked for once that read is
   // back, that it holds (or of a level it holds whole), is taken from it.
-  const listsOf = ({ first, keep, trusted, pendingTop, level0 }: ListReads): Lists => {
+  const listsOf = ({ first, keep, trusted, pendingTop, firstRead }: ListReads): Lists => {
     const read = new Map<string, readonly RankBucket[] | Promise<readonly RankBucket[]>>();
     let top: TopOfIndex | undefined;
     return (level, parent) => {
@@ -580,7 +618,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
             reading.whole = whole ?? (lists.length < topLists ? RANK_LEVEL_SHIFTS.length : lists[lists.length - 1]!.level);
             const list = listIn(reading, 0, undefined) ?? [];
             keepTop(0, undefined, list);
-            level0?.(list);
+            firstRead?.(lists, reading.whole);
             return list;
           });
         } else {
@@ -594,21 +632,23 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   };
 
   // The lists a page from `from` (or from an end) reads first, level 0's first, where it
-  // knows them before any read: where ranks are random, the cursor's lists down to
-  // `RankOrder.cursorLevel` and those `shape` puts the position under (`likelyLists`),
-  // in one read of several rows (`options.several`); null: the top.
+  // knows them before any read, in one read of several rows (`options.several`): the
+  // lists `shape` puts the position under (`likelyLists`), and a cursor's lists down to
+  // `RankOrder.cursorLevel`; where ranks are random, a cursor's even without a shape
+  // (the top is level 0's list alone there). Null: the top (with the levels it holds
+  // whole, where a position without a hint most likely lies).
   const firstLists = (from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): RankListName[] | null => {
-    if (!options.several || !order.random) return null;
-    const wanted: RankListName[] = [{ level: 0, parent: undefined }];
+    if (!options.several) return null;
     const anchor = from === undefined ? undefined : order.rankOf(from);
+    const likely = shape ? likelyLists(shape, anchor, direction, offset) : [];
+    if (likely.length === 0 && !(order.random && anchor !== undefined)) return null;
+    const wanted: RankListName[] = [{ level: 0, parent: undefined }];
     if (anchor !== undefined) {
       const prefixes = rankPrefixes(anchor);
       for (let level = 1; level <= cursorLevelOf(order); level++) wanted.push({ level, parent: prefixes[level - 1] });
     }
-    if (shape) {
-      for (const l of likelyLists(shape, anchor, direction, offset)) if (!wanted.some((w) => w.level === l.level && w.parent === l.parent)) wanted.push(l);
-    }
-    return wanted.length > 1 ? wanted : null;
+    for (const l of likely) if (!wanted.some((w) => w.level === l.level && w.parent === l.parent)) wanted.push(l);
+    return wanted;
   };
 
   return {
@@ -619,7 +659,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       const pathFirst = wanted !== null && from !== undefined;
       if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep: () => () => {} }), pathFirst) };
       const { cache, id } = cached;
-      const level0 = (list: readonly RankBucket[]) => cache.noteShape(id, list);
+      const firstRead = (lists: readonly RankList[], whole: number) => cache.noteShape(id, lists, whole);
       // The settlement known here before this page's reads: the kept lists it may use.
       const trusted = cache.settlement(id);
       let read: string | undefined;
@@ -645,10 +685,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       };
       if (trusted === undefined) {
         // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
-        return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep, pendingTop, level0 }), pathFirst) };
+        return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep, pendingTop, firstRead }), pathFirst) };
       }
-      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted: token, level0 }), pathFirst) });
-      const position = await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted, pendingTop, level0 }), pathFirst);
+      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted: token, firstRead }), pathFirst) });
+      const position = await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted, pendingTop, firstRead }), pathFirst);
       if (read !== undefined) return read === trusted ? { position } : again(read);
       return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
     },
