@@ -32,7 +32,11 @@
  * within a binomial deviation of it: `guessAt`), and when the list confirms that the
  * rows read hold the page, its wave is saved (2 waves); and a process keeps the lists
  * it read across requests (`RankCache`), checked against the index's settlement read
- * beside the page, so a page whose lists are kept is one wave. Without an index,
+ * beside the page, so a page whose lists are kept is one wave. Where a page knows
+ * which lists it needs before reading any (a cursor's; those the index's shape, as a
+ * process last read it, puts the position under: `likelyLists`), they are one read of
+ * several rows with level 0's (`several`), and the page is read from its position
+ * beside nothing: 2 waves from a cursor or an end. Without an index,
  * `readingPositions` reads the edges being skipped, a chunk at a time.
  */
 import { ticksOfTimeuuid, timeuuidBoundOfTicks } from '../store/timeuuid.js';
@@ -111,8 +115,8 @@ export interface RankedIndexOptions {
    * The lists `wanted` (level 0's among them) in one read, each of them (empty where the
    * index has none), with the settlement where the store keeps it with level 0's list:
    * what a page reads first instead of the top where it knows which lists it needs (a
-   * cursor's, and those `IndexShape` puts a position under where ranks are random).
-   * Without it, the top, then a read a list.
+   * cursor's where ranks are random, and those the index's `IndexShape` puts a position
+   * under). Without it, the top, then a read a list.
    */
   several?(wanted: readonly RankListName[]): Promise<IndexTop>;
   /**
@@ -170,7 +174,8 @@ function shapeOf(lists: readonly RankList[], whole: number): IndexShape | undefi
  * of S only when its own read of the settlement, made alongside its other reads, gives
  * S back: settlements only move forward, and the buckets change only with them, so
  * the lists are what a read would give. Otherwise it finds its position again from the
- * store. A settled page is therefore as exact as without the cache.
+ * store. A settled page is therefore as exact as without the cache. Beside the lists,
+ * each index's shape (`IndexShape`), a hint for which lists a first read names.
  */
 export class RankCache {
   private readonly settlements = new Map<string, string>();
