@@ -440,13 +440,15 @@ const LIKELY_LISTS = 3;
  * The lists under which a position likely lies, from the index's shape known here
  * (`IndexShape`): `offset` edges on from rank `anchor` (or from the first or last edge,
  * without one) in `direction`, where an even spread of its edges over the ranks they
- * span puts that, give or take three binomial deviations (sqrt(k (n - k) / n) for k
- * edges of n) and an edge: at each level from 1 down to the first whose buckets hold
+ * span puts that, give or take an edge and, where ranks are `random`, three binomial
+ * deviations (sqrt(k (n - k) / n) for k edges of n), elsewhere one (a steady rate, the
+ * only spread a shape tells of, strays little; three spanned more lists than a first
+ * read should name, suspensions' 95 minutes from a cursor 1,000 on): at each level from 1 down to the first whose buckets hold
  * SMALL_BUCKET edges or fewer on average (where a walk stops), the lists of the buckets
  * that range spans. None past the edges, where level 0's buckets hold few, or where the
  * range spans more than LIKELY_LISTS buckets of a level (a hint too vague to read on).
  */
-function likelyLists(shape: IndexShape, anchor: bigint | undefined, direction: Direction, offset: number): RankListName[] {
+function likelyLists(shape: IndexShape, anchor: bigint | undefined, direction: Direction, offset: number, random: boolean): RankListName[] {
   const { total } = shape;
   if (offset >= total) return [];
   const lowest = Number(shape.lowest);
@@ -454,7 +456,10 @@ function likelyLists(shape: IndexShape, anchor: bigint | undefined, direction: D
   const perEdge = (highest - lowest + 1) / total;
   const start = anchor !== undefined ? Number(anchor) : direction === 'forward' ? lowest : highest + 1;
   const at = start + (direction === 'forward' ? 1 : -1) * (offset + 0.5) * perEdge;
-  const deviation = (3 * Math.sqrt((offset * (total - offset)) / total) + 1) * perEdge;
+  // From an end of a shape whose bounds are buckets' (not edges'), where ranks are not
+  // random the first or last edge may lie anywhere in its bucket: a bucket more.
+  const slack = anchor === undefined && !random ? 2 ** RANK_LEVEL_SHIFTS[shape.level]! : 0;
+  const deviation = ((random ? 3 : 1) * Math.sqrt((offset * (total - offset)) / total) + 1) * perEdge + slack;
   const from = Math.max(lowest, at - deviation);
   const to = Math.min(highest, at + deviation);
   if (to < from) return [];
@@ -645,7 +650,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   const firstLists = (from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): RankListName[] | null => {
     if (!options.several) return null;
     const anchor = from === undefined ? undefined : order.rankOf(from);
-    const likely = shape ? likelyLists(shape, anchor, direction, offset) : [];
+    const likely = shape ? likelyLists(shape, anchor, direction, offset, order.random === true) : [];
     if (likely.length === 0 && !(order.random && anchor !== undefined)) return null;
     const wanted: RankListName[] = [{ level: 0, parent: undefined }];
     if (anchor !== undefined) {
