@@ -1,7 +1,8 @@
 /**
  * The store calls of first-visit offset pages, one by one (`npx tsx bench/jump-calls.ts`):
- * for each of the three counted connections of jump-connections.ts (BENCH_JUMP_ONLY, a
- * part of a name, narrows them), BENCH_JUMP_ITEMS edges (default 100,100) on the
+ * for each of the three counted connections of jump-connections.ts and a timeline
+ * (User.posts, one post a millisecond; BENCH_JUMP_ONLY, a part of a name, narrows them),
+ * BENCH_JUMP_ITEMS edges (default 100,100) on the
  * embedded store (in memory), and on Cassandra too when CASSANDRA_CONTACT_POINTS names
  * one; for the first page and the pages the issue's 3x target holds to on a first visit
  * (offset 10^5 both ways, 10^3 from a cursor in the middle): the median time where the
@@ -16,7 +17,10 @@ import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import pino from 'pino';
-import { ALL_TABLES, createServices } from '../src/composition-root.js';
+import { ALL_TABLES, createRequestContext, createServices } from '../src/composition-root.js';
+import { postsCountKey } from '../src/features/timeline/timeline.js';
+import { timelineTable } from '../src/features/timeline/timeline-tables.js';
+import { timeuuidOfMicros } from '../src/store/timeuuid.js';
 import { RankCache } from '../src/paging/ranked-index.js';
 import type { PageArgs } from '../src/paging/types.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
@@ -25,7 +29,7 @@ import type { Store } from '../src/store/port.js';
 import type { StatementTally } from '../src/store/statements.js';
 import { onCassandraKeyspace } from './cassandra-keyspace.js';
 import { writeConcurrently } from './jump.js';
-import { connections, fillConnection } from './jump-connections.js';
+import { added, connections, fillConnection, type Connection } from './jump-connections.js';
 import { busyTime, type CpuProfile } from './profile-areas.js';
 import { positive } from './settings.js';
 
@@ -89,40 +93,65 @@ async function traceOn(name: string, base: Store, write: (m: Parameters<Store['b
   const store = new CallTracingStore(base);
   const services = createServices(ADMIN_SETTINGS, { store, logger: pino({ level: 'silent' }) });
   const cold = { ...services, rankCache: new RankCache(0) };
-  for (const connection of connections()) {
+  for (const connection of [...connections(), await timelineOf(services)]) {
     if (only && !connection.name.includes(only)) continue;
     await fillConnection({ base, write }, connection, size);
     const middle = (await connection.page(services, { first: 1, offset: Math.floor(size / 2) })).pageInfo.endCursor!;
-    const cases: Array<[string, PageArgs]> = [
+    // Every visit a first one: a process that keeps no list, but knows the index's shape
+    // from its page before (`IndexShape`); and one that knows nothing of it (a new process).
+    const cases: Array<[string, PageArgs, 'shape'?]> = [
       ['first page', { first: 20 }],
       ['first 20, offset 100,000', { first: 20, offset: 100_000 }],
       ['last 20, offset 100,000', { last: 20, offset: 100_000 }],
       ['first 20 after the middle, offset 1,000', { first: 20, after: middle, offset: 1_000 }],
+      ['first 20, offset 100,000, nothing known', { first: 20, offset: 100_000 }, 'shape'],
+      ['first 20 after the middle, offset 1,000, nothing known', { first: 20, after: middle, offset: 1_000 }, 'shape'],
     ];
+    const on = (unknown?: 'shape') => (unknown ? { ...services, rankCache: new RankCache(0) } : cold);
     // The cases in turn, a page of each a round: a burst of load elsewhere on the machine
     // slows every case alike rather than the one it lands on.
     const samples = cases.map((): number[] => []);
     for (let round = 0; round < RUNS + 20; round++) {
-      for (const [i, [, args]] of cases.entries()) {
+      for (const [i, [, args, unknown]] of cases.entries()) {
+        const services = on(unknown);
         const t = performance.now();
-        await connection.page(cold, args);
+        await connection.page(services, args);
         if (round >= 20) samples[i]!.push(performance.now() - t);
       }
     }
     const medians = samples.map((s) => s.sort((a, b) => a - b)[Math.floor(s.length / 2)]!);
-    for (const [i, [label, args]] of cases.entries()) {
+    for (const [i, [label, args, unknown]] of cases.entries()) {
       const medianMs = +medians[i]!.toFixed(3);
+      const services = on(unknown);
       store.start();
       const t = performance.now();
-      await connection.page(cold, args);
+      await connection.page(services, args);
       const total = performance.now() - t;
       store.tracing = false;
       console.log(`\n${connection.name} (${name}), ${label}, every visit a first one: median ${medianMs} ms (${(medianMs / medians[0]!).toFixed(2)}x the first page); traced ${total.toFixed(3)} ms, ${store.calls.length} calls`);
       console.table(store.calls.map(({ tally, ...c }) => ({ ...c, statements: tally.statements, startMs: +c.startMs.toFixed(3), ms: +c.ms.toFixed(3) })));
       const profiled = process.env.BENCH_JUMP_PROFILE;
-      if (profiled && label.includes(profiled)) await profile(() => connection.page(cold, args));
+      if (profiled && label.includes(profiled)) await profile(() => connection.page(on(unknown), args));
     }
   }
+}
+
+/** A timeline as a connection of the section: one author's posts, one a millisecond, written as createPost writes what a page reads. */
+async function timelineOf(services: ReturnType<typeof createServices>): Promise<Connection> {
+  const author = (await createRequestContext(services, { username: 'root', isAdmin: true }).users.create({ username: `jumper${Date.now()}`, displayName: 'Jumper' })).id;
+  const countKey = postsCountKey(author);
+  return {
+    name: 'User.posts',
+    countKey,
+    rows(_i, micros) {
+      const postId = timeuuidOfMicros(micros);
+      return [
+        { kind: 'upsert', table: timelineTable, row: { user_id: author, post_id: postId, content: `post ${micros}` }, options: { timestamp: micros } },
+        added(countKey, postId, micros),
+      ];
+    },
+    page: (on, args) => createRequestContext(on, null, { cache: false }).timeline.posts(author, args),
+  };
 }
 
 /** Self time by function over 2,000 runs of `fn` under the CPU profiler: the top 25, µs a run. */

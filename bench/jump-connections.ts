@@ -46,7 +46,7 @@ export interface Connection {
 }
 
 /** A ledger entry of `key` added at `micros`, as `CountWriter.recorded` writes it. */
-function added(key: string, item: string, micros: bigint): Mutation {
+export function added(key: string, item: string, micros: bigint): Mutation {
   return { kind: 'upsert', table: countItemsTable, row: { count_key: key, item, added_at: micros }, options: { timestamp: MAX_TIMESTAMP - micros } };
 }
 

@@ -229,6 +229,9 @@ export class LeaseGuardedStore implements Store {
   getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
     return this.inner.getMany(table, keys);
   }
+  getInPartition(table: TableSpec, partition: Row, keys: readonly Row[]): Promise<Array<Row | null>> {
+    return this.inner.getInPartition(table, partition, keys);
+  }
   slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
     return this.inner.slice(table, query);
   }

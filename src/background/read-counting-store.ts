@@ -5,7 +5,7 @@
  */
 import { StoreDecorator, type StoreCall } from '../store/store-decorator.js';
 
-const READS = new Set<StoreCall['operation']>(['get', 'getMany', 'slice', 'scan', 'readCells']);
+const READS = new Set<StoreCall['operation']>(['get', 'getMany', 'getInPartition', 'slice', 'scan', 'readCells']);
 
 /** A store view that counts the read round trips made through it (`reads`). */
 export class ReadCountingStore extends StoreDecorator {

@@ -27,7 +27,17 @@
  * level 0's after them.
  */
 import { allRowsOf } from '../paging/partition-chunks.js';
-import { childPrefixRange, rankPrefixes, rankedIndex, type IndexTop, type RankBucket, type RankCache, type RankOrder } from '../paging/ranked-index.js';
+import {
+  childPrefixRange,
+  rankPrefixes,
+  rankedIndex,
+  type IndexTop,
+  type RankBucket,
+  type RankCache,
+  type RankList,
+  type RankListName,
+  type RankOrder,
+} from '../paging/ranked-index.js';
 import type { PositionIndex } from '../paging/types.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { Row } from '../store/table.js';
@@ -285,21 +295,36 @@ export async function readRankBuckets(store: Store, key: string, level: number, 
  */
 export async function readRankTop(store: Store, key: string, limit: number): Promise<IndexTop> {
   const rows = await store.slice(countRankListsTable, { partition: { count_key: key }, limit });
-  const lists = rows.map((r) => {
-    const level = r.level as number;
-    const parent = level === 0 ? undefined : (r.parent as bigint);
-    let buckets: RankBucket[] | undefined;
-    return {
-      level,
-      parent,
-      get buckets() {
-        return (buckets ??= unpackRankList(level, parent, r.counts as string | null | undefined));
-      },
-    };
-  });
+  const lists = rows.map((r) => listOfRow(r.level as number, r.level === 0 ? undefined : (r.parent as bigint), r));
   // Level 0's list comes first (clustering order), and with it the settlement, its
   // total summed from the buckets a walk reads anyway (unpacked once, not twice).
   return { lists, settlement: rows[0]?.level === 0 ? settlementOf(rows[0], lists[0]!.buckets) : settlementOf(null) };
+}
+
+/**
+ * The lists `wanted` of `key`'s index, each of them (empty where the index has none),
+ * in one read of several rows of its partition (`Store.getInPartition`); with level 0's
+ * among them, the settlement too (`readRankSettlement`). What a page from a cursor
+ * reads first: level 0's list and the lists of its cursor's buckets, and those a hint
+ * puts its position under.
+ */
+export async function readRankLists(store: Store, key: string, wanted: readonly RankListName[]): Promise<IndexTop> {
+  const rows = await store.getInPartition(countRankListsTable, { count_key: key }, wanted.map(({ level, parent }) => ({ level, parent: storedParent(parent) })));
+  const lists = wanted.map(({ level, parent }, i) => listOfRow(level, parent, rows[i]));
+  const zero = wanted.findIndex((w) => w.level === 0);
+  return { lists, whole: 0, ...(zero >= 0 && { settlement: settlementOf(rows[zero], lists[zero]!.buckets) }) };
+}
+
+/** The list of `level` under `parent` a row holds (none: empty), its text unpacked only when its buckets are asked for (a walk uses few). */
+function listOfRow(level: number, parent: bigint | undefined, row: Row | null | undefined): RankList {
+  let buckets: RankBucket[] | undefined;
+  return {
+    level,
+    parent,
+    get buckets() {
+      return (buckets ??= unpackRankList(level, parent, row?.counts as string | null | undefined));
+    },
+  };
 }
 
 /**
@@ -328,6 +353,7 @@ export function countedIndex(store: Store, key: string, order: RankOrder, cache?
     order,
     buckets: (level, parent) => readRankBuckets(store, key, level, parent),
     top: (limit) => readRankTop(store, key, limit),
+    several: (wanted) => readRankLists(store, key, wanted),
     ...(cache && { cached: { cache, id: key, settlement: () => readRankSettlement(store, key), inTop: true } }),
   });
 }

@@ -42,6 +42,7 @@ const ROUTES = new Set(['/graphql', '/healthz', '/livez', '/readyz', '/metrics']
 const STORE_OPERATIONS: readonly StoreOperation[] = [
   'get',
   'getMany',
+  'getInPartition',
   'slice',
   'scan',
   'readCells',

@@ -32,7 +32,11 @@
  * within a binomial deviation of it: `guessAt`), and when the list confirms that the
  * rows read hold the page, its wave is saved (2 waves); and a process keeps the lists
  * it read across requests (`RankCache`), checked against the index's settlement read
- * beside the page, so a page whose lists are kept is one wave. Without an index,
+ * beside the page, so a page whose lists are kept is one wave. Where a page knows
+ * which lists it needs before reading any (a cursor's; those the index's shape, as a
+ * process last read it, puts the position under: `likelyLists`), they are one read of
+ * several rows with level 0's (`several`), and the page is read from its position
+ * beside nothing: 2 waves from a cursor or an end. Without an index,
  * `readingPositions` reads the edges being skipped, a chunk at a time.
  */
 import { ticksOfTimeuuid, timeuuidBoundOfTicks } from '../store/timeuuid.js';
@@ -108,6 +112,14 @@ export interface RankedIndexOptions {
    */
   top?(limit: number): Promise<IndexTop>;
   /**
+   * The lists `wanted` (level 0's among them) in one read, each of them (empty where the
+   * index has none), with the settlement where the store keeps it with level 0's list:
+   * what a page reads first instead of the top where it knows which lists it needs (a
+   * cursor's where ranks are random, and those the index's `IndexShape` puts a position
+   * under). Without it, the top, then a read a list.
+   */
+  several?(wanted: readonly RankListName[]): Promise<IndexTop>;
+  /**
    * Keep buckets across requests (see `RankCache`): the process's cache, this index's
    * name in it, and a read of the index's settlement (one call: a token that changes
    * with every settlement that may change a bucket). With `inTop`, the top's read
@@ -124,6 +136,36 @@ export const RANK_CACHE_ROWS = 50_000;
 const RANK_CACHE_INDEXES = 10_000;
 
 /**
+ * What a process remembers of an index from the last first read of it here
+ * (`RankCache.shape`): how many edges it held, and the ranks they spanned as far as the
+ * deepest level that read held whole tells (level 0's buckets where it held only level
+ * 0's list; the top's whole levels where it was the top). It tells which lists a
+ * position likely lies under before any read (`likelyLists`: an even spread of the
+ * edges over their ranks, which random ranks and a steady rate give), so the first read
+ * brings them; a hint for what to read, never a position: a stale or wrong one costs a
+ * read, not exactness.
+ */
+export interface IndexShape {
+  readonly total: number;
+  readonly lowest: bigint;
+  readonly highest: bigint;
+  /** The level whose buckets `lowest` and `highest` come from. */
+  readonly level: number;
+}
+
+/** The shape of an index from `lists`, a first read that held `whole` levels whole (`IndexShape`); undefined when it holds nothing. */
+function shapeOf(lists: readonly RankList[], whole: number): IndexShape | undefined {
+  const level = Math.max(0, Math.min(whole, RANK_LEVEL_SHIFTS.length) - 1);
+  let total = 0;
+  for (const l of lists) if (l.level === 0) for (const b of l.buckets) total += b.count;
+  const at = lists.filter((l) => l.level === level && l.buckets.length > 0);
+  if (total <= 0 || at.length === 0) return undefined;
+  const shift = BigInt(RANK_LEVEL_SHIFTS[level]!);
+  const last = at[at.length - 1]!.buckets;
+  return { total, lowest: at[0]!.buckets[0]!.prefix << shift, highest: ((last[last.length - 1]!.prefix + 1n) << shift) - 1n, level };
+}
+
+/**
  * The bucket lists read lately, kept across requests, each under the settlement it was
  * read under; least recently used first out. A list is kept under settlement S only
  * when it was read after a read of the index's settlement gave S (every bucket it
@@ -132,10 +174,12 @@ const RANK_CACHE_INDEXES = 10_000;
  * of S only when its own read of the settlement, made alongside its other reads, gives
  * S back: settlements only move forward, and the buckets change only with them, so
  * the lists are what a read would give. Otherwise it finds its position again from the
- * store. A settled page is therefore as exact as without the cache.
+ * store. A settled page is therefore as exact as without the cache. Beside the lists,
+ * each index's shape (`IndexShape`), a hint for which lists a first read names.
  */
 export class RankCache {
   private readonly settlements = new Map<string, string>();
+  private readonly shapes = new Map<string, IndexShape>();
   private readonly lists = new Map<string, { readonly token: string; readonly list: readonly RankBucket[] }>();
   private rows = 0;
 
@@ -151,6 +195,25 @@ export class RankCache {
     this.settlements.delete(id);
     this.settlements.set(id, token);
     if (this.settlements.size > RANK_CACHE_INDEXES) this.settlements.delete(this.settlements.keys().next().value!);
+  }
+
+  /** The shape of index `id` when its level-0 list was last read here (`IndexShape`), if known. */
+  shape(id: string): IndexShape | undefined {
+    return this.shapes.get(id);
+  }
+
+  /**
+   * Remember the shape of index `id` from a first read of it (`lists`, `whole` levels
+   * whole): over a finer one known (the top's, where a later read held only level 0's
+   * list) only when its total moved by an eighth.
+   */
+  noteShape(id: string, lists: readonly RankList[], whole: number): void {
+    const shape = shapeOf(lists, whole);
+    const old = this.shapes.get(id);
+    if (!shape || (old && shape.level < old.level && Math.abs(shape.total - old.total) * 8 <= old.total)) return;
+    this.shapes.delete(id);
+    this.shapes.set(id, shape);
+    if (this.shapes.size > RANK_CACHE_INDEXES) this.shapes.delete(this.shapes.keys().next().value!);
   }
 
   /** The list of `level` under `parent` of index `id` kept under settlement `token`, if any. */
@@ -185,17 +248,30 @@ function listName(id: string, level: number, parent: bigint | undefined): string
   return `${id}\u0000${level}:${parent ?? ''}`;
 }
 
-/** The buckets of one level under one parent (level 0's: every bucket, no parent): what the top of an index is read as. */
-export interface RankList {
+/** A list of the index by its place: the buckets of `level` under `parent` (level 0's: no parent). */
+export interface RankListName {
   readonly level: number;
   readonly parent: bigint | undefined;
+}
+
+/** The buckets of one level under one parent (level 0's: every bucket, no parent): what the top of an index is read as. */
+export interface RankList extends RankListName {
   readonly buckets: readonly RankBucket[];
 }
 
-/** The top of an index as one read gives it: its first lists, and the settlement they were read under where the store keeps it with them. */
+/**
+ * Lists of an index as one read gives them (its top, or the lists a page asked for),
+ * and the settlement they were read under where the store keeps it with them.
+ */
 export interface IndexTop {
   readonly lists: readonly RankList[];
   readonly settlement?: string;
+  /**
+   * The levels it holds whole (a list of theirs it lacks is empty): absent for the top,
+   * every level before its last list's, all of them where it holds fewer lists than
+   * asked for.
+   */
+  readonly whole?: number;
 }
 
 /**
@@ -340,6 +416,78 @@ function guessAt(listed: number, level: number, count: number, remaining: number
   return { child, ask: Math.ceil(3 * perChild + 2 * deviation) + (spacing > 0 ? 3 : 0) + size + 1 };
 }
 
+/** The index of the first bucket of `list` (in prefix order) whose prefix is `prefix` or above; its length when none is. */
+function firstAtOrAbove(list: readonly RankBucket[], prefix: bigint): number {
+  let low = 0;
+  let high = list.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (list[mid]!.prefix < prefix) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/** The level whose bucket a cursor's rank reads the edges of (`RankOrder.cursorLevel`). */
+function cursorLevelOf(order: RankOrder): number {
+  return order.cursorLevel ?? (order.random ? 1 : RANK_LEVEL_SHIFTS.length - 1);
+}
+
+/** Lists of one level a first read brings at most on a hint (`likelyLists`). */
+const LIKELY_LISTS = 3;
+
+/**
+ * The lists under which a position likely lies, from the index's shape known here
+ * (`IndexShape`): `offset` edges on from rank `anchor` (or from the first or last edge,
+ * without one) in `direction`, where an even spread of its edges over the ranks they
+ * span puts that, give or take an edge and, where ranks are `random`, three binomial
+ * deviations (sqrt(k (n - k) / n) for k edges of n), elsewhere one (a steady rate, the
+ * only spread a shape tells of, strays little; three spanned more lists than a first
+ * read should name, suspensions' 95 minutes from a cursor 1,000 on): at each level from 1 down to the first whose buckets hold
+ * SMALL_BUCKET edges or fewer on average (where a walk stops), the lists of the buckets
+ * that range spans. None past the edges, where level 0's buckets hold few, or where the
+ * range spans more than LIKELY_LISTS buckets of a level (a hint too vague to read on).
+ */
+function likelyLists(shape: IndexShape, anchor: bigint | undefined, direction: Direction, offset: number, random: boolean): RankListName[] {
+  const { total } = shape;
+  if (offset >= total) return [];
+  const lowest = Number(shape.lowest);
+  const highest = Number(shape.highest);
+  const perEdge = (highest - lowest + 1) / total;
+  const start = anchor !== undefined ? Number(anchor) : direction === 'forward' ? lowest : highest + 1;
+  const at = start + (direction === 'forward' ? 1 : -1) * (offset + 0.5) * perEdge;
+  // From an end of a shape whose bounds are buckets' (not edges'), where ranks are not
+  // random the first or last edge may lie anywhere in its bucket: a bucket more.
+  const slack = anchor === undefined && !random ? 2 ** RANK_LEVEL_SHIFTS[shape.level]! : 0;
+  const deviation = ((random ? 3 : 1) * Math.sqrt((offset * (total - offset)) / total) + 1) * perEdge + slack;
+  const from = Math.max(lowest, at - deviation);
+  const to = Math.min(highest, at + deviation);
+  if (to < from) return [];
+  const out: RankListName[] = [];
+  for (let level = 1; level < RANK_LEVEL_SHIFTS.length && 2 ** RANK_LEVEL_SHIFTS[level - 1]! / perEdge > SMALL_BUCKET; level++) {
+    const width = 2 ** RANK_LEVEL_SHIFTS[level - 1]!;
+    const first = Math.floor(from / width);
+    const last = Math.floor(to / width);
+    if (last - first >= LIKELY_LISTS) return [];
+    for (let p = first; p <= last; p++) out.push({ level, parent: BigInt(p) });
+  }
+  return out;
+}
+
+/** How a walk reads its lists: the read that brings level 0's (the top, or `several`), and what it keeps. */
+interface ListReads {
+  /** The read that brings level 0's list when it is not kept: the top, or the lists a page asks for. */
+  readonly first: () => Promise<IndexTop>;
+  /** Asked as a read starts; given each list it brings when it comes back. */
+  readonly keep: () => Keep;
+  /** The settlement under which kept lists are used, if any. */
+  readonly trusted?: string;
+  /** The first read, already started. */
+  readonly pendingTop?: Promise<IndexTop>;
+  /** Told what the first read brought, and how many levels it held whole. */
+  readonly firstRead?: (lists: readonly RankList[], whole: number) => void;
+}
+
 /** Rank and select over a counted index (see the file comment). */
 export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   const { order } = options;
@@ -354,7 +502,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   type Lists = (level: number, parent: bigint | undefined) => readonly RankBucket[] | Promise<readonly RankBucket[]>;
 
   // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
-  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists): Promise<PagePosition | null> {
+  // (`pathFirst`: the read that brings level 0's list brings the cursor's lists down to `RankOrder.cursorLevel` with it.)
+  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists, pathFirst: boolean): Promise<PagePosition | null> {
     const inOrder = async (level: number, parent: bigint | undefined) => {
       const list = await buckets(level, parent);
       return direction === 'forward' ? list : [...list].reverse();
@@ -372,7 +521,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         Promise.all(prefixes.slice(first, last + 1).map((_, i) => buckets(first + i, first + i === 0 ? undefined : prefixes[first + i - 1])));
       const upTo = (level: number, most: number) =>
         readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST, from);
-      const stop = order.cursorLevel ?? (order.random ? 1 : leaves);
+      const stop = cursorLevelOf(order);
       // With the top (level 0's list, the levels it holds whole and the first lists
       // below), the list at `stop` and the bucket's edges are read beside it, and the
       // lists between are taken from it once it is back: read only where it lacks them.
@@ -380,17 +529,21 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         await buckets(0, undefined);
         return listsOf(0, stop);
       };
-      const deepest = options.top && stop > 0 ? buckets(stop, prefixes[stop - 1]) : undefined;
+      const deepest = options.top && stop > 0 && !pathFirst ? buckets(stop, prefixes[stop - 1]) : undefined;
       // (Awaited through `listsOf`, unless the top fails first.)
       if (deepest instanceof Promise) deepest.catch(() => {});
-      let [levels, inBucket] = await Promise.all([options.top ? between() : listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
+      let [levels, inBucket] = await Promise.all([options.top || pathFirst ? between() : listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
       if (inBucket.length > SMALL_BUCKET && stop < leaves) {
         const [deeper, inLeaf] = await Promise.all([listsOf(stop + 1, leaves), upTo(leaves, Number.MAX_SAFE_INTEGER)]);
         levels = [...levels, ...deeper];
         inBucket = inLeaf;
       }
       levels.forEach((list, level) => {
-        for (const b of list) if (sign * (b.prefix < prefixes[level]! ? -1 : b.prefix > prefixes[level]! ? 1 : 0) < 0) position += b.count;
+        // The buckets before the cursor's in `direction`: those below (or above) its prefix,
+        // found by bisection (a prefix is made per bucket asked, not for all 256).
+        const split = firstAtOrAbove(list, prefixes[level]!);
+        const [from, to] = sign > 0 ? [0, split] : [split + (list[split]?.prefix === prefixes[level] ? 1 : 0), list.length];
+        for (let i = from; i < to; i++) position += list[i]!.count;
       });
       position += inBucket.length;
     }
@@ -446,10 +599,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // Bucket lists read once per walk (a select under the cursor's own buckets reuses
   // them), from `cached` lists kept under settlement `trusted` where there are any.
   // `keep` is asked as a read starts, and given each list it brings when it comes back.
-  // Level 0's list, when not kept, comes with the top of the index (`options.top`): a
-  // list asked for once that read is back, that it holds (or of a level it holds whole),
-  // is taken from it.
-  const listsOf = (keep: () => Keep, trusted?: string, pendingTop?: Promise<IndexTop>): Lists => {
+  // Level 0's list, when not kept, comes with the first read (`ListReads.first`: the top
+  // of the index, or the lists the page asks for): a list asked for once that read is
+  // back, that it holds (or of a level it holds whole), is taken from it.
+  const listsOf = ({ first, keep, trusted, pendingTop, firstRead }: ListReads): Lists => {
     const read = new Map<string, readonly RankBucket[] | Promise<readonly RankBucket[]>>();
     let top: TopOfIndex | undefined;
     return (level, parent) => {
@@ -465,16 +618,17 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         } else if (level === 0 && options.top && !top) {
           const keeping = keep();
           const reading: TopOfIndex = (top = { keeping, whole: 0 });
-          found = (pendingTop ?? options.top(topLists)).then(({ lists, settlement }) => {
+          found = (pendingTop ?? first()).then(({ lists, settlement, whole }) => {
             reading.lists = lists;
             // Lists read with the settlement in one read are kept under it.
             const cached = options.cached;
             if (settlement !== undefined && cached) reading.keeping = (l, p, list) => cached.cache.put(cached.id, settlement, l, p, list);
             const keepTop = reading.keeping;
             // Every level before the last list's is whole; all of them when fewer came.
-            reading.whole = lists.length < topLists ? RANK_LEVEL_SHIFTS.length : lists[lists.length - 1]!.level;
+            reading.whole = whole ?? (lists.length < topLists ? RANK_LEVEL_SHIFTS.length : lists[lists.length - 1]!.level);
             const list = listIn(reading, 0, undefined) ?? [];
             keepTop(0, undefined, list);
+            firstRead?.(lists, reading.whole);
             return list;
           });
         } else {
@@ -487,17 +641,41 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     };
   };
 
+  // The lists a page from `from` (or from an end) reads first, level 0's first, where it
+  // knows them before any read, in one read of several rows (`options.several`): the
+  // lists `shape` puts the position under (`likelyLists`), and a cursor's lists down to
+  // `RankOrder.cursorLevel`; where ranks are random, a cursor's even without a shape
+  // (the top is level 0's list alone there). Null: the top (with the levels it holds
+  // whole, where a position without a hint most likely lies).
+  const firstLists = (from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): RankListName[] | null => {
+    if (!options.several) return null;
+    const anchor = from === undefined ? undefined : order.rankOf(from);
+    const likely = shape ? likelyLists(shape, anchor, direction, offset, order.random === true) : [];
+    if (likely.length === 0 && !(order.random && anchor !== undefined)) return null;
+    const wanted: RankListName[] = [{ level: 0, parent: undefined }];
+    if (anchor !== undefined) {
+      const prefixes = rankPrefixes(anchor);
+      for (let level = 1; level <= cursorLevelOf(order); level++) wanted.push({ level, parent: prefixes[level - 1] });
+    }
+    for (const l of likely) if (!wanted.some((w) => w.level === l.level && w.parent === l.parent)) wanted.push(l);
+    return wanted;
+  };
+
   return {
     async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number): Promise<Located> {
       const cached = options.cached;
-      if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf(() => () => {})) };
+      const wanted = firstLists(from, direction, offset, cached?.cache.shape(cached.id));
+      const first = (): Promise<IndexTop> => (wanted ? options.several!(wanted) : options.top!(topLists));
+      const pathFirst = wanted !== null && from !== undefined;
+      if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep: () => () => {} }), pathFirst) };
       const { cache, id } = cached;
+      const firstRead = (lists: readonly RankList[], whole: number) => cache.noteShape(id, lists, whole);
       // The settlement known here before this page's reads: the kept lists it may use.
       const trusted = cache.settlement(id);
       let read: string | undefined;
-      // Where the top brings the settlement and this page reads the top (level 0's list
-      // is not kept), the top is read first and the settlement with it.
-      const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? options.top(topLists) : undefined;
+      // Where the first read brings the settlement and this page makes it (level 0's list
+      // is not kept), it is read first and the settlement with it.
+      const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? first() : undefined;
       pendingTop?.catch(() => {});
       const settlement = (pendingTop ? pendingTop.then((top) => top.settlement ?? '') : cached.settlement()).then((token) => {
         read = token;
@@ -517,10 +695,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       };
       if (trusted === undefined) {
         // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
-        return { position: await walk(source, from, direction, offset, size, listsOf(keep, undefined, pendingTop)) };
+        return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep, pendingTop, firstRead }), pathFirst) };
       }
-      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf(keep, token)) });
-      const position = await walk(source, from, direction, offset, size, listsOf(keep, trusted, pendingTop));
+      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted: token, firstRead }), pathFirst) });
+      const position = await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted, pendingTop, firstRead }), pathFirst);
       if (read !== undefined) return read === trusted ? { position } : again(read);
       return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
     },

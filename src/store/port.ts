@@ -86,6 +86,15 @@ export interface Store {
   get(table: TableSpec, key: Row): Promise<Row | null>;
   /** Read many rows by full primary key, results in key order, null for misses. */
   getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>>;
+  /**
+   * Read several rows of one partition by their clustering keys, in one statement
+   * (`WHERE pk = ? AND (c1, …) IN ?`): results in the order of `keys` (each key holds
+   * every clustering column), null for misses. For a few rows of one partition that one
+   * read should bring together (a counted index's lists), not for keys of many
+   * partitions (`getMany`). At most `MAX_PARTITION_KEYS` keys; a table without
+   * clustering columns has one row a partition (`get`).
+   */
+  getInPartition(table: TableSpec, partition: Row, keys: readonly Row[]): Promise<Array<Row | null>>;
   /** Read one partition between optional clustering bounds, in order or reversed. */
   slice(table: TableSpec, query: SliceQuery): Promise<Row[]>;
   /**
@@ -200,6 +209,12 @@ export class StoreReadFailureError extends Error {
 export class StoreStartupError extends Error {
   override readonly name = 'StoreStartupError';
 }
+
+/**
+ * The most keys one `getInPartition` takes: one statement's IN list, kept short (each
+ * key is a row the replica looks up; many keys belong to a slice or to `getMany`).
+ */
+export const MAX_PARTITION_KEYS = 100;
 
 /** 2^63 - 1: the largest write timestamp CQL accepts. */
 export const MAX_TIMESTAMP = (1n << 63n) - 1n;

@@ -68,6 +68,9 @@ export abstract class StoreDecorator implements Store {
   getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
     return this.call('getMany', table, () => this.inner.getMany(table, keys));
   }
+  getInPartition(table: TableSpec, partition: Row, keys: readonly Row[]): Promise<Array<Row | null>> {
+    return this.call('getInPartition', table, () => this.inner.getInPartition(table, partition, keys));
+  }
   slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
     return this.call('slice', table, () => this.inner.slice(table, query));
   }
@@ -155,6 +158,9 @@ export class CountingStore extends StoreDecorator {
   }
   override getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
     return this.refused() ?? this.issue(() => this.inner.getMany(table, keys));
+  }
+  override getInPartition(table: TableSpec, partition: Row, keys: readonly Row[]): Promise<Array<Row | null>> {
+    return this.refused() ?? this.issue(() => this.inner.getInPartition(table, partition, keys));
   }
   override slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {
     return this.refused() ?? this.issue(() => this.inner.slice(table, query));

@@ -2,11 +2,11 @@
  * Request validation shared by every adapter, so both refuse exactly what CQL refuses,
  * with the same `StoreRequestError`, before anything is written.
  */
-import { MAX_TIMESTAMP, StoreRequestError } from './port.js';
+import { MAX_PARTITION_KEYS, MAX_TIMESTAMP, StoreRequestError } from './port.js';
 import type { ClusteringBound, ClusteringRange } from './port.js';
 import type { CqlValue, Row, TableSpec } from './table.js';
 import { checkTableSpec, isCounterTable, keyColumnsOf, regularColumnsOf } from './table.js';
-import { validateValue } from './values.js';
+import { encodeSortable, validateValue } from './values.js';
 
 /** Cassandra's largest TTL: 20 years, in seconds. */
 export const MAX_TTL_SECONDS = 630_720_000;
@@ -53,6 +53,26 @@ function checkKnownColumns(table: TableSpec, columns: Iterable<string>): void {
   for (const c of columns) {
     if (!(c in table.columns)) throw new StoreRequestError(`unknown column "${c}" in ${table.name}`);
   }
+}
+
+/**
+ * The clustering values of each of `keys`, validated and normalised, for a read of
+ * several rows of one partition (`Store.getInPartition`): every clustering column is
+ * required, at most MAX_PARTITION_KEYS keys, on a table with clustering columns.
+ */
+export function clusteringKeysOf(table: TableSpec, keys: readonly Row[]): CqlValue[][] {
+  if (table.clustering.length === 0) {
+    throw new StoreRequestError(`rows of one partition of ${table.name} are read by clustering key, but it has no clustering columns: read its row with get`);
+  }
+  if (keys.length > MAX_PARTITION_KEYS) {
+    throw new StoreRequestError(`a read of one partition of ${table.name} takes at most ${MAX_PARTITION_KEYS} keys, got ${keys.length}`);
+  }
+  return keys.map((key) => table.clustering.map(({ column }) => keyValueOf(table, key, column, 'clustering key')));
+}
+
+/** Text that is the same for two clustering keys exactly when their values are (to match rows read back to the keys asked for). */
+export function clusteringText(table: TableSpec, values: readonly CqlValue[]): string {
+  return values.map((v, i) => encodeSortable(table.columns[table.clustering[i]!.column]!, v).toString('hex')).join(',');
 }
 
 /** The values of a bound on a prefix of the clustering columns, validated and normalised. */

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_TABLES } from '../../src/composition-root.js';
 import type { Clock } from '../../src/store/clock.js';
 import type { ClusteringBound, Mutation, Store, StoreWarning } from '../../src/store/port.js';
-import { MAX_TIMESTAMP, StoreRequestError, StoreStartupError } from '../../src/store/port.js';
+import { MAX_PARTITION_KEYS, MAX_TIMESTAMP, StoreRequestError, StoreStartupError } from '../../src/store/port.js';
 import { CountingStore } from '../../src/store/store-decorator.js';
 import {
   defineTable,
@@ -613,6 +613,69 @@ export function defineStoreContract(
 
       it('requires the whole partition key', async () => {
         await expect(store.slice(gridAsc, { partition: {}, limit: 1 })).rejects.toBeInstanceOf(StoreRequestError);
+      });
+    });
+
+    describe('rows of one partition by clustering key (getInPartition)', () => {
+      it('reads the rows asked for in the order asked, null for misses, a key asked twice answered twice, over a mixed ASC/DESC key, in one statement', async () => {
+        const p = randomUUID();
+        const other = randomUUID();
+        for (const [a, b, c] of [[30, 'zz', 4], [-7, 'a', -3], [0, '😀', 4], [0, 'é', -3]] as const) {
+          await store.upsert(gridMixed, { p, a, b, c, v: `${a}|${b}|${c}` });
+        }
+        await store.upsert(gridMixed, { p: other, a: 2, b: 'b', c: 4, v: 'other partition' });
+        const counting = new CountingStore(store);
+        const rows = await counting.getInPartition(gridMixed, { p }, [
+          { a: 0, b: 'é', c: -3 },
+          { a: 2, b: 'b', c: 4 },
+          { a: -7, b: 'a', c: -3 },
+          { a: 30, b: 'zz', c: 4 },
+          { a: 0, b: 'é', c: -3 },
+          { a: 0, b: '😀', c: -3 },
+          { a: 0, b: '😀', c: 4 },
+        ]);
+        expect(rows.map((r) => r?.v ?? null)).toEqual(['0|é|-3', null, '-7|a|-3', '30|zz|4', '0|é|-3', null, '0|😀|4']);
+        expect(rows[0]).toEqual({ p, a: 0, b: 'é', c: -3, v: '0|é|-3' });
+        expect({ roundTrips: counting.roundTrips, statements: counting.statements }).toEqual({ roundTrips: 1, statements: 1 });
+      });
+
+      it('answers a deleted row, a row of a deleted range and an expired one with null, and a row written again after its delete with the row', async () => {
+        const p = randomUUID();
+        for (const c of [1, 2, 3, 4]) await store.upsert(gridAsc, { p, a: 1, b: 'x', c, v: `v${c}` });
+        await store.upsert(gridAsc, { p, a: 2, b: 'x', c: 1, v: 'brief' }, { ttl: 1 });
+        await store.delete(gridAsc, { p, a: 1, b: 'x', c: 1 });
+        await store.deleteRange(gridAsc, { p }, { lower: { values: [1, 'x', 3], inclusive: true }, upper: { values: [1, 'x', 4], inclusive: true } });
+        await store.upsert(gridAsc, { p, a: 1, b: 'x', c: 4, v: 'again' });
+        await sleep(2_200);
+        const rows = await store.getInPartition(gridAsc, { p }, [1, 2, 3, 4].map((c) => ({ a: 1, b: 'x', c })).concat([{ a: 2, b: 'x', c: 1 }]));
+        expect(rows.map((r) => r?.v ?? null)).toEqual([null, 'v2', null, 'again', null]);
+      });
+
+      it('answers no keys with no rows, and reads the most keys it takes', async () => {
+        const p = randomUUID();
+        expect(await store.getInPartition(byInt, { p }, [])).toEqual([]);
+        for (const k of [-5, 0, 7]) await store.upsert(byInt, { p, k, v: k * 10 });
+        const keys = Array.from({ length: MAX_PARTITION_KEYS }, (_, i) => ({ k: i - 50 }));
+        const rows = await store.getInPartition(byInt, { p }, keys);
+        expect(rows.flatMap((r, i) => (r ? [[keys[i]!.k, r.v]] : []))).toEqual([[-5, -50], [0, 0], [7, 70]]);
+      });
+
+      it('refuses a partial clustering key, a value of the wrong type, a missing partition key, a table without clustering columns and more keys than it takes, reading nothing', async () => {
+        const counting = new CountingStore(store);
+        const p = randomUUID();
+        const refusals = [
+          [gridAsc, { p }, [{ a: 1, b: 'x' }], 'clustering key column "c" of contract_grid_asc is required'],
+          [gridAsc, { p }, [{ a: 'one', b: 'x', c: 1 }], '"a"'],
+          [gridAsc, {}, [{ a: 1, b: 'x', c: 1 }], 'partition key column "p" of contract_grid_asc is required'],
+          [kv, { id: p }, [{}], 'has no clustering columns'],
+          [byInt, { p }, Array.from({ length: MAX_PARTITION_KEYS + 1 }, (_, k) => ({ k })), `at most ${MAX_PARTITION_KEYS} keys, got ${MAX_PARTITION_KEYS + 1}`],
+        ] as const;
+        for (const [table, partition, keys, message] of refusals) {
+          const refused = counting.getInPartition(table, partition as Row, keys as unknown as Row[]);
+          await expect(refused).rejects.toBeInstanceOf(StoreRequestError);
+          await expect(refused).rejects.toThrow(message);
+        }
+        expect(counting.statements).toBe(0);
       });
     });
 

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { pageFromSource, type PagingOptions } from '../../src/paging/engine.js';
-import { RANK_LEVEL_SHIFTS, RankCache, SMALL_BUCKET, rankPrefixes, rankedIndex, type RankBucket, type RankList } from '../../src/paging/ranked-index.js';
+import { RANK_LEVEL_SHIFTS, RankCache, SMALL_BUCKET, rankPrefixes, rankedIndex, type RankBucket, type RankList, type RankListName } from '../../src/paging/ranked-index.js';
 import { PagingArgumentError } from '../../src/paging/types.js';
 import { ArraySource } from '../support/array-source.js';
 import { modelOffsetPage } from '../support/paging-model.js';
@@ -97,6 +97,8 @@ class SettledIndex {
     private readonly lag = 0,
     /** The top's read brings the settlement (`cached.inTop`), as the stores' indexes do. */
     private readonly inTop = false,
+    /** Ranks taken as random: a page from a cursor reads its lists in one read of several (`several`), which brings the settlement too. */
+    private readonly random = false,
   ) {
     this.settle();
   }
@@ -109,7 +111,20 @@ class SettledIndex {
   /** The index as one page sees it. */
   page() {
     return rankedIndex({
-      order: numberOrder,
+      order: this.random ? { ...numberOrder, random: true } : numberOrder,
+      ...(this.random && {
+        several: async (wanted: readonly RankListName[]) => {
+          this.stats.buckets++;
+          if (this.inTop && this.settleWithin) {
+            this.settleWithin = false;
+            this.settle();
+          }
+          const lists = wanted.map((w) => ({ ...w, buckets: bucketsOf(this.snapshot, w.level, w.parent) }));
+          const settlement = String(this.settlements);
+          for (let i = 0; i < this.lag; i++) await null;
+          return this.inTop ? { lists, whole: 0, settlement } : { lists, whole: 0 };
+        },
+      }),
       buckets: async (level, parent) => {
         this.stats.buckets++;
         const list = bucketsOf(this.snapshot, level, parent);
@@ -160,6 +175,18 @@ async function expectPageWithTop(source: ArraySource, backward: boolean, offset:
     modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, undefined),
   );
   return stats;
+}
+
+/** `count` keys drawn at random below 2^53 (mulberry32 from `seed`, 32 bits a call), as a meeting's acceptors' ranks. */
+function randomKeys(seed: number, count: number): number[] {
+  let state = seed;
+  const bits = () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return (t ^ (t >>> 14)) >>> 0;
+  };
+  return Array.from({ length: count }, () => bits() * 2 ** 21 + (bits() >>> 11));
 }
 
 // Keys spread over several leaves and upper buckets: a leaf holds 256 ranks, the level above 2^18.
@@ -280,15 +307,7 @@ describe('offset', () => {
     // 40,000 keys drawn at random below 2^53, as a meeting's acceptors: 32 level-0
     // buckets of about 1,250 (a sparse level), a level-1 bucket (2^40 ranks) holds 5 on
     // average; the top holds the level-1 lists of the first 11 (13,750 edges).
-    let seed = 38;
-    // mulberry32: 32 random bits a call.
-    const bits = () => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return (t ^ (t >>> 14)) >>> 0;
-    };
-    const keys = Array.from({ length: 40_000 }, () => bits() * 2 ** 21 + (bits() >>> 11));
+    const keys = randomKeys(38, 40_000);
     const source = new ArraySource(keys);
     const middle = source.all[20_000]!;
     for (const backward of [false, true]) {
@@ -327,6 +346,104 @@ describe('offset', () => {
       expect(page.edges.map((e) => e.node)).toEqual(skewed.all.slice(offset, offset + 20));
       expect(skewed.reads.length).toBe(2);
     }
+  });
+
+  it('where ranks are random, reads a cursor\'s lists in one read, and with them those the shape of the index last read here puts the position under: a page is then that read beside the edges up to the cursor, and the page', async () => {
+    // 40,000 random keys below 2^53: 32 level-0 buckets of about 1,250, a level-1 bucket 5.
+    const source = new ArraySource(randomKeys(83, 40_000));
+    const middle = source.all[20_000]!;
+    const wants: RankListName[][] = [];
+    const severalOver = (keys: readonly number[], cache: RankCache) => {
+      const stats = { reads: 0 };
+      const index = rankedIndex({
+        order: { ...numberOrder, random: true },
+        async buckets(level, parent) {
+          stats.reads++;
+          return bucketsOf(keys, level, parent);
+        },
+        async top(limit) {
+          stats.reads++;
+          return { lists: topOf(keys, limit), settlement: 'one' };
+        },
+        async several(wanted) {
+          stats.reads++;
+          wants.push([...wanted]);
+          return { lists: wanted.map((w) => ({ ...w, buckets: bucketsOf(keys, w.level, w.parent) })), whole: 0, settlement: 'one' };
+        },
+        cached: { cache, id: 'numbers', inTop: true, settlement: async () => 'one' },
+      });
+      return { index, stats };
+    };
+    for (const backward of [false, true]) {
+      for (const [offset, cursor] of [[3_000, middle], [1_000, middle], [20_000, undefined], [25_001, undefined]] as const) {
+        // A process that keeps no list, but knows the index's shape from its last read of it (here, the page before).
+        const cache = new RankCache(0);
+        for (const visit of ['first', 'shaped'] as const) {
+          const { index, stats } = severalOver(source.all, cache);
+          source.reads.length = 0;
+          wants.length = 0;
+          const after = cursor === undefined ? undefined : codec.encodeCursor(source.id, [cursor]);
+          const page = await pageFromSource(source, backward ? { last: 20, before: after, offset } : { first: 20, after, offset }, { connectionName: 'numbers', codec, index });
+          expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+            modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, cursor),
+          );
+          if (visit === 'first') {
+            // Nothing known: from a cursor, level 0's list and the cursor's level-1 list in
+            // one read beside its bucket's edges, then the position's list beside a guess
+            // (unless it is the cursor's); from an end, the top, then the list beside a guess.
+            const position = backward ? page.edges.at(-1)!.node : page.edges[0]!.node;
+            const level0 = (k: number) => Math.floor(k / 2 ** 48);
+            expect(stats.reads).toBe(cursor !== undefined && level0(position) === level0(cursor) ? 1 : 2);
+            if (cursor !== undefined) expect(wants[0]!.map((w) => w.level)).toEqual([0, 1]);
+            continue;
+          }
+          // Known: one read of the index, holding the position's list, and the page read
+          // from the position found (its level-1 bucket's edge: a few rows past the page).
+          expect(stats.reads).toBe(1);
+          expect(wants[0]!.length).toBeLessThanOrEqual(1 + (cursor === undefined ? 0 : 1) + 3);
+          const pageRead = source.reads.at(-1)!;
+          expect(pageRead.limit).toBeLessThanOrEqual(20 + 2 + SMALL_BUCKET);
+          expect(source.reads.length).toBe(cursor === undefined ? 1 : 2);
+        }
+      }
+    }
+  });
+
+  it('gives the model\'s slice where ranks are random and the first read brings the lists a shape known here names, whatever that shape, stale or of another index', async () => {
+    // Up to 700 keys over 4 level-0 buckets: more than SMALL_BUCKET a bucket, so shapes name lists.
+    const many = fc.uniqueArray(fc.integer({ min: 0, max: 2 ** 50 - 1 }), { minLength: 1, maxLength: 700, size: 'max' });
+    // Runs whose first read named lists from the shape (beyond level 0's and the cursor's).
+    let shaped = 0;
+    await fc.assert(
+      fc.asyncProperty(many, fc.option(many), fc.boolean(), fc.integer({ min: 1, max: 30 }), fc.nat(800), fc.option(fc.nat()), async (keys, earlier, backward, size, offset, cursorAt) => {
+        const cache = new RankCache(0);
+        let cursorPrefix: bigint | undefined;
+        const indexOf = (held: readonly number[]) =>
+          rankedIndex({
+            order: { ...numberOrder, random: true },
+            buckets: async (level, parent) => bucketsOf(held, level, parent),
+            top: async (limit) => ({ lists: topOf(held, limit), settlement: String(held.length) }),
+            several: async (wanted) => {
+              if (wanted.length > (wanted.some((w) => w.level === 1 && w.parent === cursorPrefix) ? 2 : 1)) shaped++;
+              return { lists: wanted.map((w) => ({ ...w, buckets: bucketsOf(held, w.level, w.parent) })), whole: 0, settlement: String(held.length) };
+            },
+            cached: { cache, id: 'numbers', inTop: true, settlement: async () => String(held.length) },
+          });
+        // The shape this process knows: from an earlier state of the index (another set of keys), or from this one.
+        const known = new ArraySource(earlier ?? keys);
+        await pageFromSource(known, { first: 1, offset: 1 }, { connectionName: 'numbers', codec, index: indexOf(known.all) });
+        const source = new ArraySource(keys);
+        const cursor = cursorAt === null ? undefined : source.all[cursorAt % source.all.length]!;
+        cursorPrefix = cursor === undefined ? undefined : BigInt(Math.floor(cursor / 2 ** 48));
+        const encoded = cursor === undefined ? undefined : codec.encodeCursor(source.id, [cursor]);
+        const page = await pageFromSource(source, backward ? { last: size, before: encoded, offset } : { first: size, after: encoded, offset }, { connectionName: 'numbers', codec, index: indexOf(source.all) });
+        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', size, offset, cursor),
+        );
+      }),
+      { numRuns: 150 },
+    );
+    expect(shaped).toBeGreaterThan(30);
   });
 
   it('ranks a cursor at its `cursorLevel` with the lists above it from the top, and reads the page from a cursor in 2 waves at a steady rate', async () => {
@@ -393,9 +510,9 @@ describe('offset', () => {
     // first reads and its read of the settlement: only the pages after it must be exact.
     const round = fc.record({ changes: fc.array(change, { minLength: 1, maxLength: 6 }), within: fc.boolean(), pages: fc.array(page, { minLength: 1, maxLength: 4 }) });
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(key, { minLength: 1, maxLength: 60 }), fc.array(round, { minLength: 1, maxLength: 6 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), fc.nat(4), fc.boolean(), async (keys, rounds, slow, rows, lag, inTop) => {
+      fc.asyncProperty(fc.uniqueArray(key, { minLength: 1, maxLength: 60 }), fc.array(round, { minLength: 1, maxLength: 6 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), fc.nat(4), fc.boolean(), fc.boolean(), async (keys, rounds, slow, rows, lag, inTop, random) => {
         const source = new ArraySource(keys);
-        const settled = new SettledIndex(source, new RankCache(rows), slow, lag, inTop);
+        const settled = new SettledIndex(source, new RankCache(rows), slow, lag, inTop, random);
         for (const r of [{ changes: [], within: false, pages: rounds[0]!.pages }, ...rounds]) {
           for (const c of r.changes) {
             if ('insert' in c) source.insert(c.insert);

@@ -20,6 +20,7 @@ export interface StoreTarget {
 export const STATEMENT_KINDS: Readonly<Record<StoreOperation, string>> = Object.freeze({
   get: 'SELECT',
   getMany: 'SELECT',
+  getInPartition: 'SELECT',
   slice: 'SELECT',
   scan: 'SELECT',
   readCells: 'SELECT',

@@ -29,7 +29,9 @@ import {
   checkCellColumns,
   checkDeclarations,
   checkNotCounter,
+  clusteringKeysOf,
   clusteringRangeOf,
+  clusteringText,
   conditionsOf,
   counterDeltasOf,
   keyValueOf,
@@ -342,6 +344,38 @@ export class CassandraStore implements Store {
       };
       for (let n = Math.min(this.readConcurrency, bound.length); n > 0; n--) send();
     });
+  }
+
+  async getInPartition(table: TableSpec, partition: Row, keys: readonly Row[]): Promise<Array<Row | null>> {
+    const tally = activeTally();
+    const pk = partitionKeyOf(table, partition);
+    const clusterings = clusteringKeysOf(table, keys);
+    if (clusterings.length === 0) return [];
+    const plan = this.plan(table);
+    let text = plan.statements.get('in');
+    if (text === undefined) {
+      // One IN over the clustering tuple, bound as one list of tuples: one prepared
+      // statement whatever the number of keys. Cassandra answers in clustering order,
+      // each row once however often it was asked for.
+      const where = table.partitionKey.map((k) => `${k} = ?`).join(' AND ');
+      text = `SELECT ${plan.selectList} FROM ${plan.name} WHERE ${where} AND (${table.clustering.map((c) => c.column).join(', ')}) IN ?`;
+      plan.statements.set('in', text);
+    }
+    const clusteringTypes = table.clustering.map(({ column }) => table.columns[column]!);
+    const params: unknown[] = table.partitionKey.map((k) => toDriver(table.columns[k]!, pk[k]!));
+    params.push(clusterings.map((values) => new types.Tuple(...values.map((v, i) => toDriver(clusteringTypes[i]!, v)))));
+    const statement = { query: text, params };
+    const byKey = new Map<string, Row>();
+    let pageState: string | undefined;
+    do {
+      const result = await this.run(tally, statement, { idempotent: true, pageState });
+      for (const r of result.rows) {
+        const row = this.liveRow(table, r);
+        if (row) byKey.set(clusteringText(table, table.clustering.map(({ column }) => row[column]!)), row);
+      }
+      pageState = result.pageState ?? undefined;
+    } while (pageState);
+    return clusterings.map((values) => byKey.get(clusteringText(table, values)) ?? null);
   }
 
   async slice(table: TableSpec, query: SliceQuery): Promise<Row[]> {

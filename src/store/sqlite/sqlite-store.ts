@@ -27,9 +27,11 @@ import {
   checkCellColumns,
   checkDeclarations,
   checkNotCounter,
+  clusteringKeysOf,
   conditionsOf,
   counterDeltasOf,
   limitOf,
+  partitionKeyOf,
   regularValuesOf,
   ttlOf,
   writeTimestampOf,
@@ -225,6 +227,23 @@ export class SqliteStore implements Store {
   async getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
     // Counted as Cassandra sends it, one statement per key, though SQLite runs one per chunk.
     this.count(keys.length);
+    return this.readKeys(table, keys);
+  }
+
+  async getInPartition(table: TableSpec, partition: Row, keys: readonly Row[]): Promise<Array<Row | null>> {
+    const pk = partitionKeyOf(table, partition);
+    const clusterings = clusteringKeysOf(table, keys);
+    // One statement, as on Cassandra (an IN list on the clustering columns).
+    this.count();
+    return this.readKeys(table, clusterings.map((values) => {
+      const key: Row = { ...pk };
+      table.clustering.forEach(({ column }, i) => (key[column] = values[i]!));
+      return key;
+    }));
+  }
+
+  /** The rows of `keys` (full primary keys), in their order, null for misses: a statement per chunk of keys. */
+  private readKeys(table: TableSpec, keys: readonly Row[]): Array<Row | null> {
     const s = this.statements(table);
     const encoded = keys.map((k) => encodeKey(table, k));
     const out: Array<Row | null> = new Array<Row | null>(keys.length).fill(null);
