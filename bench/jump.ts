@@ -166,16 +166,18 @@ async function measureJump(
   // A process that keeps none of the index's lists: every offset page is a first visit.
   const keepsNothing = createRequestContext({ ...services, rankCache: new RankCache(0) }, null, { cache: false }).timeline;
   // Waves and calls of a page's first visit, and once the lists it reads are kept (the same page again).
-  const measure = async (label: string, args: Parameters<typeof timeline.posts>[1], expectEdges: number, on = timeline) => {
+  // A process that has never read the index, not even its shape: a fresh cache each page.
+  const knowsNothing = () => createRequestContext({ ...services, rankCache: new RankCache(0) }, null, { cache: false }).timeline;
+  const measure = async (label: string, args: Parameters<typeof timeline.posts>[1], expectEdges: number, on: () => typeof timeline = () => timeline) => {
     store.reset();
-    const page = await on.posts(AUTHOR, args);
+    const page = await on().posts(AUTHOR, args);
     if (page.edges.length !== expectEdges) throw new Error(`${label}: ${page.edges.length} edges, expected ${expectEdges}`);
     const firstVisit = { waves: store.waves, calls: store.calls };
-    await time(20, () => on.posts(AUTHOR, args)); // warm-up: the first measured page met cold caches
+    await time(20, () => on().posts(AUTHOR, args)); // warm-up: the first measured page met cold caches
     store.reset();
-    await on.posts(AUTHOR, args);
+    await on().posts(AUTHOR, args);
     const { waves, calls } = store;
-    const timing = await time(RUNS, () => on.posts(AUTHOR, args));
+    const timing = await time(RUNS, () => on().posts(AUTHOR, args));
     return { waves, calls, firstVisit, ...timing };
   };
 
@@ -187,7 +189,7 @@ async function measureJump(
     const edges = Math.max(0, Math.min(20, POSTS - offset));
     const m = await measure(`offset ${offset}`, { first: 20, offset }, edges);
     // Every visit a first one: a process that keeps no list (the head and the index read each time).
-    const cold = await measure(`offset ${offset}, nothing kept`, { first: 20, offset }, edges, keepsNothing);
+    const cold = await measure(`offset ${offset}, nothing kept`, { first: 20, offset }, edges, () => keepsNothing);
     const sqlOffset = target.sqlOffset ? (await target.sqlOffset(AUTHOR, offset, offset >= 100_000 ? 20 : RUNS)).medianMs : null;
     out[`offset ${offset}`] = { ...m, sqlOffsetMedianMs: sqlOffset, firstVisitTiming: { waves: cold.waves, calls: cold.calls, medianMs: cold.medianMs, p99Ms: cold.p99Ms } };
     const ratio = m.medianMs / firstPage.medianMs;
@@ -211,7 +213,10 @@ async function measureJump(
   const middle = (await timeline.posts(AUTHOR, { first: 1, offset: Math.floor(POSTS / 2) })).pageInfo.endCursor!;
   const fromCursor = await measure('from a cursor', { first: 20, after: middle, offset: DEEP }, 20);
   // The same where the process keeps no list: every visit a first one.
-  const fromCursorCold = await measure('from a cursor, nothing kept', { first: 20, after: middle, offset: DEEP }, 20, keepsNothing);
+  const fromCursorCold = await measure('from a cursor, nothing kept', { first: 20, after: middle, offset: DEEP }, 20, () => keepsNothing);
+  // The same two first visits in a process that never read the index (not even its shape).
+  const deepUnknown = await measure('offset, index never read', { first: 20, offset: DEEP }, 20, knowsNothing);
+  const fromCursorUnknown = await measure('from a cursor, index never read', { first: 20, after: middle, offset: DEEP }, 20, knowsNothing);
   // The floor: the same deep page by its cursor, without offset (the store's own cost of reading there).
   const deepCursor = (await timeline.posts(AUTHOR, { first: 1, offset: DEEP - 1 })).pageInfo.endCursor!;
   const byCursor = await measure('by cursor', { first: 20, after: deepCursor }, 20);
@@ -222,7 +227,7 @@ async function measureJump(
   );
   // The deep page where the process keeps no list, and a new deep page every time (its
   // upper levels' lists kept, its lower ones read: a numbered pager's next jump).
-  const nothingKept = await measure('nothing kept', { first: 20, offset: DEEP }, 20, keepsNothing);
+  const nothingKept = await measure('nothing kept', { first: 20, offset: DEEP }, 20, () => keepsNothing);
   let jumps = 1;
   const nextJump = () => ({ first: 20, offset: DEEP + ((jumps++ * 2_003) % (POSTS - DEEP - 20)) });
   store.reset();
@@ -233,12 +238,15 @@ async function measureJump(
   out.fromCursor = fromCursor;
   out.fromCursorFirstVisit = fromCursorCold;
   out.nothingKept = nothingKept;
+  out.indexNeverRead = { offset: deepUnknown, fromCursor: fromCursorUnknown };
   out.newPages = newPages;
   for (const [label, m] of [
     [`first 20, offset ${(POSTS - 20).toLocaleString()} (the last page)`, lastPage],
     [`last 20, offset ${DEEP.toLocaleString()}`, backward],
     [`first 20 after the middle, offset ${DEEP.toLocaleString()}`, fromCursor],
     [`first 20, offset ${DEEP.toLocaleString()}, no list kept`, nothingKept],
+    [`first 20, offset ${DEEP.toLocaleString()}, in a process that never read the index`, deepUnknown],
+    [`first 20 after the middle, offset ${DEEP.toLocaleString()}, in a process that never read the index`, fromCursorUnknown],
   ] as const) {
     row(`jump (${name}): ${label}: waves (first visit) / calls / median ms`, `${m.waves} (${m.firstVisit.waves}) / ${m.calls} / ${m.medianMs} (${(m.medianMs / firstPage.medianMs).toFixed(2)}x)`, '<= 8 waves', m.waves <= 8 && m.firstVisit.waves <= 8);
   }
