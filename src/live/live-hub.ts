@@ -41,9 +41,11 @@
  * change older than the longest horizon when it lands).
  *
  * Two layouts (change-log-tables.ts). Reading each feed costs one read per feed per poll;
- * reading the shards costs POINTER_SHARDS reads of pointers per poll whatever the number
- * of feeds (every change of every feed in the window passes through, as a pointer), then
- * one read of each feed of ours that a pointer names, for the payloads. `fanout: 'auto'`
+ * reading the shards costs POINTER_SHARDS reads of pointers and as many of the count
+ * marks per poll whatever the number of feeds (every change of every feed in the window
+ * passes through, as a pointer, or as its count's mark for a counted feed, whose changes
+ * carry no pointer: `markSettled`), then one read of each feed of ours that a pointer or
+ * mark names, for the payloads. `fanout: 'auto'`
  * weighs the two with the rows and feeds each read last (a row costing 1/ROWS_PER_READ of
  * a read) and switches when the other is clearly cheaper; 'feeds' and 'shards' fix the
  * choice.
