@@ -61,6 +61,9 @@ import {
 } from './cassandra-pages.js';
 import { positive } from './settings.js';
 
+/** The writes part's shape of the product with `LIVE_COUNTED_POINTERS=true` (BENCH_CHANGE_LOG_VARIANTS). */
+const COUNTED_POINTERS = 'counted-pointers';
+
 parseCli(
   `usage: npm run bench:cassandra
 
@@ -75,7 +78,9 @@ sets ours beside Apollo's floor, the same server stack answering recorded respon
 The writes part: BENCH_WRITES_ROUNDS (default 5), BENCH_WRITES_DURATION (seconds per
 load, default 10), BENCH_WRITES_AUTHORS (the target workload's authors, default 1000),
 BENCH_CHANGE_LOG_VARIANTS (comma-separated shapes of the change log to measure beside
-it: ${Object.keys(CHANGE_LOG_VARIANTS).join(', ')}; default none).`,
+it: ${[...Object.keys(CHANGE_LOG_VARIANTS), COUNTED_POINTERS].join(', ')}; default none;
+${COUNTED_POINTERS}: the product with LIVE_COUNTED_POINTERS=true, the layout before the
+count's mark stood in for a post's pointer).`,
   {},
 );
 
@@ -93,11 +98,11 @@ const WRITE_ROUNDS = Math.round(positive('BENCH_WRITES_ROUNDS', 5));
 const WRITE_DURATION = positive('BENCH_WRITES_DURATION', 10);
 /** Authors the writes part's target workload takes in turn. */
 const WRITE_AUTHORS = Math.round(positive('BENCH_WRITES_AUTHORS', 1_000));
-/** Shapes of the change log measured beside it (bench/without-change-log.ts). */
+/** Shapes of the change log measured beside it (bench/without-change-log.ts), and COUNTED_POINTERS. */
 const VARIANTS = (process.env.BENCH_CHANGE_LOG_VARIANTS ?? '').split(',').filter(Boolean);
 for (const v of VARIANTS) {
-  if (!(v in CHANGE_LOG_VARIANTS)) {
-    console.error(`BENCH_CHANGE_LOG_VARIANTS must name shapes among ${Object.keys(CHANGE_LOG_VARIANTS).join(', ')}, got ${JSON.stringify(v)}`);
+  if (!(v in CHANGE_LOG_VARIANTS) && v !== COUNTED_POINTERS) {
+    console.error(`BENCH_CHANGE_LOG_VARIANTS must name shapes among ${[...Object.keys(CHANGE_LOG_VARIANTS), COUNTED_POINTERS].join(', ')}, got ${JSON.stringify(v)}`);
     process.exit(2);
   }
 }
@@ -428,20 +433,26 @@ async function main(): Promise<void> {
     const silent = pino({ level: 'silent' });
     const viewer = { username: 'writer', isAdmin: false };
     // What createPost's batch writes: its partitions (a figure the load does not move) and its tables.
-    const recordedBatch = async (over: (recorded: Store) => Store) => {
+    const recordedBatch = async (over: (recorded: Store) => Store, settings = config) => {
       const recorder = new BatchRecorder(store);
-      const recorded = createServices(config, { store: over(recorder), logger: silent, clock });
+      const recorded = createServices(settings, { store: over(recorder), logger: silent, clock });
       await createRequestContext(recorded, viewer).timeline.createPost(randomUUID(), 'partitions');
       return recorder.batches.flat();
     };
     const withRows = await recordedBatch((s) => s);
     const withoutRows = await recordedBatch((s) => new WithoutChangeLog(s));
     const batchPartitions = { withChangeLog: new Set(withRows.map(partitionKeyValue)).size, withoutChangeLog: new Set(withoutRows.map(partitionKeyValue)).size };
-    const tables = [...new Set(withRows.map((m) => m.table))];
-    const shapes: Array<{ name: string; over: (s: Store) => Store }> = [
+    // LIVE_COUNTED_POINTERS is the product's own setting: that shape is the product configured so, not a rewrite.
+    const pointersToo = { ...config, live: { ...config.live, countedPointers: true } };
+    // Its batch's tables too (the pointers'), when it runs.
+    const extraRows = VARIANTS.includes(COUNTED_POINTERS) ? await recordedBatch((s) => s, pointersToo) : [];
+    const tables = [...new Set([...withRows, ...extraRows].map((m) => m.table))];
+    const shapes: Array<{ name: string; over: (s: Store) => Store; settings?: typeof config }> = [
       { name: 'with', over: (s) => s },
       { name: 'without', over: (s) => new WithoutChangeLog(s) },
-      ...VARIANTS.map((v) => ({ name: v, over: (s: Store) => new ChangeLogVariant(s, CHANGE_LOG_VARIANTS[v]!) })),
+      ...VARIANTS.map((v) =>
+        v === COUNTED_POINTERS ? { name: v, over: (s: Store) => s, settings: pointersToo } : { name: v, over: (s: Store) => new ChangeLogVariant(s, CHANGE_LOG_VARIANTS[v]!) },
+      ),
     ];
     const workloads = [
       { name: `${WRITE_AUTHORS} authors in turn`, authors: WRITE_AUTHORS, target: true, shapes },
@@ -484,10 +495,10 @@ async function main(): Promise<void> {
       await settle();
       return dropped(t.keyspace, t.store, cassandraCpuMs(pids));
     }
-    /** One load of createPost on fresh tables through `over`, for `authors` authors in turn. */
-    async function writeLoad(over: (s: Store) => Store, authors: number, seconds = WRITE_DURATION) {
+    /** One load of createPost on fresh tables through the shape's store (and settings), for `authors` authors in turn. */
+    async function writeLoad(shape: (typeof shapes)[number], authors: number, seconds = WRITE_DURATION) {
       const t = await freshTables();
-      const s = createServices(config, { store: over(t.store), logger: silent, clock });
+      const s = createServices(shape.settings ?? config, { store: shape.over(t.store), logger: silent, clock });
       const ids = Array.from({ length: authors }, () => randomUUID());
       let writes = 0;
       const op = () => createRequestContext(s, viewer).timeline.createPost(ids[writes++ % authors]!, 'throughput');
@@ -503,7 +514,7 @@ async function main(): Promise<void> {
     type WriteLoad = Awaited<ReturnType<typeof writeLoad>> & { cassandraCpuMsPerOpWithFlush?: number | null };
 
     // Unrecorded: the first loads on a fresh node meet its cold code paths (and ours).
-    for (const shape of shapes.slice(0, 2)) await writeLoad(shape.over, WRITE_AUTHORS, WARMUP);
+    for (const shape of shapes.slice(0, 2)) await writeLoad(shape, WRITE_AUTHORS, WARMUP);
     const raw: Record<string, Array<Record<string, WriteLoad | number | null>>> = {};
     const empties: number[] = [];
     for (let round = 0; round < WRITE_ROUNDS; round++) {
@@ -514,7 +525,7 @@ async function main(): Promise<void> {
         // Each shape goes first in turn: none always meets a warmer (or busier) cluster.
         for (let i = 0; i < w.shapes.length; i++) {
           const shape = w.shapes[(i + round) % w.shapes.length]!;
-          entry[shape.name] = await writeLoad(shape.over, w.authors);
+          entry[shape.name] = await writeLoad(shape, w.authors);
         }
         entry.loadAverage = load1();
         progress(`writes, ${w.name}, round ${round + 1}/${WRITE_ROUNDS}: ${JSON.stringify(entry)}`);

@@ -52,7 +52,7 @@ function feedRow(f: (row: Row) => Row): ChangeLogRewrite {
  * - `ids-payload`: the feed row's payload keeps only the ids (a post's change without
  *   its content, which the post's own row in the same batch holds);
  * - `keys-only`: the feed row without kind, item or payload (its key and TTL alone);
- * - `no-pointer`: the feed row alone;
+ * - `no-pointer`: the feed row alone (for a post, what the product writes since its count's mark stands in for the pointer);
  * - `no-feed-row`: the pointer alone;
  * - `no-ttl`: both rows without their TTL.
  * None of them can be delivered as the product delivers changes: they price, they do not serve.

@@ -262,7 +262,7 @@ export function createServices(
     cluster,
     clockSkew,
     presence: deps.presence,
-    changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds }),
+    changes: createChangeWriter(new ChangeClock(clock), { retentionSeconds: liveSettings.retentionSeconds, countedPointers: liveSettings.countedPointers }),
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
     rankCache: new RankCache(),

@@ -233,6 +233,11 @@ export interface LiveSettings {
   readonly maxBufferedBytes: number;
   /** Changes a subscription may have waiting before its socket is closed as too slow (`LIVE_MAX_QUEUED`). */
   readonly maxQueued: number;
+  /**
+   * Write a pointer for a counted feed's change too (`LIVE_COUNTED_POINTERS`): while
+   * servers of a build before issue 39's marks-as-pointers, which read pointers only, still run.
+   */
+  readonly countedPointers: boolean;
 }
 
 /** The defaults of live connections (the composition root's, for processes without a configuration). */
@@ -246,6 +251,7 @@ export const DEFAULT_LIVE_SETTINGS: LiveSettings = Object.freeze({
   maxMessageBytes: 65_536,
   maxBufferedBytes: 1_048_576,
   maxQueued: 1_000,
+  countedPointers: false,
 });
 
 /** The embedded store's tombstone limits and compaction, as Cassandra's cassandra.yaml sets them. */
@@ -823,6 +829,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxMessageBytes: int(env, 'LIVE_MAX_MESSAGE_BYTES', DEFAULT_LIVE_SETTINGS.maxMessageBytes, 1_024, 100_000_000),
       maxBufferedBytes: int(env, 'LIVE_MAX_BUFFERED_BYTES', DEFAULT_LIVE_SETTINGS.maxBufferedBytes, 1_024, 1_000_000_000),
       maxQueued: int(env, 'LIVE_MAX_QUEUED', DEFAULT_LIVE_SETTINGS.maxQueued, 1, 1_000_000),
+      countedPointers: bool(env, 'LIVE_COUNTED_POINTERS', DEFAULT_LIVE_SETTINGS.countedPointers),
     }),
     idempotency: Object.freeze({
       retentionSeconds: int(env, 'IDEMPOTENCY_RETENTION_S', DEFAULT_IDEMPOTENCY_SETTINGS.retentionSeconds, 60, 2_592_000),

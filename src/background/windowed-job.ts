@@ -148,10 +148,24 @@ export const MARK_PARTITIONS_PER_HOUR = MARK_SHARDS;
 /** The width of a mark partition (ms): an hour. */
 export const MARK_PARTITION_MS = HOUR_MS;
 
+/** A mark's subject and its tag (null: untagged), from the `subject` column `markMutation` wrote. */
+export function splitMark(mark: string): { subject: string; tag: string | null } {
+  const at = mark.indexOf(TAG);
+  return at < 0 ? { subject: mark, tag: null } : { subject: mark.slice(0, at), tag: mark.slice(at + 1) };
+}
+
+/**
+ * Whether `mutation` is a mark `markMutation` made of `subject` on `job`'s list: what
+ * lets a writer of the same batch rely on the mark (the live change log's pointers).
+ */
+export function isMarkOf(mutation: Mutation, job: string, subject: string): boolean {
+  return mutation.kind === 'upsert' && mutation.table === windowMarksTable && mutation.row.job === job && splitMark(mutation.row.subject as string).subject === subject;
+}
+
 /** The subjects of marks, tags dropped. */
 function subjectsOf(groups: readonly MarkGroup[]): Set<string> {
   const out = new Set<string>();
-  for (const g of groups) for (const mark of g.subjects) out.add(mark.includes(TAG) ? mark.slice(0, mark.indexOf(TAG)) : mark);
+  for (const g of groups) for (const mark of g.subjects) out.add(splitMark(mark).subject);
   return out;
 }
 

@@ -90,6 +90,14 @@ export interface CountChange {
   readonly sign: 1 | -1;
 }
 
+/**
+ * The tag of the mark a change to a count writes (`+item` or `-item`): also what tells
+ * the live hub which change a count's mark stands for (live-hub.ts, `FeedSpec.markTag`).
+ */
+export function countMarkTag(change: Pick<CountChange, 'item' | 'sign'>): string {
+  return `${change.sign > 0 ? '+' : '-'}${change.item}`;
+}
+
 /** One attempt at a change: when (µs, the process clock) and so in which window. */
 export interface CountAttempt extends CountChange {
   readonly micros: bigint;
@@ -193,7 +201,7 @@ export class CountWriter {
       },
       ...spanOf(key, window),
       // Tagged with the event: a late one beside an in-time one of the count is found.
-      markMutation(COUNT_JOB, key, window, `${sign > 0 ? '+' : '-'}${item}`),
+      markMutation(COUNT_JOB, key, window, countMarkTag(attempt)),
     ];
   }
 

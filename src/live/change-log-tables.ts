@@ -11,12 +11,15 @@
  *   expired (below every read's lower bound, so no read passes over them);
  * - `live_change_pointers`, a pointer (feed, change id) to each change, no payload, in
  *   partitions keyed as the count verifier's marks are (job, hour, one of 4 shards by
- *   the feed's name): a change to a counted feed (`posts:<authorId>`) puts its pointer
- *   under the key of the mark its batch already writes, so the change log adds no
- *   partition to `createPost`'s batch, and carries its payload once (issue 39). A server
- *   with many active feeds reads these few partitions per poll, then only the feeds
- *   that changed, instead of every feed (live-hub.ts chooses). A partition holds an
- *   hour of a quarter of every feed's pointers: rows the size of the marks beside them.
+ *   the feed's name). A change to a counted feed (`posts:<authorId>`, whose batch
+ *   writes the count's mark, `window_marks`, under that very key with the feed's name
+ *   as subject) writes no pointer: the mark stands in for it, one statement and row
+ *   fewer a post (issue 39; `LIVE_COUNTED_POINTERS` writes it anyway, for servers of
+ *   the build before, which read pointers only). A server with many active feeds reads
+ *   these few partitions and the marks' beside them per poll, then only the feeds that
+ *   changed, instead of every feed (live-hub.ts chooses). A partition holds an hour of
+ *   a quarter of the pointers of every feed but the counted ones: rows the size of the
+ *   marks beside them.
  *   It replaces `live_change_shards` (full rows by (shard, 5-minute bucket): one more
  *   partition and a second copy of every payload in every batch), which nothing reads
  *   or writes any more (docs/operations.md, "Upgrading": drop it).

@@ -18,8 +18,10 @@ import type { IdSource } from '../store/id-source.js';
 import type { Mutation, Store } from '../store/port.js';
 import type { Row, TableSpec } from '../store/table.js';
 import { microsOfTimeuuid, minTimeuuidOfMicros, timeuuidOfMicros } from '../store/timeuuid.js';
-import { markPartitionOf } from '../background/windowed-job.js';
+import { ReadCountingStore } from '../background/read-counting-store.js';
+import { isMarkOf, markPartitionOf, splitMark, windowMarksTable, windowOf } from '../background/windowed-job.js';
 import { COUNT_JOB } from '../counts/connection-counts.js';
+import { allRowsOf } from '../paging/partition-chunks.js';
 import { FEED_BUCKET_MS, POINTER_BUCKET_MS, POINTER_SHARDS, legacyLiveChangesTable, liveChangePointersTable, liveFeedChangesTable } from './change-log-tables.js';
 
 /** A change to one connection, as it travels through the log. */
@@ -95,28 +97,36 @@ export interface ChangeWriter {
   /**
    * The mutations that append `change` to its feed, and its pointer, to go in the
    * write's logged batch. A feed named as the count the batch also changes costs the
-   * batch no partition: its row shares the count's key, its pointer the count's mark's
-   * (change-log-tables.ts).
+   * batch no partition: its row shares the count's key (change-log-tables.ts). `batch`:
+   * the rest of the logged batch, drawn after this change's id. When it writes the mark
+   * of the count named as the feed (`posts:<authorId>`), the mark stands in for the
+   * pointer, and none is written (unless `LIVE_COUNTED_POINTERS`).
    */
-  mutations(change: Change): Mutation[];
+  mutations(change: Change, batch?: readonly Mutation[]): Mutation[];
 }
 
-/** A writer over the process's change clock, with the retention as every row's TTL. */
-export function createChangeWriter(clock: ChangeClock, options: { retentionSeconds: number }): ChangeWriter {
+/**
+ * A writer over the process's change clock, with the retention as every row's TTL.
+ * `countedPointers` (`LIVE_COUNTED_POINTERS`): write the pointer of a counted feed's
+ * change too, for servers of an earlier build, which read pointers only.
+ */
+export function createChangeWriter(clock: ChangeClock, options: { retentionSeconds: number; countedPointers?: boolean }): ChangeWriter {
   const ttl = options.retentionSeconds;
+  const countedPointers = options.countedPointers ?? false;
   return {
     nextId: (after) => clock.next(after),
-    mutations(change): Mutation[] {
+    mutations(change, batch = []): Mutation[] {
+      const row: Mutation = {
+        kind: 'upsert',
+        table: liveFeedChangesTable,
+        row: { feed: change.feed, change_id: change.id, kind: change.kind, item: change.item, payload: JSON.stringify(change.payload) },
+        options: { ttl },
+      };
+      // The count's mark names the feed, in the partition the pointer would go to, at a
+      // time drawn after the change's id: readers find the change through it (readFeedMarks).
+      if (!countedPointers && batch.some((m) => isMarkOf(m, COUNT_JOB, change.feed))) return [row];
       const micros = microsOfTimeuuid(change.id);
-      return [
-        {
-          kind: 'upsert',
-          table: liveFeedChangesTable,
-          row: { feed: change.feed, change_id: change.id, kind: change.kind, item: change.item, payload: JSON.stringify(change.payload) },
-          options: { ttl },
-        },
-        { kind: 'upsert', table: liveChangePointersTable, row: { ...pointerPartitionOf(change.feed, micros), change_id: change.id, feed: change.feed }, options: { ttl } },
-      ];
+      return [row, { kind: 'upsert', table: liveChangePointersTable, row: { ...pointerPartitionOf(change.feed, micros), change_id: change.id, feed: change.feed }, options: { ttl } }];
     },
   };
 }
@@ -266,18 +276,81 @@ export async function readPointers(store: Store, from: bigint, through: bigint, 
   return { pointers: pointers.filter((p) => microsOfTimeuuid(p.id) < completeBelow), completeBelow, reads: POINTER_SHARDS * buckets.length };
 }
 
+/**
+ * A count's mark that names a feed (windowed-job.ts, job `counts`): a change to the feed
+ * written in the 5-s window from `window` (ms), with no pointer of its own (a counted
+ * feed, `createChangeWriter`). `tag`: the count's event (`countMarkTag`), or null.
+ */
+export interface FeedMark {
+  readonly feed: string;
+  readonly window: number;
+  readonly tag: string | null;
+}
+
+/** Rows per slice of a mark partition. */
+const MARK_READ_CHUNK = 1_000;
+
+/**
+ * The count marks naming any of `feeds` in the windows from the one holding `fromMs` on:
+ * the mark partitions of every hour from there through the one holding `through` (µs),
+ * POINTER_SHARDS an hour, each read to its end a slice at a time (a mark says only
+ * which feed changed, so nothing is left for a later read). `rows`: every mark read.
+ */
+export async function readFeedMarks(store: Store, feeds: ReadonlySet<string>, fromMs: number, through: bigint): Promise<{ marks: FeedMark[]; rows: number; reads: number }> {
+  const from = BigInt(windowOf(fromMs));
+  const counting = new ReadCountingStore(store);
+  const hours = bucketsBetween(from * 1000n, through, pointerBucketOf, POINTER_BUCKET_MS);
+  const partitions = await Promise.all(
+    hours.flatMap((hour) =>
+      Array.from({ length: POINTER_SHARDS }, (_, shard) =>
+        allRowsOf(counting, windowMarksTable, { job: COUNT_JOB, hour, shard }, { lower: { values: [from], inclusive: true }, chunk: MARK_READ_CHUNK }),
+      ),
+    ),
+  );
+  const marks: FeedMark[] = [];
+  let rows = 0;
+  for (const partition of partitions) {
+    rows += partition.length;
+    for (const r of partition) {
+      const { subject, tag } = splitMark(r.subject as string);
+      if (feeds.has(subject)) marks.push({ feed: subject, window: Number(r.window_start as bigint), tag });
+    }
+  }
+  return { marks, rows, reads: counting.reads };
+}
+
 /** Feeds read at once by `readPointedFeeds`. */
 const POINTED_READ_CONCURRENCY = 32;
 
+/** What `readPointedFeeds` reads besides the pointers. */
+export interface PointedReadOptions {
+  /** Bounds the feed reads (µs, exclusive), for a range that ends before the newest changes. */
+  readonly below?: bigint;
+  /**
+   * Pointers whose changes the caller needs no more (a poll's subscribers all have
+   * them): a feed whose pointers are all settled is not read for them.
+   */
+  readonly settled?: (pointer: Pointer) => boolean;
+  /**
+   * Read the count marks too (`readFeedMarks`) from `fromMs`: each of the feeds that a
+   * mark not `settled` names is read from the range's start. Their changes carry no
+   * pointer; a change's id is at most the clock skew past its mark's time, so a
+   * caller asks from that far before the range.
+   */
+  readonly marks?: { readonly fromMs: number; readonly settled?: (mark: FeedMark) => boolean };
+  /** Feeds to read from the range's start whatever the pointers say (those a trailing pass found marked). */
+  readonly alsoRead?: ReadonlySet<string>;
+}
+
 /**
  * The changes of `feeds` with ids from `from` through `through` (µs), in id order,
- * found through the pointers (`readPointers`): then each of `feeds` that a pointer names
- * is read from its first pointer on, below where the pointers are complete (a change
- * whose pointer has not landed yet lies within the window the next read covers again).
- * `settled`: pointers whose changes the caller needs no more (a poll's subscribers all
- * have them): a feed whose pointers are all settled is not read, and its changes are
- * left out. `pointers`: the pointer rows read; `ourPointers`: those of `feeds`;
- * `feedsRead`: the feeds read for their payloads.
+ * found through the pointers (`readPointers`) and, when asked, the count marks
+ * (`options.marks`): then each of `feeds` that a pointer names is read from its first
+ * pointer on, and each that a mark names from `from`, below where the pointers are
+ * complete (a change whose pointer has not landed yet lies within the window the next
+ * read covers again). A feed whose pointers and marks are all settled is not read, and
+ * its changes are left out. `pointers`: the pointer and mark rows read; `ourPointers`:
+ * those of `feeds`; `feedsRead`: the feeds read for their payloads.
  */
 export async function readPointedFeeds(
   store: Store,
@@ -285,12 +358,14 @@ export async function readPointedFeeds(
   from: bigint,
   through: bigint,
   limit: number,
-  below?: bigint,
-  settled: (pointer: Pointer) => boolean = () => false,
+  options: PointedReadOptions = {},
 ): Promise<LogRead & { reads: number; pointers: number; ourPointers: number; feedsRead: number }> {
-  const read = await readPointers(store, from, through, limit, below);
+  const { below, settled = () => false, marks } = options;
+  const [read, marked] = await Promise.all([readPointers(store, from, through, limit, below), marks ? readFeedMarks(store, feeds, marks.fromMs, through) : null]);
   const first = new Map<string, bigint>();
-  let ourPointers = 0;
+  for (const feed of options.alsoRead ?? []) if (feeds.has(feed)) first.set(feed, from);
+  let ourPointers = marked?.marks.length ?? 0;
+  for (const mark of marked?.marks ?? []) if (!marks!.settled?.(mark)) first.set(mark.feed, from);
   for (const p of read.pointers) {
     if (!feeds.has(p.feed)) continue;
     ourPointers++;
@@ -315,8 +390,8 @@ export async function readPointedFeeds(
   return {
     changes: changes.filter((c) => microsOfTimeuuid(c.id) < completeBelow),
     completeBelow,
-    reads: read.reads + first.size,
-    pointers: read.pointers.length,
+    reads: read.reads + (marked?.reads ?? 0) + first.size,
+    pointers: read.pointers.length + (marked?.rows ?? 0),
     ourPointers,
     feedsRead: first.size,
   };
@@ -364,6 +439,6 @@ export function plannedChangeWriter(writer: ChangeWriter, ids: IdSource): Change
       const micros = ids.plannedMicros(after === undefined ? undefined : microsOfTimeuuid(after));
       return micros === null ? writer.nextId(after) : timeuuidOfMicros(micros, (n) => ids.bytes(n));
     },
-    mutations: (change) => writer.mutations(change),
+    mutations: (change, batch) => writer.mutations(change, batch),
   };
 }

@@ -41,9 +41,11 @@
  * change older than the longest horizon when it lands).
  *
  * Two layouts (change-log-tables.ts). Reading each feed costs one read per feed per poll;
- * reading the shards costs POINTER_SHARDS reads of pointers per poll whatever the number
- * of feeds (every change of every feed in the window passes through, as a pointer), then
- * one read of each feed of ours that a pointer names, for the payloads. `fanout: 'auto'`
+ * reading the shards costs POINTER_SHARDS reads of pointers and as many of the count
+ * marks per poll whatever the number of feeds (every change of every feed in the window
+ * passes through, as a pointer, or as its count's mark for a counted feed, whose changes
+ * carry no pointer: `markSettled`), then one read of each feed of ours that a pointer or
+ * mark names, for the payloads. `fanout: 'auto'`
  * weighs the two with the rows and feeds each read last (a row costing 1/ROWS_PER_READ of
  * a read) and switches when the other is clearly cheaper; 'feeds' and 'shards' fix the
  * choice.
@@ -55,8 +57,9 @@ import type { CursorCodec } from '../paging/cursor.js';
 import type { Clock } from '../store/clock.js';
 import type { Store } from '../store/port.js';
 import { microsOfTimeuuid } from '../store/timeuuid.js';
+import { JOB_WINDOW_MS, MARK_TTL_SECONDS } from '../background/windowed-job.js';
 import { POINTER_BUCKET_MS, POINTER_SHARDS } from './change-log-tables.js';
-import { pointerBucketOf, readFeed, readPointedFeeds, type Change, type LogRead, type Pointer } from './change-log.js';
+import { pointerBucketOf, readFeed, readFeedMarks, readPointedFeeds, type Change, type FeedMark, type LogRead, type Pointer } from './change-log.js';
 import { changeKey, encodeFeedCursor, type FeedPosition } from './feed-cursor.js';
 
 /** What a feature says of a change read from its feed: deliver it, never deliver it, or ask again next poll. */
@@ -80,6 +83,14 @@ export interface FeedSpec {
    * what a page read before it already held.
    */
   readonly madeAt?: (change: Change) => bigint;
+  /**
+   * For a feed named as a count key, whose changes carry no pointer (their count's mark
+   * stands in, change-log.ts): the tag of the mark a change's batch writes
+   * (`countMarkTag`). A poll of the shards then skips a mark whose change every
+   * subscriber holds, as it skips a settled pointer; without it, a mark's feed is read
+   * at every poll until the mark's window lies below the subscribers' floors.
+   */
+  readonly markTag?: (change: Change) => string;
 }
 
 /** One change handed to a subscriber. */
@@ -171,6 +182,8 @@ const PROBE_EVERY_POLLS = 120;
 const FORGET_EVERY_POLLS = 120;
 /** The other layout must cost this fraction of the current one or less before the hub switches. */
 const SWITCH_RATIO = 0.8;
+/** Reads of one hour of the shards: its pointer partitions and the count marks' beside them. */
+const SHARD_READS = 2 * POINTER_SHARDS;
 
 /**
  * Read a range to its end, part by part: a read cut at its limit is continued from where
@@ -421,6 +434,8 @@ interface LiveFeed {
   readonly handled: ItemIndex;
   /** Below this (µs) `handled` is incomplete (its cap forgot the oldest): passes read from here at most. */
   handledFrom: bigint;
+  /** The changes its polls handled by the tag of their count's mark (`FeedSpec.markTag`): tag → change id. */
+  readonly marked: Map<string, string>;
 }
 
 /**
@@ -550,7 +565,7 @@ export class LiveHub {
     let feed = this.feeds.get(spec.feed);
     if (!feed) {
       // A feed new here remembers nothing, and owes nothing from before its subscribers.
-      feed = { spec, subscribers: new Set(), catchingUp: new Set(), decided: new Map(), handled: new ItemIndex(), handledFrom: 0n };
+      feed = { spec, subscribers: new Set(), catchingUp: new Set(), decided: new Map(), handled: new ItemIndex(), handledFrom: 0n, marked: new Map() };
       this.feeds.set(spec.feed, feed);
     }
     return feed;
@@ -724,6 +739,8 @@ export class LiveHub {
     // that read the same change hand it out once.
     const fresh = new Set<string>();
     if (this.remembers) for (const c of decided) if (!feed.handled.has(changeKey(c.id))) fresh.add(changeKey(c.id));
+    const { markTag } = feed.spec;
+    if (markTag) for (const c of decided) feed.marked.set(markTag(c), c.id);
     const batch = {};
     const late = new Set<string>();
     let delivered = 0;
@@ -799,17 +816,17 @@ export class LiveHub {
     const { fanout } = this.options;
     if (fanout !== 'auto') return fanout;
     // With as few feeds as shards, the feeds are never dearer.
-    if (feeds <= POINTER_SHARDS) return 'feeds';
+    if (feeds <= SHARD_READS) return 'feeds';
     const rowsCost = (rows: number | null) => (rows ?? 0) / ROWS_PER_READ;
     if (this.mode === 'shards') {
-      const shardCost = POINTER_SHARDS + this.lastRows.shardFeedsRead + rowsCost(this.lastRows.shards);
+      const shardCost = SHARD_READS + this.lastRows.shardFeedsRead + rowsCost(this.lastRows.shards);
       const feedCost = feeds + rowsCost(this.lastRows.shardRowsOfOurFeeds);
       return feedCost <= SWITCH_RATIO * shardCost ? 'feeds' : 'shards';
     }
     this.pollsSinceProbe++;
     // Never priced, or priced long ago: read the shards once to price them.
     if (this.lastRows.shards === null || this.pollsSinceProbe >= PROBE_EVERY_POLLS) return 'shards';
-    const shardCost = POINTER_SHARDS + this.lastRows.shardFeedsRead + rowsCost(this.lastRows.shards);
+    const shardCost = SHARD_READS + this.lastRows.shardFeedsRead + rowsCost(this.lastRows.shards);
     const feedCost = feeds + rowsCost(this.lastRows.feeds);
     return shardCost <= SWITCH_RATIO * feedCost ? 'shards' : 'feeds';
   }
@@ -849,9 +866,12 @@ export class LiveHub {
       let pointers = 0;
       let ourPointers = 0;
       let feedsRead = 0;
-      const settled = (p: Pointer) => this.settled(this.feeds.get(p.feed)!, p);
+      const settled = (p: Pointer) => this.settled(this.feeds.get(p.feed)!, p.id);
+      const markSettled = (m: FeedMark) => this.markSettled(this.feeds.get(m.feed)!, m);
       const read = await readToEnd(from, through, async (start) => {
-        const part = await readPointedFeeds(this.options.store, names, start, through, READ_LIMIT, undefined, settled);
+        // A change's id is at most the skew past its mark's time (change-log.ts): marks from that far back.
+        const marks = { fromMs: Number((start - this.aheadMicros) / 1000n), settled: markSettled };
+        const part = await readPointedFeeds(this.options.store, names, start, through, READ_LIMIT, { settled, marks });
         pointers += part.pointers;
         ourPointers += part.ourPointers;
         feedsRead += part.feedsRead;
@@ -884,6 +904,9 @@ export class LiveHub {
       if (feed.subscribers.size > 0) {
         const floor = floorOf(feed);
         for (const id of feed.decided.keys()) if (microsOfTimeuuid(id) < floor) feed.decided.delete(id);
+        // And marked changes whose marks lie below it too (markSettled's first case); a tag forgotten early costs a read, no more.
+        const markedFrom = floor - this.aheadMicros - BigInt(JOB_WINDOW_MS) * 1000n;
+        for (const [tag, id] of feed.marked) if (microsOfTimeuuid(id) < markedFrom) feed.marked.delete(tag);
       }
     }
     // Pruned here too, so a hub whose passes do not run (not started) stays bounded.
@@ -897,22 +920,40 @@ export class LiveHub {
   }
 
   /**
-   * Whether a poll of the shards can leave the change `pointer` names unread: reading it
-   * would change nothing, as it changes nothing when a poll of the feed reads it again
+   * Whether a poll of the shards can leave the change `id` (a pointer's) unread: reading
+   * it would change nothing, as it changes nothing when a poll of the feed reads it again
    * (the feed handled it, and each polled subscriber holds it with its item, or has it
    * below its floor and did not miss it), and no subscriber is catching up.
    */
-  private settled(feed: LiveFeed, pointer: Pointer): boolean {
+  private settled(feed: LiveFeed, id: string): boolean {
     if (feed.catchingUp.size > 0) return false;
-    const key = changeKey(pointer.id);
+    const key = changeKey(id);
     if (this.remembers && !feed.handled.has(key)) return false;
-    const at = microsOfTimeuuid(pointer.id);
+    const at = microsOfTimeuuid(id);
     for (const s of feed.subscribers) {
       if (at < s.floor) {
         if (this.remembers && s.missed.has(key)) return false;
       } else if (typeof s.received.get(key) !== 'string' || s.outside.get(key) === null) return false;
     }
     return true;
+  }
+
+  /**
+   * Whether a poll of the shards can leave a count mark of `feed` unread (no pointer
+   * names its change, change-log.ts). A mark is per window, not per change, so either:
+   * - its window lies below every polled subscriber's floor: a change id is at most the
+   *   clock skew past its mark's time, so its change lies below every floor, where a
+   *   poll gives nothing that is not late (the trailing passes find those); or
+   * - its tag is that of a change the polls handled (`FeedSpec.markTag`), which is
+   *   settled as a pointer's change is. Another change of the same tag is one of the
+   *   same item (a post deleted twice), which a subscriber is given once anyway.
+   * Any other mark has its feed read, from the floor, at every poll until the first
+   * holds: a change may land after its mark is seen (a batch is not isolated).
+   */
+  private markSettled(feed: LiveFeed, mark: FeedMark): boolean {
+    if (BigInt(mark.window + JOB_WINDOW_MS) * 1000n + this.aheadMicros <= floorOf(feed)) return true;
+    const id = mark.tag === null ? undefined : feed.marked.get(mark.tag);
+    return id !== undefined && this.settled(feed, id);
   }
 
   /**
@@ -934,7 +975,8 @@ export class LiveHub {
       const below = floorOf(feed);
       if (from < below) ranges.set(feed, { from, below });
     }
-    const mode = this.lateMode(ranges);
+    // Past the marks' TTL a counted feed's change has nothing in the shards: read the feeds.
+    const mode = horizonFrom < now - BigInt(MARK_TTL_SECONDS) * 1_000_000n ? 'feeds' : this.lateMode(ranges);
     let reads = 0;
     let rows = 0;
     let late = 0;
@@ -968,13 +1010,20 @@ export class LiveHub {
       }
       // One hour of every shard's pointers per part: a part holds at most READ_LIMIT rows a shard.
       const names = new Set([...ranges.keys()].map((f) => f.spec.feed));
+      // The count marks once for the whole span, through now: a mark lies at most the skew
+      // before its change's id, and a redo (an idempotency key's) writes its mark now
+      // with an id of then. Each feed of ours they name is read over every part.
+      const marked = await readFeedMarks(this.options.store, names, Number((from! - this.aheadMicros) / 1000n), now + this.aheadMicros);
+      reads += marked.reads;
+      rows += marked.rows;
+      const alsoRead = new Set(marked.marks.map((m) => m.feed));
       const read = async (start: bigint) => {
         const bucketEnd = (pointerBucketOf(start) + BigInt(POINTER_BUCKET_MS)) * 1000n;
-        const part = await readPointedFeeds(this.options.store, names, start, (bucketEnd < below! ? bucketEnd : below!) - 1n, READ_LIMIT, below!);
+        const part = await readPointedFeeds(this.options.store, names, start, (bucketEnd < below! ? bucketEnd : below!) - 1n, READ_LIMIT, { below: below!, alsoRead });
         rows += part.pointers;
         return part;
       };
-      reads = await forEachPart(from!, below! - 1n, read, async (part) => {
+      reads += await forEachPart(from!, below! - 1n, read, async (part) => {
         rows += part.changes.length;
         const byFeed = new Map<string, Change[]>();
         for (const change of part.changes) {
@@ -1037,7 +1086,7 @@ export class LiveHub {
       if (from === null || range.from < from) from = range.from;
       if (below === null || range.below > below) below = range.below;
     }
-    const shardReads = BigInt(POINTER_SHARDS) * ((pointerBucketOf(below!) - pointerBucketOf(from!)) / BigInt(POINTER_BUCKET_MS) + 1n);
+    const shardReads = BigInt(SHARD_READS) * ((pointerBucketOf(below!) - pointerBucketOf(from!)) / BigInt(POINTER_BUCKET_MS) + 1n);
     const scale = Number(below! - from!) / Number(this.windowMicros + BigInt(this.options.pollMs) * 1000n);
     const feedCost = feedReads + (scale * (this.lastRows.shardRowsOfOurFeeds ?? 0)) / ROWS_PER_READ;
     const pointedFeeds = Math.min(ranges.size, scale * this.lastRows.shardFeedsRead);

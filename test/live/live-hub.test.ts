@@ -13,6 +13,7 @@ import { POINTER_SHARDS, liveChangePointersTable, liveTables } from '../../src/l
 import { ChangeClock, createChangeWriter, type Change } from '../../src/live/change-log.js';
 import { changeKey, decodeFeedCursor, encodeFeedCursor } from '../../src/live/feed-cursor.js';
 import type { LatePass } from '../../src/config.js';
+import { windowedJobTables } from '../../src/background/windowed-job.js';
 import { CursorExpiredError, LiveHub, type Delivery, type Fanout, type FeedSpec, type LatePassReport } from '../../src/live/live-hub.js';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { MonotonicClock } from '../../src/store/clock.js';
@@ -29,7 +30,8 @@ async function aHub(options: { fanout?: Fanout; maxQueued?: number; retentionSec
   // Off every bucket's edge: a window reaches back into no earlier partition.
   const time = { ms: Date.UTC(2026, 5, 1, 12, 32) };
   const base = memorySqliteStore({ now: () => time.ms });
-  await base.ensureTables(liveTables);
+  // The count marks too: a poll of the shards reads them beside the pointers.
+  await base.ensureTables([...liveTables, ...windowedJobTables]);
   const counted = new CountingStore(base);
   /** A server's hub over `store` (another server's: over the same base store). */
   const server = (store: Store) =>
@@ -344,13 +346,13 @@ describe('the live hub', () => {
     for (let i = 0; i < 50; i += 10) await write(w, `posts:f${i}`, `x${i}`);
     await write(w, 'posts:nobody-here', 'unwatched');
     const report = await hub.pollOnce();
-    // 6 pointers, then the 5 changed feeds of ours (not the unwatched one): 5 changes.
-    expect(report).toMatchObject({ mode: 'shards', feeds: 50, reads: POINTER_SHARDS + 5, rows: 6 + 5, delivered: 5 });
+    // 6 pointers (and the count marks' partitions beside them, empty), then the 5 changed feeds of ours (not the unwatched one): 5 changes.
+    expect(report).toMatchObject({ mode: 'shards', feeds: 50, reads: 2 * POINTER_SHARDS + 5, rows: 6 + 5, delivered: 5 });
     await settled();
     for (const [i, s] of subs.entries()) expect(items(s.taken())).toEqual(i % 10 === 0 ? [`x${i}`] : []);
     // Again, the changes still in the window: every subscriber has them, so only the pointers are read.
     time.ms += 500;
-    expect(await hub.pollOnce()).toMatchObject({ mode: 'shards', feeds: 50, reads: POINTER_SHARDS, rows: 6, delivered: 0 });
+    expect(await hub.pollOnce()).toMatchObject({ mode: 'shards', feeds: 50, reads: 2 * POINTER_SHARDS, rows: 6, delivered: 0 });
   });
 
   it('finds in the shards a change whose pointer landed before its feed row once the row lands, once', async () => {
@@ -386,10 +388,10 @@ describe('the live hub', () => {
   it('reads the shards in a trailing pass only where they cost less than the feeds over its span', async () => {
     const pass = { horizonMs: 3_600_000, intervalMs: 60_000 };
     const modes: Array<[number, string, string, number]> = [];
-    for (const feeds of [6, 40]) {
+    for (const feeds of [10, 40]) {
       const { hub, time } = await aHub({ fanout: 'auto' });
       // Subscribed at 12:57, then ten minutes of polls, the pass's span across 13:00: one
-      // read per feed against two hours of pointer partitions (no feed changed).
+      // read per feed against two hours of pointer and mark partitions (no feed changed).
       time.ms += 25 * 60_000;
       for (let i = 0; i < feeds; i++) hub.subscribe({ feed: `posts:h${i}` }, { kind: 'now' });
       for (let t = 0; t < 20; t++) {
@@ -400,8 +402,8 @@ describe('the live hub', () => {
       modes.push([feeds, (await hub.pollOnce()).mode, report.mode, report.reads]);
     }
     expect(modes).toEqual([
-      [6, 'shards', 'feeds', 6],
-      [40, 'shards', 'shards', 2 * POINTER_SHARDS],
+      [10, 'shards', 'feeds', 10],
+      [40, 'shards', 'shards', 2 * 2 * POINTER_SHARDS],
     ]);
   });
 

@@ -2,7 +2,7 @@
  * The timeline (seed 000): posts per author, newest first, paged by the shared engine
  * as one partition slice from the cursor.
  */
-import type { Counted, CountWriter } from '../../counts/connection-counts.js';
+import { countMarkTag, type Counted, type CountWriter } from '../../counts/connection-counts.js';
 import { membershipsOfTable, type Membership } from '../../counts/recount.js';
 import type { Change, ChangeWriter } from '../../live/change-log.js';
 import type { FeedPosition } from '../../live/feed-cursor.js';
@@ -85,9 +85,12 @@ export function postMemberships(store: Store): AsyncIterable<Membership> {
 /** A change to an author's timeline, as a subscriber sees it. */
 export type TimelineChange = { readonly kind: 'added'; readonly post: Post } | { readonly kind: 'deleted'; readonly authorId: string; readonly postId: string };
 
-/** The live feed of an author's timeline. */
+/**
+ * The live feed of an author's timeline: named as the author's `posts` count, whose mark
+ * stands in for its changes' pointers (live/change-log.ts), tagged with the post and sign.
+ */
 export function postsFeedOf(authorId: string): FeedSpec {
-  return { feed: `posts:${authorId}` };
+  return { feed: postsCountKey(authorId), markTag: (change) => countMarkTag({ item: change.payload.postId as string, sign: change.kind === 'deleted' ? -1 : 1 }) };
 }
 
 /** A change read from an author's feed, as the timeline's own terms. */
@@ -119,13 +122,15 @@ export class Timeline {
     const { changes } = this.deps;
     const changeId = changes.nextId();
     const postId = at === undefined ? changeId : newTimeuuid(at);
+    // The count, in the same batch: the post counts if and only if it lands. Drawn after
+    // the change's id, its mark stands in for the change's pointer (live/change-log.ts).
+    const counted = this.deps.counts.mutations({ key: postsCountKey(authorId), item: postId, sign: 1 });
     await this.store.batch([
       // Stamped with the post's own time, not the batch's, so that its deletion, made on
       // any server whatever its clock, can be stamped alike and hide it (deletePost).
       { kind: 'upsert', table: timelineTable, row: { user_id: authorId, post_id: postId, content: text }, options: { timestamp: microsOfTimeuuid(postId) } },
-      ...changes.mutations({ feed: postsFeedOf(authorId).feed, id: changeId, kind: 'added', item: `${postId}+`, payload: { postId, content: text } }),
-      // The count, in the same batch: the post counts if and only if it lands.
-      ...this.deps.counts.mutations({ key: postsCountKey(authorId), item: postId, sign: 1 }),
+      ...changes.mutations({ feed: postsFeedOf(authorId).feed, id: changeId, kind: 'added', item: `${postId}+`, payload: { postId, content: text } }, counted),
+      ...counted,
     ]);
     const post: Post = { authorId, postId, content: text, createdAt: dateOfTimeuuid(postId) };
     this.deps.loaders.postByKey.prime(post, post);
@@ -153,18 +158,15 @@ export class Timeline {
     const written = cells.writetime.content ?? null;
     const postMicros = microsOfTimeuuid(key.postId);
     const timestamp = written !== null && written > postMicros ? written : postMicros;
+    const changeId = changes.nextId(key.postId);
+    // Two deletes of one post (two servers, a retry) record two attempts; only the
+    // first removes it from the count (counts/connection-counts.ts). Drawn after the
+    // change's id: its mark stands in for the change's pointer (live/change-log.ts).
+    const counted = this.deps.counts.mutations({ key: postsCountKey(key.authorId), item: key.postId, sign: -1 });
     await this.store.batch([
       { kind: 'delete', table: timelineTable, key: { user_id: key.authorId, post_id: key.postId }, options: { timestamp } },
-      ...changes.mutations({
-        feed: postsFeedOf(key.authorId).feed,
-        id: changes.nextId(key.postId),
-        kind: 'deleted',
-        item: `${key.postId}-`,
-        payload: { postId: key.postId },
-      }),
-      // Two deletes of one post (two servers, a retry) record two attempts; only the
-      // first removes it from the count (counts/connection-counts.ts).
-      ...this.deps.counts.mutations({ key: postsCountKey(key.authorId), item: key.postId, sign: -1 }),
+      ...changes.mutations({ feed: postsFeedOf(key.authorId).feed, id: changeId, kind: 'deleted', item: `${key.postId}-`, payload: { postId: key.postId } }, counted),
+      ...counted,
     ]);
     this.deps.loaders.postByKey.clear(key);
     this.deps.loaders.postByKey.prime(key, null);
