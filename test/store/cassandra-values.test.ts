@@ -53,6 +53,25 @@ describe('reading rows', () => {
     expect(row).toStrictEqual({ user_id: id.toString(), name_ts: 7n, rank: 3, note: 'n', at, missing: null });
     expect(Object.keys(row)).toEqual(columns.map(([name]) => name));
   });
+
+  it('takes the columns a statement did not select from the key it read, in the same shape, uuids lower-cased and dates copied', () => {
+    const columns = [
+      ['bucket', 'text'],
+      ['user_id', 'uuid'],
+      ['at', 'timestamp'],
+      ['reason', 'text'],
+    ] as const;
+    const read = rowReader(columns, new Set(['bucket', 'user_id', 'at']));
+    const at = new Date(1_700_000_000_000);
+    const key = { bucket: '2026-11', user_id: '0F8FAD5B-D9CB-469F-A165-70867728950E', at };
+    const asked: string[] = [];
+    const row = read({ get: (column) => (asked.push(column), column === 'reason' ? 'spam' : 'not selected') }, key);
+    expect(row).toStrictEqual({ bucket: '2026-11', user_id: '0f8fad5b-d9cb-469f-a165-70867728950e', at, reason: 'spam' });
+    expect(Object.keys(row)).toEqual(columns.map(([name]) => name));
+    expect(asked).toEqual(['reason']);
+    expect(row.at).not.toBe(at);
+    expect(row.bucket).toBe(key.bucket);
+  });
 });
 
 describe('binding uuids', () => {
