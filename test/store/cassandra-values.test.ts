@@ -1,7 +1,8 @@
 import cassandra from 'cassandra-driver';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fromDriver, rowReader, toDriver, uuidBytes, uuidText } from '../../src/store/cassandra/cassandra-values.js';
+import { boundUuid, fromDriver, rowReader, toDriver, uuidBytes, uuidText } from '../../src/store/cassandra/cassandra-values.js';
+import { validateValue } from '../../src/store/values.js';
 
 const { types } = cassandra;
 
@@ -84,6 +85,32 @@ describe('binding uuids', () => {
         expect(toDriver('timeuuid', text)).toBeInstanceOf(types.TimeUuid);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('binds a key uuid at once exactly when the port accepts it, to the value it accepts', () => {
+    const accepted = (type: 'uuid' | 'timeuuid', text: string) => {
+      try {
+        return validateValue(type, text, 'k') as string;
+      } catch {
+        return null;
+      }
+    };
+    const text = fc.oneof(
+      fc.uuid().map((u) => u),
+      fc.uuid().map((u) => u.toUpperCase()),
+      fc.uuid().map((u) => `${u.slice(0, 14)}1${u.slice(15)}`),
+      fc.uuid().map((u) => u.replace(/-/g, '_')),
+      fc.string({ minLength: 36, maxLength: 36 }),
+      fc.string(),
+    );
+    fc.assert(
+      fc.property(text, fc.constantFrom('uuid' as const, 'timeuuid' as const), (t, type) => {
+        const bound = boundUuid(type, t);
+        expect(bound?.toString() ?? null).toBe(accepted(type, t));
+        if (bound) expect(bound).toBeInstanceOf(type === 'uuid' ? types.Uuid : types.TimeUuid);
+      }),
+      { numRuns: 2000 },
     );
   });
 

@@ -45,7 +45,7 @@ import { ClientBatchlog, REPLAY_INTERVAL_MS, STORE_BATCHLOG_TABLES, TROUBLE_MS }
 import { connectFailureOf, isBatchlogTimeout, oneLine, storeErrorFrom, type ConnectFailure } from './cassandra-errors.js';
 import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-ranges.js';
 import { existingKeyOf, keyDifferences, schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
-import { fromDriver, knownValue, rowReader, toDriver } from './cassandra-values.js';
+import { boundUuid, fromDriver, knownValue, rowReader, toDriver } from './cassandra-values.js';
 import { SendTurn } from './cassandra-send-turn.js';
 
 const { types } = cassandra;
@@ -955,7 +955,14 @@ export class CassandraStore implements Store {
   /** A primary key's values, checked as `primaryKeyOf` checks them, and bound as the driver takes them. */
   private boundKey(table: TableSpec, plan: TablePlan, key: Row): unknown[] {
     const params = new Array<unknown>(plan.keyColumns.length);
-    for (let i = 0; i < params.length; i++) params[i] = toDriver(plan.keyTypes[i]!, keyValueOf(table, key, plan.keyColumns[i]!));
+    for (let i = 0; i < params.length; i++) {
+      const type = plan.keyTypes[i]!;
+      const column = plan.keyColumns[i]!;
+      const value = key[column];
+      // A uuid is checked by reading its bytes; anything else (and a bad uuid, to say why) as `primaryKeyOf` checks it.
+      const uuid = (type === 'uuid' || type === 'timeuuid') && typeof value === 'string' ? boundUuid(type, value) : null;
+      params[i] = uuid ?? toDriver(type, keyValueOf(table, key, column));
+    }
     return params;
   }
 

@@ -11,17 +11,27 @@ const { types } = cassandra;
 export function toDriver(type: CqlType, value: CqlValue): unknown {
   if (value === null) return null;
   switch (type) {
-    case 'uuid': {
-      const bytes = uuidBytes(value as string);
-      return bytes ? new types.Uuid(bytes) : types.Uuid.fromString(value as string);
-    }
-    case 'timeuuid': {
-      const bytes = uuidBytes(value as string);
-      return bytes ? new types.TimeUuid(bytes) : types.TimeUuid.fromString(value as string);
-    }
+    case 'uuid':
+      return boundUuid(type, value as string) ?? types.Uuid.fromString(value as string);
+    case 'timeuuid':
+      return boundUuid(type, value as string) ?? types.TimeUuid.fromString(value as string);
     default:
       return value;
   }
+}
+
+/**
+ * A uuid's text bound as the driver takes it, checked as it is read: null when it is not
+ * a dashed uuid (upper or lower case), or for a timeuuid not one of version 1. What it
+ * binds is what `validateValue` accepts, so a key bound here needs no other check (the
+ * pattern test and the lower-cased copy `validateValue` makes are a third of a uuid's
+ * binding; a 50-edge suspendedUsers page binds 101).
+ */
+export function boundUuid(type: 'uuid' | 'timeuuid', text: string): InstanceType<typeof types.Uuid> | null {
+  if (type === 'timeuuid' && text.charCodeAt(14) !== 0x31) return null;
+  const bytes = uuidBytes(text);
+  if (bytes === null) return null;
+  return type === 'uuid' ? new types.Uuid(bytes) : new types.TimeUuid(bytes);
 }
 
 /** A driver value as the port returns it. */
