@@ -7,7 +7,10 @@
  * the pages per second under the profiler, busy time per page, its shares by area
  * (inclusive) and the functions with the most self time. The profile is kept in
  * .bench-build/profiles/. `counts` prints instead what a page makes, ours and the
- * driver alone's: promises, ticks, socket writes, garbage collections; `allocations`,
+ * driver alone's: promises, ticks, socket writes, garbage collections, and Cassandra's
+ * side (the CPU of every local Cassandra process a page and a second, and the requests
+ * its native transport completed a page: whatever else uses the node counts too, so
+ * read them on a quiet node); `allocations`,
  * ours and the driver alone's bytes allocated a page, by area and by function (V8's
  * sampling heap profiler, collected objects included: what the scavenges work on);
  * `retained`, what the pages in flight hold alive at a moment, per page, by kind of
@@ -31,7 +34,7 @@ import { parseCli } from '../src/scripts/cli.js';
 import { cassandraClientFrom, cassandraStoreFrom } from '../src/store/cassandra/cassandra-connect.js';
 import { MonotonicClock } from '../src/store/clock.js';
 import { runCompiled } from './compiled.js';
-import { closedLoop, preparePagesFixture, replay, StatementRecorder, suspendedPage, timelinePage } from './cassandra-pages.js';
+import { cassandraPids, closedLoop, preparePagesFixture, replay, StatementRecorder, suspendedPage, timelinePage } from './cassandra-pages.js';
 import { BENCH_SECRETS } from './fixture.js';
 import { busyTime, type Areas, type CpuProfile, type ProfileNode } from './profile-areas.js';
 
@@ -43,7 +46,8 @@ CASSANDRA_CONTACT_POINTS, compiled, 32 pages at a time, for 10 seconds by defaul
 keyspace of its own that it drops afterwards; \`ceiling\` profiles the driver alone
 replaying the page's statements instead (what bench:cassandra compares with); \`counts\`
 prints, for ours and the driver alone, the promises, ticks, socket writes and garbage
-collections a page makes (counts hold on a busy machine, where times do not);
+collections a page makes (counts hold on a busy machine, where times do not), and
+Cassandra's CPU a page and a second and its requests a page (a quiet node's only);
 \`allocations\`, the bytes a page allocates, ours and the driver alone's, by area and
 by function; \`retained\`, what a page in flight holds alive, ours and the driver alone's;
 \`lived\`, what it holds for 40 ms or more (what scavenges promote).`,
@@ -183,7 +187,9 @@ async function countsPerPage(op: () => Promise<unknown>, seconds: number) {
   // What the scavenges promote: the old generation's growth across each one.
   const gcProfiler = new GCProfiler();
   gcProfiler.start();
-  const plain = await closedLoop(op, seconds, 32, []);
+  const requestsBefore = await nativeRequests();
+  const plain = await closedLoop(op, seconds, 32, cassandraPids());
+  const requests = (await nativeRequests()) - requestsBefore;
   const promoted = promotedBytes(gcProfiler.stop());
   gc.disconnect();
   Socket.prototype.write = write;
@@ -199,7 +205,20 @@ async function countsPerPage(op: () => Promise<unknown>, seconds: number) {
     otherThanScavengesMsPerPage: +(majorMs / pages).toFixed(4),
     promotedKiBPerPage: +(promoted / 1024 / pages).toFixed(1),
     cpuMsPerPage: plain.cpuMsPerOp,
+    cassandraCpuMsPerPage: plain.cassandraCpuMsPerOp,
+    cassandraCpuMsPerSecond: plain.cassandraCpuMsPerOp === null ? null : Math.round(plain.cassandraCpuMsPerOp * plain.perSecond),
+    cassandraRequestsPerPage: +(requests / pages).toFixed(2),
   };
+}
+
+/**
+ * Requests Cassandra's native transport has completed so far (its thread pool's count, a
+ * virtual table of Cassandra 4 and later): the statements a page sends, as the server
+ * counted them, whatever the client thinks it sent.
+ */
+async function nativeRequests(): Promise<number> {
+  const result = await driver!.execute("SELECT completed_tasks FROM system_views.thread_pools WHERE name = 'Native-Transport-Requests'");
+  return Number(result.rows[0]?.get('completed_tasks') ?? NaN);
 }
 
 /** Bytes the scavenges of a `GCProfiler` run moved to the old generation (its old and large-object spaces' growth across each). */

@@ -8,6 +8,8 @@ export interface KeyLoader<K, V> {
   load(key: K): Promise<V>;
   /** The value when this request already read it (no promise), otherwise `load`'s promise. */
   loadNow(key: K): V | Promise<V>;
+  /** The values of many keys at once, in order, as `load` gives each, with one promise for them all (a page's filter). */
+  loadAll(keys: readonly K[]): Promise<V[]>;
   clear(key: K): unknown;
   prime(key: K, value: V): unknown;
 }

@@ -33,6 +33,24 @@ export interface Loaders {
 }
 
 /**
+ * Keys asked for together (`RequestLoader.loadAll`), travelling through DataLoader as one
+ * key: one promise, one batch callback and one cache check for them all, not one each.
+ * The batch function sees the keys themselves, in the batch DataLoader dispatches (so
+ * they share a batch, and its store call, with whatever else the request loads in that
+ * tick, as loads of their own would), and its answer for the bulk is their values.
+ */
+class Bulk<K, C, V> {
+  /** The values, once the bulk's batch was dispatched: DataLoader's promise for it. */
+  values: Promise<Array<V | Error>> | null = null;
+  /** Promises made for single keys of the bulk asked for while it was read (rare). */
+  single: Map<C, Promise<V>> | null = null;
+  constructor(
+    readonly keys: K[],
+    readonly cacheKeys: C[],
+  ) {}
+}
+
+/**
  * A loader's cache that also keeps each value beside the promise DataLoader cached for
  * it, so `RequestLoader.loadNow` can hand the value out without a promise. A value is
  * kept only while the promise it came from is still the one cached for its key: `clear`,
@@ -41,28 +59,69 @@ export interface Loaders {
  * The values come from the batch itself (`settling`), not from a `then` on each key's
  * promise: that was one more promise, two closures and a microtask per key, and a
  * 50-edge page asks for 101 keys (docs/benchmarks-history.md, issue 39: the keyed reads).
+ *
+ * A key a bulk is reading (`reading`) has no promise of its own: one is made from the
+ * bulk's if someone asks for the key meanwhile; once read, its value is held, and a
+ * resolved promise is made for it only if `load` asks (`get`).
  */
 class SettledCache<C, V> extends Map<C, Promise<V>> {
   readonly held = new Map<C, V>();
+  /** The keys bulks are reading, each with its bulk. */
+  readonly reading = new Map<C, Bulk<unknown, C, V>>();
   /** While `prime` sets a key: its value (`RequestLoader.prime`). */
   priming: { readonly value: V } | null = null;
 
+  override get(key: C): Promise<V> | undefined {
+    const cached = super.get(key);
+    if (cached !== undefined) return cached;
+    if (this.held.has(key)) return this.cache(key, Promise.resolve(this.held.get(key)!));
+    const bulk = this.reading.get(key);
+    if (bulk === undefined || bulk.values === null) return undefined;
+    const at = bulk.cacheKeys.indexOf(key);
+    const single = quiet(bulk.values.then((values) => (values[at] instanceof Error ? Promise.reject(values[at]) : (values[at] as V))));
+    (bulk.single ??= new Map()).set(key, single);
+    return this.cache(key, single);
+  }
+
   override set(key: C, promise: Promise<V>): this {
+    // A bulk's own promise is not a key's: DataLoader caches it, this does not.
+    if (key instanceof Bulk) return this;
     const primed = this.priming;
     // A primed error stays the loader's to report: `loadNow` then goes through `load`.
     if (primed !== null && !(primed.value instanceof Error)) this.held.set(key, primed.value);
     else this.held.delete(key);
+    this.reading.delete(key);
     return super.set(key, promise);
   }
 
   override delete(key: C): boolean {
+    // A bulk whose batch failed (DataLoader clears its keys): its keys are read again when next asked for.
+    if (key instanceof Bulk) {
+      for (const k of (key as Bulk<unknown, C, V>).cacheKeys) this.release(key as Bulk<unknown, C, V>, k);
+      return true;
+    }
     this.held.delete(key);
+    this.reading.delete(key);
     return super.delete(key);
   }
 
   override clear(): void {
     this.held.clear();
+    this.reading.clear();
     super.clear();
+  }
+
+  /** `key`'s promise, cached as DataLoader caches one. */
+  private cache(key: C, promise: Promise<V>): Promise<V> {
+    super.set(key, promise);
+    return promise;
+  }
+
+  /** `key` read by `bulk` no more: it is not reading it, and a promise made from it for a single key goes. */
+  release(bulk: Bulk<unknown, C, V>, key: C): void {
+    if (this.reading.get(key) === bulk) this.reading.delete(key);
+    const single = bulk.single?.get(key);
+    if (single !== undefined && super.get(key) === single) super.delete(key);
   }
 
   /**
@@ -71,27 +130,65 @@ class SettledCache<C, V> extends Map<C, Promise<V>> {
    * since). Errors are not kept: `load` reports them. A key of the batch whose value is
    * held already was primed after `load` cached it: its primed value stands. The
    * promise `load` made is the one cached when the batch starts otherwise (no map of
-   * pending promises beside the cache: a page's 101 keys made it grow and shrink).
+   * pending promises beside the cache: a page's 101 keys made it grow and shrink). A
+   * bulk's keys go to `batch` in its place, and their values are held while the bulk
+   * still reads them.
    */
   settling<K>(batch: DataLoader.BatchLoadFn<K, V>, keyOf: (key: K) => C): DataLoader.BatchLoadFn<K, V> {
     return async (keys) => {
       const asked = keys.map((key) => {
+        if (key instanceof Bulk) return undefined;
         const cacheKey = keyOf(key);
         return this.held.has(cacheKey) ? undefined : super.get(cacheKey);
       });
-      const values = await batch(keys);
-      if (values.length !== keys.length) return values;
-      for (let i = 0; i < keys.length; i++) {
-        const promise = asked[i];
-        const value = values[i]!;
-        if (promise === undefined || value instanceof Error) continue;
-        const cacheKey = keyOf(keys[i]!);
-        if (super.get(cacheKey) !== promise) continue;
-        this.held.set(cacheKey, value);
+      const bulks = keys.some((key) => key instanceof Bulk);
+      const flat = bulks ? keys.flatMap((key) => (key instanceof Bulk ? (key.keys as K[]) : [key])) : keys;
+      const values = await batch(flat);
+      if (values.length !== flat.length) return values;
+      if (!bulks) {
+        this.holdValues(keys, asked, values, keyOf);
+        return values;
       }
-      return values;
+      const out = new Array<V | Error>(keys.length);
+      for (let i = 0, at = 0; i < keys.length; i++) {
+        const key = keys[i]!;
+        if (key instanceof Bulk) {
+          const bulk = key as Bulk<K, C, V>;
+          out[i] = Array.prototype.slice.call(values, at, at + bulk.keys.length) as V;
+          for (const k of bulk.cacheKeys) {
+            const value = values[at++]!;
+            if (this.reading.get(k) !== bulk) continue;
+            this.release(bulk, k);
+            if (value instanceof Error) this.cache(k, quiet(Promise.reject(value)));
+            else this.held.set(k, value);
+          }
+          continue;
+        }
+        const value = values[at++]!;
+        out[i] = value;
+        this.hold(key, asked[i], value, keyOf);
+      }
+      return out;
     };
   }
+
+  /** `holdValue` for each key of a batch without bulks. */
+  private holdValues<K>(keys: readonly K[], asked: ReadonlyArray<Promise<V> | undefined>, values: ArrayLike<V | Error>, keyOf: (key: K) => C): void {
+    for (let i = 0; i < keys.length; i++) this.hold(keys[i]!, asked[i], values[i]!, keyOf);
+  }
+
+  /** Hold `key`'s value, when it is not an error and the promise `load` cached for it (`asked`) still stands. */
+  private hold<K>(key: K, asked: Promise<V> | undefined, value: V | Error, keyOf: (key: K) => C): void {
+    if (asked === undefined || value instanceof Error) return;
+    const cacheKey = keyOf(key);
+    if (super.get(cacheKey) === asked) this.held.set(cacheKey, value);
+  }
+}
+
+/** A rejected promise cached for a key, which nobody may ever ask for: not an unhandled rejection. */
+function quiet<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
 }
 
 /**
@@ -111,7 +208,8 @@ export class RequestLoader<K, V, C = K> extends DataLoader<K, V, C> {
     const keyOf = options.cacheKeyFn ?? (sameKey as (key: K) => C);
     super(settled ? settled.settling(batch, keyOf) : batch, {
       cache: options.cache,
-      ...(options.cacheKeyFn && { cacheKeyFn: options.cacheKeyFn }),
+      // A bulk is its own cache key (`SettledCache.set` does not keep it).
+      cacheKeyFn: (key: K) => (key instanceof Bulk ? (key as C) : keyOf(key)),
       ...(settled && { cacheMap: settled }),
     });
     this.settled = settled;
@@ -126,6 +224,53 @@ export class RequestLoader<K, V, C = K> extends DataLoader<K, V, C> {
       if (held.has(cacheKey)) return held.get(cacheKey)!;
     }
     return this.load(key);
+  }
+
+  /**
+   * The values of `keys`, in order, as `load` gives each (the same batching, caching and
+   * errors), with one promise for the keys not yet read rather than one each: those the
+   * request holds come as they are, the others travel as one key of DataLoader's batch
+   * (`Bulk`). A page's filter asks for 51 at once; a promise, its two resolving
+   * functions, a callback record and a `Promise.all` element each lived through the
+   * page's lookups (issue 39, round three).
+   */
+  async loadAll(keys: readonly K[]): Promise<V[]> {
+    const settled = this.settled;
+    if (settled === null) return Promise.all(keys.map((key) => this.load(key)));
+    const out = new Array<V>(keys.length);
+    const bulk = new Bulk<K, C, V>([], []);
+    /** Where each of the bulk's keys goes in `out`; a key asked for twice, where else (and which of the bulk's it is). */
+    const places: number[] = [];
+    let repeats: Array<readonly [number, number]> | null = null;
+    let others: Array<Promise<void>> | null = null;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      const cacheKey = this.keyOf(key);
+      if (settled.held.has(cacheKey)) {
+        out[i] = settled.held.get(cacheKey)!;
+      } else if (settled.reading.get(cacheKey) === bulk) {
+        (repeats ??= []).push([i, bulk.cacheKeys.indexOf(cacheKey)]);
+      } else if (Map.prototype.has.call(settled, cacheKey) || settled.reading.has(cacheKey)) {
+        // Read or being read already: as `load` answers it.
+        (others ??= []).push(this.load(key).then((value) => void (out[i] = value)));
+      } else {
+        bulk.keys.push(key);
+        bulk.cacheKeys.push(cacheKey);
+        places.push(i);
+        settled.reading.set(cacheKey, bulk as Bulk<unknown, C, V>);
+      }
+    }
+    if (bulk.keys.length > 0) bulk.values = this.load(bulk as unknown as K) as unknown as Promise<Array<V | Error>>;
+    // Both waited for together: a failure of either is this call's, and neither is left unhandled.
+    const values = others === null ? await bulk.values : (await Promise.all([bulk.values, Promise.all(others)]))[0];
+    if (values === null) return out;
+    for (let j = 0; j < places.length; j++) {
+      const value = values[j]!;
+      if (value instanceof Error) throw value;
+      out[places[j]!] = value;
+    }
+    for (const [i, j] of repeats ?? []) out[i] = values[j] as V;
+    return out;
   }
 
   /** DataLoader's `prime`; the primed value is held at once (`loadNow`). */

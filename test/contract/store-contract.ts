@@ -292,6 +292,25 @@ export function defineStoreContract(
         const rows = await store.getMany(kv, [{ id: ids[2]! }, { id: ids[1]! }, { id: ids[0]! }]);
         expect(rows.map((r) => r?.name ?? null)).toEqual(['two', null, 'zero']);
       });
+
+      it('reads a row written with its key alone, by key, by many keys and in a slice, its key columns as stored: a uuid asked in upper case comes back in lower case', async () => {
+        const id = randomUUID();
+        await store.upsert(kv, { id });
+        const bare = { id, name: null, score: null, big: null, at: null, flag: null, tid: null };
+        expect(await store.get(kv, { id: id.toUpperCase() })).toEqual(bare);
+        expect(await store.getMany(kv, [{ id: id.toUpperCase() }, { id: randomUUID() }, { id }])).toEqual([bare, null, bare]);
+        const p = randomUUID();
+        const at = new Date('2024-02-29T12:00:00.000Z');
+        await store.upsert(byUuid, { p, k: id });
+        await store.upsert(byTimestamp, { p, k: at, v: 1 });
+        expect(await store.slice(byUuid, { partition: { p: p.toUpperCase() }, limit: 5 })).toEqual([{ p, k: id, v: null }]);
+        expect(await store.getMany(byUuid, [{ p: p.toUpperCase(), k: id.toUpperCase() }])).toEqual([{ p, k: id, v: null }]);
+        const [row] = await store.getMany(byTimestamp, [{ p, k: at }]);
+        expect(row).toEqual({ p, k: at, v: 1 });
+        // The row's Date is its own: changing it changes neither the key asked with nor the next read.
+        (row!.k as Date).setTime(0);
+        expect(at.getTime()).toBe(Date.parse('2024-02-29T12:00:00.000Z'));
+      });
     });
 
     describe('last write wins, per cell', () => {

@@ -1,7 +1,8 @@
 import cassandra from 'cassandra-driver';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fromDriver, rowReader, toDriver, uuidBytes, uuidText } from '../../src/store/cassandra/cassandra-values.js';
+import { boundUuid, fromDriver, rowReader, toDriver, uuidBytes, uuidText } from '../../src/store/cassandra/cassandra-values.js';
+import { validateValue } from '../../src/store/values.js';
 
 const { types } = cassandra;
 
@@ -53,6 +54,25 @@ describe('reading rows', () => {
     expect(row).toStrictEqual({ user_id: id.toString(), name_ts: 7n, rank: 3, note: 'n', at, missing: null });
     expect(Object.keys(row)).toEqual(columns.map(([name]) => name));
   });
+
+  it('takes the columns a statement did not select from the key it read, in the same shape, uuids lower-cased and dates copied', () => {
+    const columns = [
+      ['bucket', 'text'],
+      ['user_id', 'uuid'],
+      ['at', 'timestamp'],
+      ['reason', 'text'],
+    ] as const;
+    const read = rowReader(columns, new Set(['bucket', 'user_id', 'at']));
+    const at = new Date(1_700_000_000_000);
+    const key = { bucket: '2026-11', user_id: '0F8FAD5B-D9CB-469F-A165-70867728950E', at };
+    const asked: string[] = [];
+    const row = read({ get: (column) => (asked.push(column), column === 'reason' ? 'spam' : 'not selected') }, key);
+    expect(row).toStrictEqual({ bucket: '2026-11', user_id: '0f8fad5b-d9cb-469f-a165-70867728950e', at, reason: 'spam' });
+    expect(Object.keys(row)).toEqual(columns.map(([name]) => name));
+    expect(asked).toEqual(['reason']);
+    expect(row.at).not.toBe(at);
+    expect(row.bucket).toBe(key.bucket);
+  });
 });
 
 describe('binding uuids', () => {
@@ -65,6 +85,32 @@ describe('binding uuids', () => {
         expect(toDriver('timeuuid', text)).toBeInstanceOf(types.TimeUuid);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('binds a key uuid at once exactly when the port accepts it, to the value it accepts', () => {
+    const accepted = (type: 'uuid' | 'timeuuid', text: string) => {
+      try {
+        return validateValue(type, text, 'k') as string;
+      } catch {
+        return null;
+      }
+    };
+    const text = fc.oneof(
+      fc.uuid().map((u) => u),
+      fc.uuid().map((u) => u.toUpperCase()),
+      fc.uuid().map((u) => `${u.slice(0, 14)}1${u.slice(15)}`),
+      fc.uuid().map((u) => u.replace(/-/g, '_')),
+      fc.string({ minLength: 36, maxLength: 36 }),
+      fc.string(),
+    );
+    fc.assert(
+      fc.property(text, fc.constantFrom('uuid' as const, 'timeuuid' as const), (t, type) => {
+        const bound = boundUuid(type, t);
+        expect(bound?.toString() ?? null).toBe(accepted(type, t));
+        if (bound) expect(bound).toBeInstanceOf(type === 'uuid' ? types.Uuid : types.TimeUuid);
+      }),
+      { numRuns: 2000 },
     );
   });
 

@@ -272,7 +272,7 @@ export class Suspensions {
       bucketOf: (s) => s.bucket,
     });
     return filteredSource(rows, async (nodes) => {
-      const lookups = await Promise.all(nodes.map((n) => loaders.suspensionByUserId.load(n.userId)));
+      const lookups = await loaders.suspensionByUserId.loadAll(nodes.map((n) => n.userId));
       // The lookup must be this very suspension's (a user suspended anew has another).
       return nodes.map((n, i) => lookups[i]?.suspendedAt.getTime() === n.suspendedAt.getTime());
     });

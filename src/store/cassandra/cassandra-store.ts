@@ -47,7 +47,7 @@ import { ClientBatchlog, REPLAY_INTERVAL_MS, STORE_BATCHLOG_TABLES, TROUBLE_MS }
 import { connectFailureOf, isBatchlogTimeout, oneLine, storeErrorFrom, type ConnectFailure } from './cassandra-errors.js';
 import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-ranges.js';
 import { existingKeyOf, keyDifferences, schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
-import { fromDriver, rowReader, toDriver } from './cassandra-values.js';
+import { boundUuid, fromDriver, knownValue, rowReader, toDriver } from './cassandra-values.js';
 import { SendTurn } from './cassandra-send-turn.js';
 
 const { types } = cassandra;
@@ -150,17 +150,46 @@ interface TablePlan {
   /** Every column, in declaration order, and its type at the same index (a row's conversion). */
   readonly columnNames: readonly string[];
   readonly columnTypes: readonly CqlType[];
-  /** A driver row as a port row, in one object of the table's shape (`rowReader`). */
-  readonly readRow: (raw: CassandraRowLike) => Row;
+  /** A driver row of every column as a port row, in one object of the table's shape (`rowReader`). */
+  readonly readRow: RowReading;
+  /**
+   * A row of `selectByKey`: the regular columns from the driver, the key columns from the
+   * key read (`rowReader`'s `given`); every column from the driver when the table has no
+   * regular column.
+   */
+  readonly readKeyed: RowReading;
+  /** What a slice selects: every column but the partition key's, which `readSliced` takes from the partition read. */
+  readonly sliceList: string;
+  readonly readSliced: RowReading;
   readonly keyColumns: readonly string[];
   readonly keyTypes: readonly CqlType[];
   /** `k1 = ? AND k2 = ?` over the primary key. */
   readonly keyWhere: string;
+  /** Every column of the row at a key (a lightweight transaction's serial read). */
+  readonly selectRow: string;
+  /** A keyed read (`get`, `getMany`): the regular columns of the row at a key. */
   readonly selectByKey: string;
   readonly counter: boolean;
   readonly regular: readonly string[];
   readonly statements: Map<string, string>;
 }
+
+/**
+ * How a statement's rows are read: its reader (`rowReader`), and the columns it did not
+ * select, which the reader takes from the key or partition the statement named.
+ */
+interface RowReading {
+  readonly read: (raw: CassandraRowLike, known: Row) => Row;
+  readonly known: readonly string[];
+}
+
+/** A reading of the table's `columns`, those named in `known` taken from the key or partition read. */
+function rowReading(columns: ReadonlyArray<readonly [string, CqlType]>, known: readonly string[]): RowReading {
+  return { read: rowReader(columns, new Set(known)), known };
+}
+
+/** No known values: the statement selected every column. */
+const NONE: Row = Object.freeze({});
 
 /** How a statement is sent: idempotent or not, and the rare exceptions (paging state, page size, consistency, unprepared DDL). */
 interface RunOptions {
@@ -282,8 +311,9 @@ export class CassandraStore implements Store {
   async get(table: TableSpec, key: Row): Promise<Row | null> {
     const tally = activeTally();
     const pk = primaryKeyOf(table, key);
-    const result = await this.run(tally, this.selectRow(table, pk), { idempotent: true });
-    return this.liveRow(table, result.rows[0]);
+    const plan = this.plan(table);
+    const result = await this.run(tally, { query: plan.selectByKey, params: this.keyParams(plan, pk) }, { idempotent: true });
+    return this.liveRow(table, result.rows[0], false, plan.readKeyed, pk);
   }
 
   async getMany(table: TableSpec, keys: readonly Row[]): Promise<Array<Row | null>> {
@@ -329,7 +359,7 @@ export class CassandraStore implements Store {
           if (failed) return;
           try {
             if (hasWarnings(result)) this.reportWarnings(tally, result, [{ query: plan.selectByKey, params }]);
-            out[i] = this.liveRow(table, result.rows[0]);
+            out[i] = this.liveRow(table, result.rows[0], false, plan.readKeyed, keys[i]);
           } catch (err) {
             failed = true;
             reject(err);
@@ -398,7 +428,7 @@ export class CassandraStore implements Store {
         const order = table.clustering.length
           ? ` ORDER BY ${table.clustering.map((c) => `${c.column} ${(c.order === 'ASC') !== Boolean(query.reverse) ? 'ASC' : 'DESC'}`).join(', ')}`
           : '';
-        text = `SELECT ${plan.selectList} FROM ${plan.name} WHERE ${this.rangeWhere(table, restriction)}${order} LIMIT ?`;
+        text = `SELECT ${plan.sliceList} FROM ${plan.name} WHERE ${this.rangeWhere(table, restriction)}${order} LIMIT ?`;
         plan.statements.set(shape, text);
       }
       const statement = { query: text, params };
@@ -406,7 +436,7 @@ export class CassandraStore implements Store {
       do {
         const result = await this.run(tally, statement, { idempotent: true, pageState });
         for (const r of result.rows) {
-          const row = this.liveRow(table, r);
+          const row = this.liveRow(table, r, false, plan.readSliced, partition);
           if (row) rows.push(row);
         }
         pageState = result.pageState ?? undefined;
@@ -578,18 +608,27 @@ export class CassandraStore implements Store {
       const selectList = Object.keys(table.columns).join(', ');
       const keyColumns = keyColumnsOf(table);
       const keyWhere = keyColumns.map((c) => `${c} = ?`).join(' AND ');
+      const columns = Object.entries(table.columns);
+      const regular = regularColumnsOf(table);
+      // A statement selects what its key or partition does not already say (when there
+      // is anything else to select): Cassandra sends, and the driver decodes, less.
+      const sliced = Object.keys(table.columns).filter((c) => !table.partitionKey.includes(c));
       plan = {
         name,
         selectList,
         columnNames: Object.keys(table.columns),
         columnTypes: Object.values(table.columns),
-        readRow: rowReader(Object.entries(table.columns)),
+        readRow: rowReading(columns, []),
+        readKeyed: rowReading(columns, regular.length > 0 ? keyColumns : []),
+        sliceList: sliced.length > 0 ? sliced.join(', ') : selectList,
+        readSliced: rowReading(columns, sliced.length > 0 ? table.partitionKey : []),
         keyColumns,
         keyTypes: keyColumns.map((c) => table.columns[c]!),
         keyWhere,
-        selectByKey: `SELECT ${selectList} FROM ${name} WHERE ${keyWhere}`,
+        selectRow: `SELECT ${selectList} FROM ${name} WHERE ${keyWhere}`,
+        selectByKey: `SELECT ${regular.length > 0 ? regular.join(', ') : selectList} FROM ${name} WHERE ${keyWhere}`,
         counter: isCounterTable(table),
-        regular: regularColumnsOf(table),
+        regular,
         statements: new Map(),
       };
       this.plans.set(table, plan);
@@ -929,9 +968,10 @@ export class CassandraStore implements Store {
     this.log(`schema agreement after ${seconds(Date.now() - started)} more`);
   }
 
+  /** Every column of the row at a validated key. */
   private selectRow(table: TableSpec, key: Row): Statement {
     const plan = this.plan(table);
-    return { query: plan.selectByKey, params: this.keyParams(plan, key) };
+    return { query: plan.selectRow, params: this.keyParams(plan, key) };
   }
 
   private keyWhere(table: TableSpec, key: Row): { where: string; params: unknown[] } {
@@ -949,7 +989,14 @@ export class CassandraStore implements Store {
   /** A primary key's values, checked as `primaryKeyOf` checks them, and bound as the driver takes them. */
   private boundKey(table: TableSpec, plan: TablePlan, key: Row): unknown[] {
     const params = new Array<unknown>(plan.keyColumns.length);
-    for (let i = 0; i < params.length; i++) params[i] = toDriver(plan.keyTypes[i]!, keyValueOf(table, key, plan.keyColumns[i]!));
+    for (let i = 0; i < params.length; i++) {
+      const type = plan.keyTypes[i]!;
+      const column = plan.keyColumns[i]!;
+      const value = key[column];
+      // A uuid is checked by reading its bytes; anything else (and a bad uuid, to say why) as `primaryKeyOf` checks it.
+      const uuid = (type === 'uuid' || type === 'timeuuid') && typeof value === 'string' ? boundUuid(type, value) : null;
+      params[i] = uuid ?? toDriver(type, keyValueOf(table, key, column));
+    }
     return params;
   }
 
@@ -1026,16 +1073,21 @@ export class CassandraStore implements Store {
     }));
   }
 
-  /** A driver row as a port row, or null when Cassandra returned nothing live. */
-  private liveRow(table: TableSpec, raw: CassandraRowLike | undefined, lenient = false): Row | null {
+  /**
+   * A driver row as a port row, or null when Cassandra returned nothing live. `reading`
+   * says which columns the statement selected (every one by default); the others come
+   * from `known`, the key or partition it read (validated before it was sent).
+   */
+  private liveRow(table: TableSpec, raw: CassandraRowLike | undefined, lenient = false, reading?: RowReading, known: Row = NONE): Row | null {
     if (!raw) return null;
     const plan = this.plan(table);
+    const how = reading ?? plan.readRow;
     let out: Row;
     try {
-      out = plan.readRow(raw);
+      out = how.read(raw, known);
     } catch {
       // A row that cannot give a column (a client other than the driver's): column by column, to say which.
-      out = this.rowByColumn(plan, table, raw, lenient);
+      out = this.rowByColumn(plan, table, raw, lenient, how, known);
     }
     // A counter row whose counters are all null does not exist (CQL returns no row, but be safe).
     if (plan.counter && plan.regular.every((c) => out[c] === null)) return null;
@@ -1043,11 +1095,15 @@ export class CassandraStore implements Store {
   }
 
   /** `liveRow`'s slow path: a missing column is an error, or null when `lenient`. */
-  private rowByColumn(plan: TablePlan, table: TableSpec, raw: CassandraRowLike, lenient: boolean): Row {
+  private rowByColumn(plan: TablePlan, table: TableSpec, raw: CassandraRowLike, lenient: boolean, reading: RowReading, known: Row): Row {
     const { columnNames, columnTypes } = plan;
     const out: Row = {};
     for (let i = 0; i < columnNames.length; i++) {
       const c = columnNames[i]!;
+      if (reading.known.includes(c)) {
+        out[c] = knownValue(columnTypes[i]!, known[c]!);
+        continue;
+      }
       let v: unknown;
       try {
         v = raw.get(c);

@@ -11,17 +11,27 @@ const { types } = cassandra;
 export function toDriver(type: CqlType, value: CqlValue): unknown {
   if (value === null) return null;
   switch (type) {
-    case 'uuid': {
-      const bytes = uuidBytes(value as string);
-      return bytes ? new types.Uuid(bytes) : types.Uuid.fromString(value as string);
-    }
-    case 'timeuuid': {
-      const bytes = uuidBytes(value as string);
-      return bytes ? new types.TimeUuid(bytes) : types.TimeUuid.fromString(value as string);
-    }
+    case 'uuid':
+      return boundUuid(type, value as string) ?? types.Uuid.fromString(value as string);
+    case 'timeuuid':
+      return boundUuid(type, value as string) ?? types.TimeUuid.fromString(value as string);
     default:
       return value;
   }
+}
+
+/**
+ * A uuid's text bound as the driver takes it, checked as it is read: null when it is not
+ * a dashed uuid (upper or lower case), or for a timeuuid not one of version 1. What it
+ * binds is what `validateValue` accepts, so a key bound here needs no other check (the
+ * pattern test and the lower-cased copy `validateValue` makes are a third of a uuid's
+ * binding; a 50-edge suspendedUsers page binds 101).
+ */
+export function boundUuid(type: 'uuid' | 'timeuuid', text: string): InstanceType<typeof types.Uuid> | null {
+  if (type === 'timeuuid' && text.charCodeAt(14) !== 0x31) return null;
+  const bytes = uuidBytes(text);
+  if (bytes === null) return null;
+  return type === 'uuid' ? new types.Uuid(bytes) : new types.TimeUuid(bytes);
 }
 
 /** A driver value as the port returns it. */
@@ -56,10 +66,36 @@ interface DriverRow {
  * one each), so a literal of the exact shape is one allocation and no transitions
  * (docs/benchmarks-history.md, issue 39: the keyed reads). Column names are checked
  * identifiers (`checkIdentifier`), and quoted besides.
+ *
+ * The columns in `given` are not read from the driver's row: the statement did not
+ * select them, and the reader takes them from its second argument, the key or
+ * partition the statement named, validated and bound already (a keyed read's key
+ * columns, a slice's partition key). A row then shares the key's own strings rather
+ * than a fresh copy of each (and the driver decodes no uuid object for it): a page's
+ * rows live until its response is sent, and what lives through its waves is what the
+ * young generation's scavenges copy and promote (issue 39, round three).
  */
-export function rowReader(columns: ReadonlyArray<readonly [string, CqlType]>): (raw: DriverRow) => Record<string, CqlValue> {
-  const cells = columns.map(([name, type]) => `${JSON.stringify(name)}: from(${JSON.stringify(type)}, raw.get(${JSON.stringify(name)}))`);
-  return new Function('from', `return function readRow(raw) { return { ${cells.join(', ')} }; };`)(fromDriver);
+export function rowReader(
+  columns: ReadonlyArray<readonly [string, CqlType]>,
+  given: ReadonlySet<string> = new Set(),
+): (raw: DriverRow, key?: Readonly<Record<string, CqlValue>>) => Record<string, CqlValue> {
+  const cell = ([name, type]: readonly [string, CqlType]) => {
+    const [n, t] = [JSON.stringify(name), JSON.stringify(type)];
+    return `${n}: ${given.has(name) ? `known(${t}, key[${n}])` : `from(${t}, raw.get(${n}))`}`;
+  };
+  return new Function('from', 'known', `return function readRow(raw, key) { return { ${columns.map(cell).join(', ')} }; };`)(fromDriver, knownValue);
+}
+
+/**
+ * A known key value as a row carries it: as it is, but a uuid in its lower-case form (a
+ * validated key's is already; `toLowerCase` then returns the string itself) and a
+ * timestamp as a Date of its own (a row's Date is the caller's to keep).
+ */
+export function knownValue(type: CqlType, value: CqlValue): CqlValue {
+  if (value === null) return null;
+  if (type === 'uuid' || type === 'timeuuid') return (value as string).toLowerCase();
+  if (type === 'timestamp') return new Date((value as Date).getTime());
+  return value;
 }
 
 const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1');
