@@ -433,6 +433,9 @@ function cursorLevelOf(order: RankOrder): number {
   return order.cursorLevel ?? (order.random ? 1 : RANK_LEVEL_SHIFTS.length - 1);
 }
 
+/** The level from which a cursor's lists are read without the top where nothing else is known (`rankedIndex`'s `firstLists`). */
+const NEAR_LEVEL = 3;
+
 /** Lists of one level a first read brings at most on a hint (`likelyLists`). */
 const LIKELY_LISTS = 3;
 
@@ -645,31 +648,44 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // knows them before any read, in one read of several rows (`options.several`): the
   // lists `shape` puts the position under (`likelyLists`), and a cursor's lists down to
   // `RankOrder.cursorLevel`; where ranks are random, a cursor's even without a shape
-  // (the top is level 0's list alone there). Null: the top (with the levels it holds
-  // whole, where a position without a hint most likely lies).
-  const firstLists = (from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): RankListName[] | null => {
+  // (the top is level 0's list alone there). Where a cursor is ranked below the levels an
+  // index's top holds (NEAR_LEVEL: a timeline's level 4), a cursor's page in a process
+  // that knows no shape of the index names with its own lists, below level 1, the list
+  // under the bucket after its own in the page's direction (`near`): a position near the
+  // cursor lies under them where edges are dense (a timeline's 6.5 ms buckets), and
+  // where they are sparse a walk stops at the upper levels, which the cursor's lists
+  // hold; the top's twelve lists and a read of the cursor's list beside them were two
+  // calls and four times the text. (Ranked at level 2, a cursor's lists above its own
+  // come with the top, which holds a small index whole: suspensions and a list's items
+  // keep it.) Null: the top (with the levels it holds whole, where a position without a
+  // hint most likely lies).
+  const firstLists = (from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): { wanted: RankListName[]; near: boolean } | null => {
     if (!options.several) return null;
     const anchor = from === undefined ? undefined : order.rankOf(from);
     const likely = shape ? likelyLists(shape, anchor, direction, offset, order.random === true) : [];
-    if (likely.length === 0 && !(order.random && anchor !== undefined)) return null;
+    const near = anchor !== undefined && !shape && !order.random && cursorLevelOf(order) >= NEAR_LEVEL;
+    if (likely.length === 0 && !(anchor !== undefined && (order.random || near))) return null;
     const wanted: RankListName[] = [{ level: 0, parent: undefined }];
     if (anchor !== undefined) {
       const prefixes = rankPrefixes(anchor);
       for (let level = 1; level <= cursorLevelOf(order); level++) wanted.push({ level, parent: prefixes[level - 1] });
+      const step = direction === 'forward' ? 1n : -1n;
+      if (near) for (let level = 2; level <= cursorLevelOf(order); level++) if (prefixes[level - 1]! + step >= 0n) wanted.push({ level, parent: prefixes[level - 1]! + step });
     }
     for (const l of likely) if (!wanted.some((w) => w.level === l.level && w.parent === l.parent)) wanted.push(l);
-    return wanted;
+    return { wanted, near };
   };
 
   return {
     async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number): Promise<Located> {
       const cached = options.cached;
-      const wanted = firstLists(from, direction, offset, cached?.cache.shape(cached.id));
-      const first = (): Promise<IndexTop> => (wanted ? options.several!(wanted) : options.top!(topLists));
-      const pathFirst = wanted !== null && from !== undefined;
+      const named = firstLists(from, direction, offset, cached?.cache.shape(cached.id));
+      const first = (): Promise<IndexTop> => (named ? options.several!(named.wanted) : options.top!(topLists));
+      const pathFirst = named !== null && from !== undefined;
       if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep: () => () => {} }), pathFirst) };
       const { cache, id } = cached;
-      const firstRead = (lists: readonly RankList[], whole: number) => cache.noteShape(id, lists, whole);
+      // (Lists named near a cursor tell nothing of where the index's edges end: no shape.)
+      const firstRead = named?.near ? undefined : (lists: readonly RankList[], whole: number) => cache.noteShape(id, lists, whole);
       // The settlement known here before this page's reads: the kept lists it may use.
       const trusted = cache.settlement(id);
       let read: string | undefined;

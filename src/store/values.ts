@@ -78,17 +78,21 @@ function copyReorderedTimestamp(b: Buffer, out: Buffer, at: number): void {
   b.copy(out, at + 4, 0, 4);
 }
 
-function fixedInt(value: bigint, bytes: number): Buffer {
-  // Flip the sign bit so two's complement sorts as unsigned big-endian.
-  const bias = 1n << BigInt(bytes * 8 - 1);
-  const out = Buffer.alloc(bytes);
-  let v = value + bias;
-  for (let i = bytes - 1; i >= 0; i--) {
-    out[i] = Number(v & 0xffn);
-    v >>= 8n;
-  }
+// Flip the sign bit so two's complement sorts as unsigned big-endian.
+function fixedInt32(value: number): Buffer {
+  const out = Buffer.allocUnsafe(4);
+  out.writeUInt32BE((value + 0x8000_0000) >>> 0);
   return out;
 }
+
+function fixedInt64(value: bigint): Buffer {
+  const out = Buffer.allocUnsafe(8);
+  out.writeBigUInt64BE(BigInt.asUintN(64, value + SIGN_64));
+  return out;
+}
+
+/** The sign bit of a 64-bit value. */
+const SIGN_64 = 1n << 63n;
 
 /**
  * Order-preserving, prefix-free encoding of one value in ascending CQL order:
@@ -99,7 +103,17 @@ export function encodeSortable(type: CqlType, value: CqlValue): Buffer {
   switch (type) {
     case 'text': {
       // UTF8Type compares raw UTF-8 bytes. Escape 0x00 so the terminator sorts first.
-      const raw = Buffer.from(value as string, 'utf8');
+      const text = value as string;
+      if (!text.includes('\u0000')) {
+        // No 0x00 byte to escape (UTF-8 writes one only for U+0000): the bytes, then the terminator.
+        const length = Buffer.byteLength(text, 'utf8');
+        const out = Buffer.allocUnsafe(length + 2);
+        out.write(text, 0, 'utf8');
+        out[length] = 0;
+        out[length + 1] = 1;
+        return out;
+      }
+      const raw = Buffer.from(text, 'utf8');
       const parts: number[] = [];
       for (const byte of raw) {
         if (byte === 0) parts.push(0, 0xff);
@@ -127,12 +141,12 @@ export function encodeSortable(type: CqlType, value: CqlValue): Buffer {
       return out;
     }
     case 'int':
-      return fixedInt(BigInt(value as number), 4);
+      return fixedInt32(value as number);
     case 'bigint':
     case 'counter':
-      return fixedInt(value as bigint, 8);
+      return fixedInt64(value as bigint);
     case 'timestamp':
-      return fixedInt(BigInt((value as Date).getTime()), 8);
+      return fixedInt64(BigInt((value as Date).getTime()));
     case 'boolean':
       return Buffer.from([value ? 1 : 0]);
   }
@@ -140,7 +154,9 @@ export function encodeSortable(type: CqlType, value: CqlValue): Buffer {
 
 /** Complement every byte: reverses the order of a prefix-free encoding (DESC columns). */
 export function invertBytes(b: Buffer): Buffer {
-  return Buffer.from(b.map((x) => 0xff - x));
+  const out = Buffer.allocUnsafe(b.length);
+  for (let i = 0; i < b.length; i++) out[i] = 0xff - b[i]!;
+  return out;
 }
 
 /** Compare two values of one CQL type in ascending Cassandra order. */

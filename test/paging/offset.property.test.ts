@@ -99,6 +99,8 @@ class SettledIndex {
     private readonly inTop = false,
     /** Ranks taken as random: a page from a cursor reads its lists in one read of several (`several`), which brings the settlement too. */
     private readonly random = false,
+    /** Lists named before the first read are read in one (`several`), as the stores' indexes do, whatever the ranks. */
+    private readonly several = false,
   ) {
     this.settle();
   }
@@ -112,7 +114,7 @@ class SettledIndex {
   page() {
     return rankedIndex({
       order: this.random ? { ...numberOrder, random: true } : numberOrder,
-      ...(this.random && {
+      ...((this.random || this.several) && {
         several: async (wanted: readonly RankListName[]) => {
           this.stats.buckets++;
           if (this.inTop && this.settleWithin) {
@@ -481,6 +483,60 @@ describe('offset', () => {
     }
   });
 
+  it('from a cursor, in a process that knows nothing of the index, reads its lists and the next bucket\'s below level 1 in one read, beside the edges up to the cursor, then the page', async () => {
+    // 40,000 keys 2^15 apart: level 3's buckets hold 512, level 4's 2; the position lies
+    // in the cursor's level-3 bucket or the next (the cursor is its 33rd of 512).
+    const source = new ArraySource(Array.from({ length: 40_000 }, (_, i) => i * 2 ** 15 + (i % 3)));
+    const middle = source.all[20_000]!;
+    for (const backward of [false, true]) {
+      for (const offset of [100, 500]) {
+        const stats = { several: [] as RankListName[][], buckets: 0, top: 0 };
+        const cache = new RankCache(0);
+        const index = rankedIndex({
+          order: { ...numberOrder, cursorLevel: 4 },
+          several: async (wanted) => {
+            stats.several.push([...wanted]);
+            return { lists: wanted.map((w) => ({ ...w, buckets: bucketsOf(source.all, w.level, w.parent) })), whole: 0, settlement: 's' };
+          },
+          buckets: async (level, parent) => {
+            stats.buckets++;
+            return bucketsOf(source.all, level, parent);
+          },
+          top: async (limit) => {
+            stats.top++;
+            return { lists: topOf(source.all, limit), settlement: 's' };
+          },
+          cached: { cache, id: 'numbers', inTop: true, settlement: async () => 's' },
+        });
+        source.reads.length = 0;
+        const cursor = codec.encodeCursor(source.id, [middle]);
+        const page = await pageFromSource(source, backward ? { last: 20, before: cursor, offset } : { first: 20, after: cursor, offset }, { connectionName: 'numbers', codec, index });
+        expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+          modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', 20, offset, middle),
+        );
+        // Level 0's list, the cursor's lists of levels 1 to 4, and the next bucket's of
+        // levels 2 to 4, in one read; the edges of the cursor's level-4 bucket up to it;
+        // the page. No top, no list read on its own, and no shape learned from them.
+        const prefixes = rankPrefixes(BigInt(middle));
+        const step = backward ? -1n : 1n;
+        expect(stats).toEqual({
+          several: [
+            [
+              { level: 0, parent: undefined },
+              ...[1, 2, 3, 4].map((level) => ({ level, parent: prefixes[level - 1] })),
+              // (None before bucket 0.)
+              ...[2, 3, 4].map((level) => ({ level, parent: prefixes[level - 1]! + step })).filter((l) => l.parent >= 0n),
+            ],
+          ],
+          buckets: 0,
+          top: 0,
+        });
+        expect(source.reads.length).toBe(2);
+        expect(cache.shape('numbers')).toBeUndefined();
+      }
+    }
+  });
+
   it('ranks a cursor whose level-1 bucket holds more than SMALL_BUCKET edges before it through the levels below, where ranks are random', async () => {
     // 300 keys in one level-1 bucket (2^40 ranks), 4 a leaf, and a few in the next.
     const source = new ArraySource([...Array.from({ length: 300 }, (_, i) => i * 64), ...Array.from({ length: 30 }, (_, i) => 2 ** 40 + i)]);
@@ -510,9 +566,9 @@ describe('offset', () => {
     // first reads and its read of the settlement: only the pages after it must be exact.
     const round = fc.record({ changes: fc.array(change, { minLength: 1, maxLength: 6 }), within: fc.boolean(), pages: fc.array(page, { minLength: 1, maxLength: 4 }) });
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(key, { minLength: 1, maxLength: 60 }), fc.array(round, { minLength: 1, maxLength: 6 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), fc.nat(4), fc.boolean(), fc.boolean(), async (keys, rounds, slow, rows, lag, inTop, random) => {
+      fc.asyncProperty(fc.uniqueArray(key, { minLength: 1, maxLength: 60 }), fc.array(round, { minLength: 1, maxLength: 6 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), fc.nat(4), fc.boolean(), fc.boolean(), fc.boolean(), async (keys, rounds, slow, rows, lag, inTop, random, several) => {
         const source = new ArraySource(keys);
-        const settled = new SettledIndex(source, new RankCache(rows), slow, lag, inTop, random);
+        const settled = new SettledIndex(source, new RankCache(rows), slow, lag, inTop, random, several);
         for (const r of [{ changes: [], within: false, pages: rounds[0]!.pages }, ...rounds]) {
           for (const c of r.changes) {
             if ('insert' in c) source.insert(c.insert);

@@ -1,7 +1,8 @@
 /**
  * The order-preserving key encoding, byte for byte, for the types whose encoding moves
- * bytes around (uuid, timeuuid): the embedded store looks rows up by these bytes, so an
- * encoding that differs between two calls for one value would lose rows.
+ * bytes around (uuid, timeuuid) and those written in place (integers, text without a
+ * 0x00 byte): the embedded store looks rows up by these bytes, so an encoding that
+ * differs between two calls for one value would lose rows.
  */
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
@@ -31,5 +32,34 @@ describe('the sortable encoding of uuids', () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('the sortable encoding of integers and text', () => {
+  it('writes an int as 4 and a bigint or timestamp as 8 big-endian bytes with the sign bit flipped', () => {
+    expect(encodeSortable('int', -1).toString('hex')).toBe('7fffffff');
+    expect(encodeSortable('int', 0).toString('hex')).toBe('80000000');
+    expect(encodeSortable('int', 2 ** 31 - 1).toString('hex')).toBe('ffffffff');
+    expect(encodeSortable('int', -(2 ** 31)).toString('hex')).toBe('00000000');
+    expect(encodeSortable('bigint', -(2n ** 63n)).toString('hex')).toBe('0000000000000000');
+    expect(encodeSortable('bigint', 2n ** 63n - 1n).toString('hex')).toBe('ffffffffffffffff');
+    expect(encodeSortable('bigint', 258n).toString('hex')).toBe('8000000000000102');
+    expect(encodeSortable('timestamp', new Date(-1)).toString('hex')).toBe('7fffffffffffffff');
+  });
+
+  it('orders integers by value, byte for byte (property)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (a, b, x, y) => {
+        expect(Math.sign(Buffer.compare(encodeSortable('int', a), encodeSortable('int', b)))).toBe(Math.sign(a - b));
+        expect(Math.sign(Buffer.compare(encodeSortable('bigint', x), encodeSortable('bigint', y)))).toBe(x < y ? -1 : x > y ? 1 : 0);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('writes text as its UTF-8 bytes, each 0x00 escaped as 00 ff, then the terminator 00 01', () => {
+    expect(encodeSortable('text', 'aé').toString('hex')).toBe('61c3a90001');
+    expect(encodeSortable('text', 'a\u0000b').toString('hex')).toBe('6100ff620001');
+    expect(encodeSortable('text', '').toString('hex')).toBe('0001');
   });
 });

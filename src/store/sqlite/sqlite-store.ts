@@ -31,7 +31,6 @@ import {
   conditionsOf,
   counterDeltasOf,
   limitOf,
-  partitionKeyOf,
   regularValuesOf,
   ttlOf,
   writeTimestampOf,
@@ -39,6 +38,7 @@ import {
 import {
   byteRange,
   encodeClustering,
+  encodeClusteringPrefix,
   encodeKey,
   encodePartition,
   rangeParams,
@@ -231,22 +231,23 @@ export class SqliteStore implements Store {
   }
 
   async getInPartition(table: TableSpec, partition: Row, keys: readonly Row[]): Promise<Array<Row | null>> {
-    const pk = partitionKeyOf(table, partition);
+    // The partition encoded once, each key's clustering values (validated) beside it.
+    const pk = encodePartition(table, partition);
     const clusterings = clusteringKeysOf(table, keys);
     // One statement, as on Cassandra (an IN list on the clustering columns).
     this.count();
-    return this.readKeys(table, clusterings.map((values) => {
-      const key: Row = { ...pk };
-      table.clustering.forEach(({ column }, i) => (key[column] = values[i]!));
-      return key;
-    }));
+    return this.readEncoded(table, clusterings.map((values) => ({ pk, ck: encodeClusteringPrefix(table, values) })));
   }
 
   /** The rows of `keys` (full primary keys), in their order, null for misses: a statement per chunk of keys. */
   private readKeys(table: TableSpec, keys: readonly Row[]): Array<Row | null> {
+    return this.readEncoded(table, keys.map((k) => encodeKey(table, k)));
+  }
+
+  /** The rows of encoded keys, in their order, null for misses. */
+  private readEncoded(table: TableSpec, encoded: ReadonlyArray<{ readonly pk: Buffer; readonly ck: Buffer }>): Array<Row | null> {
     const s = this.statements(table);
-    const encoded = keys.map((k) => encodeKey(table, k));
-    const out: Array<Row | null> = new Array<Row | null>(keys.length).fill(null);
+    const out: Array<Row | null> = new Array<Row | null>(encoded.length).fill(null);
     const now = this.nowSeconds();
     for (let start = 0; start < encoded.length; start += GET_MANY_CHUNK) {
       const chunk = encoded.slice(start, start + GET_MANY_CHUNK);
