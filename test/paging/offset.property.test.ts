@@ -445,7 +445,9 @@ describe('offset', () => {
       }),
       { numRuns: 150 },
     );
-    expect(shaped).toBeGreaterThan(30);
+    // The shape path must run, not merely may: about 40 of the 150 runs take it (29 to 57 over
+    // 15 seeds, a standard deviation near 7), so more than 10 fails only when it is not taken.
+    expect(shaped).toBeGreaterThan(10);
   });
 
   it('ranks a cursor at its `cursorLevel` with the lists above it from the top, and reads the page from a cursor in 2 waves at a steady rate', async () => {
