@@ -50,37 +50,60 @@ class Bulk<K, C, V> {
   ) {}
 }
 
+/** A held value of `undefined`, told apart from a key the cache has no entry for. */
+const UNDEFINED = Symbol('undefined');
+/** What `SettledCache.held` answers for a key whose value the request does not hold. */
+const NOT_HELD = Symbol('not held');
+
 /**
- * A loader's cache that also keeps each value beside the promise DataLoader cached for
- * it, so `RequestLoader.loadNow` can hand the value out without a promise. A value is
- * kept only while the promise it came from is still the one cached for its key: `clear`,
- * `prime` and `clearAll` keep the two in step.
+ * A loader's cache that holds, for each key, the value read when the request has it, and
+ * otherwise DataLoader's promise for it or the bulk reading it: one map entry a key,
+ * set once and then overwritten in place, so `RequestLoader.loadNow` can hand the value
+ * out without a promise. A value replaces the promise it came from only while that
+ * promise is still the one cached for its key: `clear`, `prime` and `clearAll` replace
+ * or drop the entry, and a batch then leaves it alone.
  *
  * The values come from the batch itself (`settling`), not from a `then` on each key's
  * promise: that was one more promise, two closures and a microtask per key, and a
  * 50-edge page asks for 101 keys (docs/benchmarks-history.md, issue 39: the keyed reads).
+ * A page's keys went into three maps (DataLoader's promises, the values held, the keys a
+ * bulk was reading), each grown to 64 entries a page, the last emptied again: one map
+ * now (round four).
  *
- * A key a bulk is reading (`reading`) has no promise of its own: one is made from the
- * bulk's if someone asks for the key meanwhile; once read, its value is held, and a
- * resolved promise is made for it only if `load` asks (`get`).
+ * A key a bulk is reading has the bulk as its entry, and no promise of its own: one is
+ * made from the bulk's if someone asks for the key meanwhile; once read, its value is
+ * held, and `get` makes a resolved promise for it only when `load` asks.
  */
-class SettledCache<C, V> extends Map<C, Promise<V>> {
-  readonly held = new Map<C, V>();
-  /** The keys bulks are reading, each with its bulk. */
-  readonly reading = new Map<C, Bulk<unknown, C, V>>();
+class SettledCache<C, V> extends Map<C, unknown> {
   /** While `prime` sets a key: its value (`RequestLoader.prime`). */
   priming: { readonly value: V } | null = null;
 
+  /** The value this request holds for `key`, or NOT_HELD. */
+  held(key: C): V | typeof NOT_HELD {
+    return heldIn<V>(super.get(key));
+  }
+
+  /** The key's entry as it stands: a value held (UNDEFINED for `undefined`), a promise, a bulk, or undefined. */
+  entry(key: C): unknown {
+    return super.get(key);
+  }
+
+  /** `key` is read by `bulk` (`RequestLoader.loadAll`). */
+  readBy(key: C, bulk: Bulk<unknown, C, V>): void {
+    super.set(key, bulk);
+  }
+
   override get(key: C): Promise<V> | undefined {
-    const cached = super.get(key);
-    if (cached !== undefined) return cached;
-    if (this.held.has(key)) return this.cache(key, Promise.resolve(this.held.get(key)!));
-    const bulk = this.reading.get(key);
-    if (bulk === undefined || bulk.values === null) return undefined;
+    const entry = super.get(key);
+    if (entry === undefined || entry instanceof Promise) return entry as Promise<V> | undefined;
+    if (!(entry instanceof Bulk)) return Promise.resolve(heldIn<V>(entry) as V);
+    const bulk = entry as Bulk<unknown, C, V>;
+    if (bulk.values === null) return undefined;
     const at = bulk.cacheKeys.indexOf(key);
     const single = quiet(bulk.values.then((values) => (values[at] instanceof Error ? Promise.reject(values[at]) : (values[at] as V))));
     (bulk.single ??= new Map()).set(key, single);
-    return this.cache(key, single);
+    super.set(key, single);
+    return single;
   }
 
   override set(key: C, promise: Promise<V>): this {
@@ -88,65 +111,45 @@ class SettledCache<C, V> extends Map<C, Promise<V>> {
     if (key instanceof Bulk) return this;
     const primed = this.priming;
     // A primed error stays the loader's to report: `loadNow` then goes through `load`.
-    if (primed !== null && !(primed.value instanceof Error)) this.held.set(key, primed.value);
-    else this.held.delete(key);
-    this.reading.delete(key);
-    return super.set(key, promise);
+    return super.set(key, primed !== null && !(primed.value instanceof Error) ? heldEntry(primed.value) : promise);
   }
 
   override delete(key: C): boolean {
     // A bulk whose batch failed (DataLoader clears its keys): its keys are read again when next asked for.
     if (key instanceof Bulk) {
-      for (const k of (key as Bulk<unknown, C, V>).cacheKeys) this.release(key as Bulk<unknown, C, V>, k);
+      const bulk = key as Bulk<unknown, C, V>;
+      for (const k of bulk.cacheKeys) if (this.readingBy(bulk, k)) super.delete(k);
       return true;
     }
-    this.held.delete(key);
-    this.reading.delete(key);
     return super.delete(key);
   }
 
-  override clear(): void {
-    this.held.clear();
-    this.reading.clear();
-    super.clear();
-  }
-
-  /** `key`'s promise, cached as DataLoader caches one. */
-  private cache(key: C, promise: Promise<V>): Promise<V> {
-    super.set(key, promise);
-    return promise;
-  }
-
-  /** `key` read by `bulk` no more: it is not reading it, and a promise made from it for a single key goes. */
-  release(bulk: Bulk<unknown, C, V>, key: C): void {
-    if (this.reading.get(key) === bulk) this.reading.delete(key);
-    const single = bulk.single?.get(key);
-    if (single !== undefined && super.get(key) === single) super.delete(key);
+  /** Whether `key`'s entry is still `bulk`'s: the bulk itself, or the promise made from it for the key. */
+  private readingBy(bulk: Bulk<unknown, C, V>, key: C): boolean {
+    const entry = super.get(key);
+    return entry === bulk || (entry !== undefined && bulk.single?.get(key) === entry);
   }
 
   /**
-   * `batch`, keeping each value it reads for its key while the key's cached promise is
-   * still the one `load` made for this batch (not cleared, re-primed or read again
-   * since). Errors are not kept: `load` reports them. A key of the batch whose value is
-   * held already was primed after `load` cached it: its primed value stands. The
-   * promise `load` made is the one cached when the batch starts otherwise (no map of
-   * pending promises beside the cache: a page's 101 keys made it grow and shrink). A
-   * bulk's keys go to `batch` in its place, and their values are held while the bulk
-   * still reads them.
+   * `batch`, holding each value it reads for its key while the key's entry is still the
+   * promise `load` made for this batch (not cleared, re-primed or read again since).
+   * Errors are not held: `load` reports them. A key of the batch whose value is held
+   * already was primed after `load` cached it: its primed value stands. A bulk's keys go
+   * to `batch` in its place, and their values are held while the bulk still reads them.
    */
   settling<K>(batch: DataLoader.BatchLoadFn<K, V>, keyOf: (key: K) => C): DataLoader.BatchLoadFn<K, V> {
     return async (keys) => {
       const asked = keys.map((key) => {
         if (key instanceof Bulk) return undefined;
-        const cacheKey = keyOf(key);
-        return this.held.has(cacheKey) ? undefined : super.get(cacheKey);
+        const entry = super.get(keyOf(key));
+        return entry instanceof Promise ? entry : undefined;
       });
       const bulks = keys.some((key) => key instanceof Bulk);
       const flat = bulks ? keys.flatMap((key) => (key instanceof Bulk ? (key.keys as K[]) : [key])) : keys;
       const values = await batch(flat);
       if (values.length !== flat.length) return values;
       if (!bulks) {
-        this.holdValues(keys, asked, values, keyOf);
+        for (let i = 0; i < keys.length; i++) this.hold(keyOf(keys[i]!), asked[i], values[i]!);
         return values;
       }
       const out = new Array<V | Error>(keys.length);
@@ -157,32 +160,35 @@ class SettledCache<C, V> extends Map<C, Promise<V>> {
           out[i] = Array.prototype.slice.call(values, at, at + bulk.keys.length) as V;
           for (const k of bulk.cacheKeys) {
             const value = values[at++]!;
-            if (this.reading.get(k) !== bulk) continue;
-            this.release(bulk, k);
-            if (value instanceof Error) this.cache(k, quiet(Promise.reject(value)));
-            else this.held.set(k, value);
+            if (!this.readingBy(bulk as Bulk<unknown, C, V>, k)) continue;
+            super.set(k, value instanceof Error ? quiet(Promise.reject(value)) : heldEntry(value));
           }
           continue;
         }
         const value = values[at++]!;
         out[i] = value;
-        this.hold(key, asked[i], value, keyOf);
+        this.hold(keyOf(key), asked[i], value);
       }
       return out;
     };
   }
 
-  /** `holdValue` for each key of a batch without bulks. */
-  private holdValues<K>(keys: readonly K[], asked: ReadonlyArray<Promise<V> | undefined>, values: ArrayLike<V | Error>, keyOf: (key: K) => C): void {
-    for (let i = 0; i < keys.length; i++) this.hold(keys[i]!, asked[i], values[i]!, keyOf);
-  }
-
-  /** Hold `key`'s value, when it is not an error and the promise `load` cached for it (`asked`) still stands. */
-  private hold<K>(key: K, asked: Promise<V> | undefined, value: V | Error, keyOf: (key: K) => C): void {
+  /** Hold `cacheKey`'s value, when it is not an error and the promise `load` cached for it (`asked`) still stands. */
+  private hold(cacheKey: C, asked: Promise<V> | undefined, value: V | Error): void {
     if (asked === undefined || value instanceof Error) return;
-    const cacheKey = keyOf(key);
-    if (super.get(cacheKey) === asked) this.held.set(cacheKey, value);
+    if (super.get(cacheKey) === asked) super.set(cacheKey, heldEntry(value));
   }
+}
+
+/** A value as the cache holds it (`undefined` as UNDEFINED). */
+function heldEntry<V>(value: V): unknown {
+  return value === undefined ? UNDEFINED : value;
+}
+
+/** The value a cache entry holds, or NOT_HELD for no entry, a promise or a bulk. */
+function heldIn<V>(entry: unknown): V | typeof NOT_HELD {
+  if (entry === undefined || entry instanceof Promise || entry instanceof Bulk) return NOT_HELD;
+  return (entry === UNDEFINED ? undefined : entry) as V;
 }
 
 /** A rejected promise cached for a key, which nobody may ever ask for: not an unhandled rejection. */
@@ -219,9 +225,8 @@ export class RequestLoader<K, V, C = K> extends DataLoader<K, V, C> {
   /** The value of `key` when this request has already read it; otherwise `load(key)`. */
   loadNow(key: K): V | Promise<V> {
     if (this.settled !== null) {
-      const cacheKey = this.keyOf(key);
-      const { held } = this.settled;
-      if (held.has(cacheKey)) return held.get(cacheKey)!;
+      const held = this.settled.held(this.keyOf(key));
+      if (held !== NOT_HELD) return held;
     }
     return this.load(key);
   }
@@ -246,18 +251,19 @@ export class RequestLoader<K, V, C = K> extends DataLoader<K, V, C> {
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       const cacheKey = this.keyOf(key);
-      if (settled.held.has(cacheKey)) {
-        out[i] = settled.held.get(cacheKey)!;
-      } else if (settled.reading.get(cacheKey) === bulk) {
-        (repeats ??= []).push([i, bulk.cacheKeys.indexOf(cacheKey)]);
-      } else if (Map.prototype.has.call(settled, cacheKey) || settled.reading.has(cacheKey)) {
-        // Read or being read already: as `load` answers it.
-        (others ??= []).push(this.load(key).then((value) => void (out[i] = value)));
-      } else {
+      const entry = settled.entry(cacheKey);
+      if (entry === undefined) {
         bulk.keys.push(key);
         bulk.cacheKeys.push(cacheKey);
         places.push(i);
-        settled.reading.set(cacheKey, bulk as Bulk<unknown, C, V>);
+        settled.readBy(cacheKey, bulk as Bulk<unknown, C, V>);
+      } else if (entry === bulk) {
+        (repeats ??= []).push([i, bulk.cacheKeys.indexOf(cacheKey)]);
+      } else if (entry instanceof Promise || entry instanceof Bulk) {
+        // Read or being read already: as `load` answers it.
+        (others ??= []).push(this.load(key).then((value) => void (out[i] = value)));
+      } else {
+        out[i] = heldIn<V>(entry) as V;
       }
     }
     if (bulk.keys.length > 0) bulk.values = this.load(bulk as unknown as K) as unknown as Promise<Array<V | Error>>;

@@ -9,13 +9,22 @@ import type { CursorKey, Direction, OrderedSource } from './types.js';
 const MAX_READ = 500;
 
 /**
+ * What the check says of each node: `true` keeps it, `false` drops it, and a node keeps
+ * it with that node in its place: the same row as the check read it, equal in every
+ * field the connection shows and in its key. A check that reads each row's
+ * counterpart anyway (a suspension's lookup) hands that object out, so the page holds
+ * one object a row rather than two for the rest of the request (issue 39, round four).
+ */
+export type Verdict<N> = boolean | N;
+
+/**
  * Wrap `inner`, keeping only the rows `keep` accepts (one batched check per read). The
  * first read asks for exactly what is wanted (the usual case: nearly every row passes);
  * when rows are dropped, each further read asks for what is missing divided by the
  * share kept so far (at most MAX_READ rows), so a selective filter costs a few reads,
  * not one per missing row.
  */
-export function filteredSource<N>(inner: OrderedSource<N>, keep: (nodes: N[]) => Promise<boolean[]>): OrderedSource<N> {
+export function filteredSource<N>(inner: OrderedSource<N>, keep: (nodes: N[]) => Promise<ReadonlyArray<Verdict<N>>>): OrderedSource<N> {
   return {
     id: inner.id,
     async read(from: CursorKey | undefined, direction: Direction, limit: number, until?: CursorKey): Promise<N[]> {
@@ -34,7 +43,11 @@ export function filteredSource<N>(inner: OrderedSource<N>, keep: (nodes: N[]) =>
         if (continuing && batch.length > 0 && inner.compare(inner.keyOf(batch[0]!), start!) === 0) batch = batch.slice(1);
         if (batch.length === 0) break;
         const verdicts = await keep(batch);
-        batch.forEach((node, i) => verdicts[i] && out.push(node));
+        for (let i = 0; i < batch.length; i++) {
+          const verdict = verdicts[i];
+          if (verdict === true) out.push(batch[i]!);
+          else if (verdict !== false && verdict !== undefined) out.push(verdict);
+        }
         seen += batch.length;
         if (exhausted) break;
         start = inner.keyOf(batch[batch.length - 1]!);

@@ -41,7 +41,10 @@ export function clusteringFromKey(table: TableSpec, key: CursorKey): CqlValue[] 
 
 /** The cursor key of a row: its clustering values. */
 export function keyFromRow(table: TableSpec, row: Row): CursorKey {
-  return table.clustering.map((c) => keyPartFromValue(row[c.column] ?? null));
+  const { clustering } = table;
+  const key = new Array<CursorKeyPart>(clustering.length);
+  for (let i = 0; i < key.length; i++) key[i] = keyPartFromValue(row[clustering[i]!.column] ?? null);
+  return key;
 }
 
 /** Compare two clustering keys in clustering order. */

@@ -82,6 +82,22 @@ it('holds what was primed while a batch was in flight, not what that batch read'
   expect([loader.loadNow('a'), loader.loadNow('b')]).toEqual(['primed', 'read b']);
 });
 
+it('holds a value read as undefined as that value, not as a key it has not read', async () => {
+  const batches: string[][] = [];
+  const loader = new RequestLoader<string, string | undefined>(
+    async (keys) => {
+      batches.push([...keys]);
+      return keys.map((k) => (k === 'none' ? undefined : k));
+    },
+    { cache: true },
+  );
+  expect(await loader.load('none')).toBeUndefined();
+  expect(loader.loadNow('none')).toBeUndefined();
+  expect(await loader.loadAll(['none', 'x'])).toEqual([undefined, 'x']);
+  expect(await loader.load('none')).toBeUndefined();
+  expect(batches).toEqual([['none'], ['x']]);
+});
+
 /** A loader whose batches wait for `answer`, each key read as `read <key>`, counting its batches. */
 function gatedLoader() {
   let answer!: () => void;

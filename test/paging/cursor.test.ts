@@ -99,6 +99,29 @@ describe('cursor codec', () => {
     expect(raw.includes(Buffer.from('User.posts'))).toBe(false);
   });
 
+  it('writes a lowercase dashed uuid as its 16 bytes, and any other text of 36 characters as text, each decoding to itself', () => {
+    const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+    // A uuid with one character replaced (upper case, a dash, a digit beyond f, anything).
+    const nearUuid = fc
+      .tuple(fc.uuid(), fc.nat(35), fc.constantFrom('A', 'F', 'a', '0', '9', '-', 'g', '/', ':', '`', '{', 'é', ' '))
+      .map(([u, at, c]) => u.slice(0, at) + c + u.slice(at + 1));
+    fc.assert(
+      fc.property(fc.oneof(fc.uuid(), nearUuid, fc.string({ minLength: 36, maxLength: 36 })), (text) => {
+        const raw = Buffer.from(codec.encodeCursor(CONNECTION, [text]), 'base64url');
+        if (UUID_TEXT.test(text)) {
+          expect(raw.length).toBe(1 + 8 + 1 + 16);
+          expect(raw.subarray(10).toString('hex')).toBe(text.replaceAll('-', ''));
+        } else {
+          // The text tag, its length, its UTF-8 bytes.
+          expect(raw[9]).toBe(4);
+          expect(raw.subarray(11).toString('utf8')).toBe(text);
+        }
+        expect(codec.decodeCursor(CONNECTION, codec.encodeCursor(CONNECTION, [text]))).toEqual([text]);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   it('tags with SipHash-2-4 of version, connection id and key, keyed by 128 bits of HMAC-SHA256(secret, label)', () => {
     for (const secret of [SECRET, 'x'.repeat(64), 'a much longer secret than one SHA-256 block of sixty-four bytes, so it is hashed first']) {
       const raw = Buffer.from(createCursorCodec(secret).encodeCursor(CONNECTION, POST_KEY), 'base64url');

@@ -91,6 +91,9 @@ function suspensionFromRow(row: Row): Suspension {
   };
 }
 
+/** No saga open (never added to). */
+const NONE_OPEN: ReadonlySet<string> = new Set();
+
 /**
  * Current suspensions by user id, in order, null for users not suspended (one round
  * trip). A suspension whose saga has not confirmed it is not shown: it was never
@@ -104,7 +107,8 @@ export async function readSuspensions(store: Store, userIds: readonly string[]):
     userIds.map((user_id) => ({ user_id })),
   );
   const unconfirmed = rows.filter((r): r is Row => r !== null && r.confirmed !== true);
-  const open = await openSagaIds(
+  // Nearly always none: no saga log read, and no wait for one.
+  const open = unconfirmed.length === 0 ? NONE_OPEN : await openSagaIds(
     store,
     unconfirmed.map((r) => r.saga_id as string),
   );
@@ -273,8 +277,15 @@ export class Suspensions {
     });
     return filteredSource(rows, async (nodes) => {
       const lookups = await loaders.suspensionByUserId.loadAll(nodes.map((n) => n.userId));
-      // The lookup must be this very suspension's (a user suspended anew has another).
-      return nodes.map((n, i) => lookups[i]?.suspendedAt.getTime() === n.suspendedAt.getTime());
+      return nodes.map((n, i) => {
+        const lookup = lookups[i];
+        // The lookup must be this very suspension's (a user suspended anew has another).
+        if (lookup?.suspendedAt.getTime() !== n.suspendedAt.getTime()) return false;
+        // The page shows the lookup the loader holds (for `User.suspension`) when it says
+        // the same: the row's own object, its Date and its strings then go with this
+        // wave instead of living through the users' reads.
+        return lookup.bucket === n.bucket && lookup.reason === n.reason ? lookup : true;
+      });
     });
   }
 }

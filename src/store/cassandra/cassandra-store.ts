@@ -321,7 +321,9 @@ export class CassandraStore implements Store {
     if (keys.length === 0) return [];
     const plan = this.plan(table);
     // Every key is checked before any read is sent, and bound at once, without a validated copy of it.
-    const bound = keys.map((k) => this.boundKey(table, plan, k));
+    // A key's bound values go once it is sent (the driver holds them while the read is in
+    // flight): the page's later reads do not keep the first ones' alive (issue 39, round four).
+    const bound: Array<unknown[] | undefined> = keys.map((k) => this.boundKey(table, plan, k));
     // One wait for the send turn for the first reads, not one per key.
     await this.sendTurn.next();
     // One statement per key, each to its own replicas, at most `readConcurrency` in flight:
@@ -349,6 +351,7 @@ export class CassandraStore implements Store {
         const i = sent++;
         countStatements(tally);
         const params = bound[i]!;
+        bound[i] = undefined;
         let answer: Promise<CassandraResultLike>;
         try {
           answer = this.client.execute(plan.selectByKey, params, this.idempotentOptions);
