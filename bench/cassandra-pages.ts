@@ -146,8 +146,9 @@ async function asResolvers<V>(loader: RequestLoader<string, V>, keys: readonly s
 export async function timelinePage(services: Services): Promise<void> {
   const ctx = createRequestContext(services, null);
   const id = await ctx.loaders.userIdByUsername.load('bench');
-  const user = await ctx.loaders.userById.load(id!);
-  const page = await ctx.timeline.posts(user!.id, { first: 20 });
+  // As `userByUsername` with `posts` selected does: the user's row and the page in one wave.
+  const [user, page] = await Promise.all([ctx.loaders.userById.load(id!), ctx.timeline.posts(id!, { first: 20 })]);
+  if (!user) throw new Error('timeline page: no user row');
   const authors = await asResolvers(ctx.loaders.userById, page.edges.map((e) => e.node.authorId));
   if (page.edges.length !== 20 || authors.some((a) => !a)) throw new Error(`timeline page: ${page.edges.length} edges`);
 }

@@ -13,7 +13,9 @@
  *   Over HTTP also against Apollo's floor (bench/floor.ts): the same server stack
  *   answering from the responses ours gave at the start of the run, with no store work,
  *   loaded the same way in each round; ours / floor, and our extra server CPU per
- *   request over it (the store path as it runs in the server).
+ *   request over it (the store path as it runs in the server). Over HTTP, the server's
+ *   socket writes a request, and the requests Cassandra itself counted from the server's
+ *   connections a request (`system_views.clients`): the statements it sent, as Cassandra saw them.
  * - counter: seed 001 through `Meetings.accept`, first-write-wins against the
  *   lightweight transaction, each user accepting twice, counts checked, the LWT's
  *   failures counted by kind.
@@ -25,7 +27,8 @@
  * quotes are in bench/results/recorded-cassandra.json).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type cassandra from 'cassandra-driver';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { runCompiled } from './compiled.js';
@@ -217,24 +220,90 @@ function writeCalls(pid: number): number | null {
   }
 }
 
+/** The local ports of process `pid`'s TCP connections to any of `remotePorts` (/proc; empty where it cannot be read). */
+function connectionPorts(pid: number, remotePorts: ReadonlySet<number>): Set<number> {
+  const ports = new Set<number>();
+  try {
+    const sockets = new Set<string>();
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'utf8' }))?.[1];
+      if (inode) sockets.add(inode);
+    }
+    for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+      for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+        // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+        const f = line.trim().split(/\s+/);
+        if (f.length > 9 && sockets.has(f[9]!) && remotePorts.has(parseInt(f[2]!.split(':')[1]!, 16))) ports.add(parseInt(f[1]!.split(':')[1]!, 16));
+      }
+    }
+  } catch {
+    // No /proc, or the process is gone: no ports.
+  }
+  return ports;
+}
+
+/**
+ * The requests every Cassandra node has counted so far from process `pid`'s connections
+ * (`request_count` of `system_views.clients`, Cassandra 4.0 and later, asked of each node
+ * for its own clients): the statements the node received, re-prepares, retries and the
+ * driver's own requests included, whatever the product believes it sent. Null where
+ * they cannot be read (no /proc, no virtual table, or none of the process's ports).
+ */
+async function requestsCassandraCounted(driver: cassandra.Client, pid: number): Promise<number | null> {
+  const hosts = driver.hosts.values();
+  // A host's address ends in its native transport port.
+  const ports = connectionPorts(pid, new Set(hosts.map((h) => Number(h.address.slice(h.address.lastIndexOf(':') + 1)))));
+  if (ports.size === 0) return null;
+  try {
+    let requests = 0;
+    for (const host of hosts) {
+      const rs = await driver.execute('SELECT port, request_count FROM system_views.clients', [], { host });
+      for (const r of rs.rows) if (ports.has(Number(r.get('port')))) requests += Number(r.get('request_count'));
+    }
+    return requests;
+  } catch {
+    return null;
+  }
+}
+
+/** How long a server is given to finish the requests a load left in flight, before Cassandra's count is read. */
+const SETTLE_MS = 300;
+
 /**
  * Check, warm up and load `workload` on `server`; Cassandra's CPU per request where
- * visible, and the server's socket writes per request (one is the response; the rest
- * went to Cassandra).
+ * visible, the server's socket writes per request (one is the response; the rest went
+ * to Cassandra), and the requests Cassandra received from the server per HTTP request
+ * sent (where `system_views.clients` can be read): read once the warm-up's requests have
+ * settled, and again once the load's have, so that every request sent is counted whole,
+ * the few left in flight when the load stopped included (a request whose client has
+ * gone starts no further store call, so those count a little under a whole).
  */
-async function loadHttp(server: Started, workload: Workload, name: string): Promise<Measure & { cassandraCpuMsPerRequest: number | null; writesPerRequest: number | null }> {
+async function loadHttp(
+  server: Started,
+  workload: Workload,
+  name: string,
+  driver: cassandra.Client,
+): Promise<Measure & { cassandraCpuMsPerRequest: number | null; writesPerRequest: number | null; cassandraRequestsPerRequest: number | null }> {
   await check(server.port, workload, name);
   await load(server.port, server.child.pid!, workload, WARMUP, CONNECTIONS);
+  const pid = server.child.pid!;
+  const settled = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  await settled();
+  const counted = await requestsCassandraCounted(driver, pid);
   const dbBefore = cassandraCpuMs(pids);
-  const writesBefore = writeCalls(server.child.pid!);
-  const http = await load(server.port, server.child.pid!, workload, DURATION, CONNECTIONS);
+  const writesBefore = writeCalls(pid);
+  const http = await load(server.port, pid, workload, DURATION, CONNECTIONS);
   const dbAfter = cassandraCpuMs(pids);
-  const writesAfter = writeCalls(server.child.pid!);
+  const writesAfter = writeCalls(pid);
+  await settled();
+  const countedAfter = await requestsCassandraCounted(driver, pid);
   const total = http.requestsPerSecond * DURATION;
   return {
     ...http,
     cassandraCpuMsPerRequest: dbBefore === null || dbAfter === null ? null : +((dbAfter - dbBefore) / total).toFixed(3),
     writesPerRequest: writesBefore === null || writesAfter === null ? null : +((writesAfter - writesBefore) / total).toFixed(2),
+    // The count's own query is the admin connection's, never the server's.
+    cassandraRequestsPerRequest: counted === null || countedAfter === null ? null : +((countedAfter - counted) / http.requestsSent).toFixed(3),
   };
 }
 
@@ -323,8 +392,8 @@ async function main(): Promise<void> {
             const workload = workloads[page.name]!;
             const [http, floorHttp] = await inTurn(
               round,
-              () => loadHttp(server!, workload, 'ours on Cassandra'),
-              () => loadHttp(floor!, workload, "Apollo's floor"),
+              () => loadHttp(server!, workload, 'ours on Cassandra', driver),
+              () => loadHttp(floor!, workload, "Apollo's floor", driver),
             );
             entry.http = http;
             entry.httpOverCeiling = +(http.requestsPerSecond / driverAlone.perSecond).toFixed(3);
@@ -368,6 +437,10 @@ async function main(): Promise<void> {
         row(`${page.name}: over HTTP p50 / p99 ms`, `${median(rounds.map((r) => r.http.p50))} / ${median(rounds.map((r) => r.http.p99))}`);
         row(`${page.name}: over HTTP server CPU ms/request`, fmt(pick((r) => r.http.cpuMsPerRequest ?? NaN), 3));
         row(`${page.name}: over HTTP server socket writes/request (the response, and to Cassandra)`, fmt(pick((r) => r.http.writesPerRequest ?? NaN), 2));
+        row(
+          `${page.name}: over HTTP requests Cassandra received a request (the page's statements: ${page.statements.length})`,
+          fmt(pick((r) => r.http.cassandraRequestsPerRequest ?? NaN), 2),
+        );
         row(`${page.name}: over HTTP Cassandra CPU ms/request (in process; the driver alone)`, `${fmt(pick((r) => r.http.cassandraCpuMsPerRequest ?? NaN), 3)} (${fmt(pick((r) => r.inProcess.cassandraCpuMsPerOp ?? NaN), 3)}; ${fmt(pick((r) => r.ceiling.cassandraCpuMsPerOp ?? NaN), 3)})`);
         row(`${page.name}: ours over HTTP / ceiling`, `${fmt(pick((r) => r.httpOverCeiling), 3)}x`);
         row(`${page.name}: Apollo's floor req/s`, fmt(pick((r) => r.floor.requestsPerSecond)));

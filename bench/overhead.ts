@@ -57,6 +57,8 @@ export interface Measure {
   readonly cpuMsPerRequest: number | null;
   /** Share of one core the load generator used meanwhile (near 1 means it limited the run). */
   readonly loadGeneratorCpu: number;
+  /** Requests sent: those answered, and those still in flight when the load stopped. */
+  readonly requestsSent: number;
 }
 
 /** Compile what the servers run: ours with the project's build, the peers with esbuild. */
@@ -180,6 +182,7 @@ export async function load(port: number, pid: number, workload: Workload, second
     errors: result.errors + result.non2xx,
     cpuMsPerRequest: cpuBefore === null || cpuAfter === null || result.requests.total === 0 ? null : (cpuAfter - cpuBefore) / result.requests.total,
     loadGeneratorCpu: (self.user + self.system) / 1000 / wallMs,
+    requestsSent: result.requests.sent,
   };
 }
 

@@ -84,9 +84,12 @@ export class RendezvousStore extends StoreDecorator {
   private waiting: Array<() => void> = [];
   private parties = 0;
   private match: ((call: StoreCall) => boolean) | null = null;
+  /** Whether the last arming's calls all arrived (rather than `timeoutMs` passing first). */
+  met = false;
 
   /** The next `parties` calls that `match` accepts wait for each other (at most `timeoutMs`). */
   arm(parties: number, match: (call: StoreCall) => boolean, timeoutMs = 5_000): void {
+    this.met = false;
     this.parties = parties;
     this.match = match;
     setTimeout(() => this.release(), timeoutMs).unref();
@@ -102,7 +105,10 @@ export class RendezvousStore extends StoreDecorator {
   protected async around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
     if (this.match?.(call)) {
       const arrived = new Promise<void>((resolve) => this.waiting.push(resolve));
-      if (this.waiting.length >= this.parties) this.release();
+      if (this.waiting.length >= this.parties) {
+        this.met = true;
+        this.release();
+      }
       await arrived;
     }
     return run();
