@@ -80,12 +80,16 @@ export const countItemsTable = defineTable({
  * settled_through`. A whole list is one cell: a level costs one row to read however
  * many of its buckets hold items. Never deleted (an emptied list is empty text).
  * Replaces `count_ranks` (a row per bucket), which nothing reads any more.
+ * Compacted leveled on Cassandra: every settlement rewrites level 0's row and the lists
+ * it touches, and every `offset` page reads them, so a read must not merge the versions
+ * each memtable flush left in an SSTable of its own (docs/how-it-works.md, "Compaction").
  */
 export const countRankListsTable = defineTable({
   name: 'count_rank_lists',
   columns: { count_key: 'text', level: 'int', parent: 'bigint', settled_through: 'bigint', counts: 'text' },
   partitionKey: ['count_key'],
   clustering: ['level', 'parent'],
+  leveledCompaction: true,
 });
 
 /** Every table of the counts. */

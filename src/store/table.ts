@@ -44,6 +44,14 @@ export interface TableSpec {
    * in them has expired (a change log, say). Absent: Cassandra's default compaction.
    */
   readonly timeWindowMinutes?: number;
+  /**
+   * Compact the table with Cassandra's LeveledCompactionStrategy: for rows rewritten
+   * over and over and read by latency-sensitive requests (a counted index's lists), a
+   * partition then lies in at most one SSTable per level, where the default size-tiered
+   * strategy leaves its versions in every SSTable a flush made until similar sizes meet.
+   * Not with `timeWindowMinutes`. The embedded store has no SSTables and ignores it.
+   */
+  readonly leveledCompaction?: boolean;
 }
 
 /**
@@ -99,6 +107,8 @@ export function defineTable(spec: {
   gcGraceSeconds?: number;
   /** Time-window compaction with windows of this many minutes (TTL'd time series). */
   timeWindowMinutes?: number;
+  /** Leveled compaction (rows rewritten often, read for latency). */
+  leveledCompaction?: boolean;
 }): TableSpec {
   const clustering = (spec.clustering ?? []).map((c) =>
     typeof c === 'string' ? { column: c, order: 'ASC' as const } : { ...c },
@@ -110,6 +120,7 @@ export function defineTable(spec: {
     clustering: Object.freeze(clustering.map((c) => Object.freeze(c))),
     gcGraceSeconds: spec.gcGraceSeconds ?? DEFAULT_GC_GRACE_SECONDS,
     ...(spec.timeWindowMinutes !== undefined && { timeWindowMinutes: spec.timeWindowMinutes }),
+    ...(spec.leveledCompaction && { leveledCompaction: true }),
   });
   checkTableSpec(table);
   return table;
@@ -140,6 +151,9 @@ export function checkTableSpec(spec: TableSpec): void {
   const window = spec.timeWindowMinutes;
   if (window !== undefined && (!Number.isInteger(window) || window < 1 || window > 525_600)) {
     throw new Error(`table ${spec.name}: timeWindowMinutes must be an integer between 1 and 525600, got ${window}`);
+  }
+  if (window !== undefined && spec.leveledCompaction) {
+    throw new Error(`table ${spec.name}: one compaction strategy a table, got both timeWindowMinutes and leveledCompaction`);
   }
   const regular = regularColumnsOf(spec);
   const counters = regular.filter((c) => spec.columns[c] === 'counter');

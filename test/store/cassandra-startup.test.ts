@@ -71,6 +71,34 @@ describe('the Cassandra schema plan', () => {
     const current = { ...existing(columns), gcGraceSeconds: new Map([['users', 864_000], ['posts', 3_600]]) };
     expect(schemaChanges('relay', replication, current, [users, posts])).toEqual([]);
   });
+
+  it('creates a table declared leveled with LeveledCompactionStrategy, and moves an existing one to it once, keeping the options it does not declare', () => {
+    const lists = defineTable({ name: 'lists', columns: { k: 'text', level: 'int', counts: 'text' }, partitionKey: ['k'], clustering: ['level'], leveledCompaction: true });
+    expect(schemaChanges('relay', replication, existing({}), [lists])).toEqual([
+      "CREATE TABLE IF NOT EXISTS relay.lists (k text, level int, counts text, PRIMARY KEY ((k), level)) WITH CLUSTERING ORDER BY (level ASC) AND gc_grace_seconds = 864000 AND compaction = {'class': 'LeveledCompactionStrategy'}",
+    ]);
+    const columns = { lists: { k: 'text', level: 'int', counts: 'text' }, users: { user_id: 'uuid', name: 'text', born: 'timestamp' } };
+    const sizeTiered = { class: 'org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy', max_threshold: '32', min_threshold: '4' };
+    const stale = { ...existing(columns), compaction: new Map<string, Record<string, string>>([['lists', sizeTiered], ['users', sizeTiered]]) };
+    // A table that declares no strategy keeps the cluster's (an operator's choice).
+    expect(schemaChanges('relay', replication, stale, [lists, users])).toEqual(["ALTER TABLE relay.lists WITH compaction = {'class': 'LeveledCompactionStrategy'}"]);
+    const leveled = { class: 'org.apache.cassandra.db.compaction.LeveledCompactionStrategy', sstable_size_in_mb: '320' };
+    const current = { ...existing(columns), compaction: new Map<string, Record<string, string>>([['lists', leveled], ['users', sizeTiered]]) };
+    expect(schemaChanges('relay', replication, current, [lists, users])).toEqual([]);
+  });
+
+  it("brings a time-window table's window to its declaration, and refuses a table declaring two strategies", () => {
+    const changes = defineTable({ name: 'changes', columns: { feed: 'text', at: 'timeuuid' }, partitionKey: ['feed'], clustering: ['at'], timeWindowMinutes: 60 });
+    const twcs = (size: string) => ({ class: 'org.apache.cassandra.db.compaction.TimeWindowCompactionStrategy', compaction_window_unit: 'MINUTES', compaction_window_size: size });
+    const columns = { changes: { feed: 'text', at: 'timeuuid' } };
+    expect(schemaChanges('relay', replication, { ...existing(columns), compaction: new Map([['changes', twcs('30')]]) }, [changes])).toEqual([
+      "ALTER TABLE relay.changes WITH compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'MINUTES', 'compaction_window_size': 60}",
+    ]);
+    expect(schemaChanges('relay', replication, { ...existing(columns), compaction: new Map([['changes', twcs('60')]]) }, [changes])).toEqual([]);
+    expect(() => defineTable({ name: 'both', columns: { k: 'text' }, partitionKey: ['k'], timeWindowMinutes: 60, leveledCompaction: true })).toThrow(
+      'table both: one compaction strategy a table, got both timeWindowMinutes and leveledCompaction',
+    );
+  });
 });
 
 /** One `system_schema.columns` row as the store reads it. */

@@ -268,6 +268,42 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
       await client.shutdown();
     }
   }, 120_000);
+  it('creates a table declared leveled with LeveledCompactionStrategy, moves an existing size-tiered one to it at start-up, and then sends nothing', async () => {
+    const client = await cassandraClient(await target.contactPoints!());
+    const keyspace = uniqueKeyspace('lcs');
+    const declared = { name: 'lists', columns: { k: 'text', level: 'int', counts: 'text' } as const, partitionKey: ['k'], clustering: ['level'] };
+    const strategy = async () =>
+      ((await client.execute('SELECT compaction FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?', [keyspace, 'lists'])).rows[0]!.get('compaction') as Record<string, string>)
+        .class;
+    try {
+      const sent: string[] = [];
+      const store = new CassandraStore({ client, keyspace, schema: 'create', log: (m) => sent.push(m) });
+      await store.ensureTables([defineTable(declared)]);
+      expect(await strategy()).toMatch(/\.SizeTieredCompactionStrategy$/);
+      await client.execute(`INSERT INTO ${keyspace}.lists (k, level, counts) VALUES ('a', 0, '0:1')`);
+      sent.length = 0;
+      await store.ensureTables([defineTable({ ...declared, leveledCompaction: true })]);
+      expect(sent).toEqual([
+        expect.stringMatching(new RegExp(`^schema change 1 of 1 in \\d+\\.\\d s \\(\\d+\\.\\d s in all\\): ALTER TABLE ${keyspace}\\.lists WITH compaction = \\{'class': 'LeveledCompactionStrategy'\\}$`)),
+      ]);
+      expect(await strategy()).toMatch(/\.LeveledCompactionStrategy$/);
+      expect((await client.execute(`SELECT counts FROM ${keyspace}.lists WHERE k = 'a' AND level = 0`)).rows[0]!.get('counts')).toBe('0:1');
+      sent.length = 0;
+      await store.ensureTables([defineTable({ ...declared, leveledCompaction: true })]);
+      expect(sent).toEqual([]);
+      const fresh = uniqueKeyspace('lcs');
+      try {
+        await new CassandraStore({ client, keyspace: fresh, schema: 'create' }).ensureTables([defineTable({ ...declared, leveledCompaction: true })]);
+        const created = (await client.execute('SELECT compaction FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?', [fresh, 'lists'])).rows[0]!;
+        expect((created.get('compaction') as Record<string, string>).class).toMatch(/\.LeveledCompactionStrategy$/);
+      } finally {
+        await client.execute(`DROP KEYSPACE IF EXISTS ${fresh}`);
+      }
+    } finally {
+      await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+      await client.shutdown();
+    }
+  }, 120_000);
   it('creates a table declared as a TTL\'d time series with TimeWindowCompactionStrategy and its window', async () => {
     const client = await cassandraClient(await target.contactPoints!());
     const keyspace = uniqueKeyspace('twcs');

@@ -23,11 +23,8 @@ export function createTableCql(keyspace: string, table: TableSpec): string {
   const partition = `(${table.partitionKey.join(', ')})`;
   const key = [partition, ...table.clustering.map((c) => c.column)].join(', ');
   const options = [`gc_grace_seconds = ${gcGraceSecondsOf(table)}`];
-  if (table.timeWindowMinutes !== undefined) {
-    options.push(
-      `compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'MINUTES', 'compaction_window_size': ${table.timeWindowMinutes}}`,
-    );
-  }
+  const compaction = compactionOf(table);
+  if (compaction) options.push(`compaction = ${compactionMapCql(compaction)}`);
   if (table.clustering.length > 0) {
     options.unshift(`CLUSTERING ORDER BY (${table.clustering.map((c) => `${c.column} ${c.order}`).join(', ')})`);
   }
@@ -40,6 +37,41 @@ export function gcGraceCql(keyspace: string, table: TableSpec, existing: number 
   return existing === undefined || existing === declared
     ? []
     : [`ALTER TABLE ${keyspace}.${table.name} WITH gc_grace_seconds = ${declared}`];
+}
+
+/** A compaction strategy a table declares: its class (short name) and options, as `system_schema.tables.compaction` holds them. */
+export interface DeclaredCompaction {
+  readonly class: string;
+  readonly options: Readonly<Record<string, string>>;
+}
+
+/** The compaction strategy `table` declares; undefined for Cassandra's default (size-tiered), which is left as the cluster has it. */
+export function compactionOf(table: TableSpec): DeclaredCompaction | undefined {
+  if (table.timeWindowMinutes !== undefined) {
+    return { class: 'TimeWindowCompactionStrategy', options: { compaction_window_unit: 'MINUTES', compaction_window_size: String(table.timeWindowMinutes) } };
+  }
+  return table.leveledCompaction ? { class: 'LeveledCompactionStrategy', options: {} } : undefined;
+}
+
+/** A declared strategy as CQL's compaction map: `{'class': 'LeveledCompactionStrategy'}`. */
+function compactionMapCql({ class: name, options }: DeclaredCompaction): string {
+  const entries = Object.entries(options).map(([k, v]) => `'${k}': ${/^\d+$/.test(v) ? v : `'${v}'`}`);
+  return `{${[`'class': '${name}'`, ...entries].join(', ')}}`;
+}
+
+/**
+ * `ALTER TABLE … WITH compaction` when an existing table's strategy (its
+ * `system_schema.tables.compaction` map, `existing`) is not the one it declares: another
+ * class, or other values of the declared options. Options the declaration leaves out (an
+ * operator's `sstable_size_in_mb`, say) are not compared. Nothing for a table that
+ * declares none. Cassandra recompacts the table in the background after the change.
+ */
+export function compactionCql(keyspace: string, table: TableSpec, existing: Readonly<Record<string, string>> | undefined): string[] {
+  const declared = compactionOf(table);
+  if (!declared || existing === undefined) return [];
+  const sameClass = existing.class === declared.class || existing.class?.endsWith(`.${declared.class}`);
+  const sameOptions = Object.entries(declared.options).every(([k, v]) => existing[k] === v);
+  return sameClass && sameOptions ? [] : [`ALTER TABLE ${keyspace}.${table.name} WITH compaction = ${compactionMapCql(declared)}`];
 }
 
 /** `ALTER TABLE … ADD` for the regular columns a declaration has and an existing table lacks. */
@@ -55,6 +87,8 @@ export interface ExistingSchema {
   readonly tables: ReadonlyMap<string, ReadonlyMap<string, string>>;
   /** Each existing table's `gc_grace_seconds` (absent: not read, nothing to bring up to date). */
   readonly gcGraceSeconds?: ReadonlyMap<string, number>;
+  /** Each existing table's compaction map (absent: not read, nothing to bring up to date). */
+  readonly compaction?: ReadonlyMap<string, Readonly<Record<string, string>>>;
   /** Each existing table's key (absent: not read, not compared). */
   readonly keys?: ReadonlyMap<string, TableKey>;
 }
@@ -100,6 +134,7 @@ export function schemaChanges(
     else {
       out.push(...addColumnCql(keyspace, table, new Set(columns.keys())));
       out.push(...gcGraceCql(keyspace, table, existing.gcGraceSeconds?.get(table.name)));
+      out.push(...compactionCql(keyspace, table, existing.compaction?.get(table.name)));
     }
   }
   return out;

@@ -934,7 +934,7 @@ export class CassandraStore implements Store {
     );
     const options = await this.run(
       tally,
-      { query: 'SELECT table_name, gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = ?', params: [this.keyspace] },
+      { query: 'SELECT table_name, gc_grace_seconds, compaction FROM system_schema.tables WHERE keyspace_name = ?', params: [this.keyspace] },
       { idempotent: true },
     );
     const tables = new Map<string, Map<string, string>>();
@@ -951,7 +951,12 @@ export class CassandraStore implements Store {
     }
     const keys = new Map([...tables.keys()].map((table) => [table, existingKeyOf(keyColumns.get(table) ?? [])]));
     const gcGraceSeconds = new Map(options.rows.map((r) => [String(r.get('table_name')), Number(r.get('gc_grace_seconds'))]));
-    return { keyspace: keyspaces.rows.length > 0, tables, gcGraceSeconds, keys };
+    // (A map<text, text>; a fake cluster in a test may hold none: nothing to compare.)
+    const compaction = new Map(options.rows.flatMap((r) => {
+      const map = r.get('compaction') as Record<string, string> | null | undefined;
+      return map ? [[String(r.get('table_name')), map] as const] : [];
+    }));
+    return { keyspace: keyspaces.rows.length > 0, tables, gcGraceSeconds, compaction, keys };
   }
 
   /** One schema change, then wait until every node agrees on the schema before the next. */
