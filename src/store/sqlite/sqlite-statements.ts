@@ -31,6 +31,13 @@ export const GET_MANY_CHUNK = 128;
 export const PK_PARAMS: readonly string[] = Array.from({ length: GET_MANY_CHUNK }, (_, i) => `p${i}`);
 export const CK_PARAMS: readonly string[] = Array.from({ length: GET_MANY_CHUNK }, (_, i) => `c${i}`);
 
+/**
+ * A bound LIMIT, as SQL: `@limit` behind a CAST. SQLite reads a bare bound LIMIT's value
+ * while planning and then marks the statement stale whenever that parameter is bound
+ * again, so every call re-prepared it (a 1-row slice took 9.4 µs in `all`, 1.7 µs so).
+ */
+const LIMIT = 'CAST(@limit AS INTEGER)';
+
 /** The statements of one table layout. */
 export class LayoutStatements {
   /** Port columns in the order the row path selects them. */
@@ -76,7 +83,7 @@ export class LayoutStatements {
     if (!statement) {
       statement = this.once(`slice:${shape}`, 'rows', () =>
         `SELECT ${this.rowSelect} FROM "${this.layout.dataTable}" WHERE ${rangeWhere(range)} AND ${this.live} ` +
-        `ORDER BY ck ${reverse ? 'DESC' : 'ASC'} LIMIT @limit`,
+        `ORDER BY ck ${reverse ? 'DESC' : 'ASC'} LIMIT ${LIMIT}`,
       );
       this.slices[shape] = statement;
     }
@@ -91,7 +98,7 @@ export class LayoutStatements {
   scan(resume: boolean): SqliteStatementLike {
     return this.once(`scan:${resume}`, 'rows', () =>
       `SELECT ${this.rowSelect}, pk, ck FROM "${this.layout.dataTable}" WHERE ${resume ? '(pk > @pk OR (pk = @pk AND ck > @ck)) AND ' : ''}${this.live} ` +
-      'ORDER BY pk, ck LIMIT @limit',
+      `ORDER BY pk, ck LIMIT ${LIMIT}`,
     );
   }
 
@@ -201,7 +208,7 @@ export class LayoutStatements {
   tombstoneCount(bounded: boolean): SqliteStatementLike {
     const t = `"${this.layout.tombTable}"`;
     return this.once(`tomb:count:${bounded}`, 'rows', () =>
-      `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM ${t} WHERE pk = @pk AND lo >= @lo${bounded ? ' AND lo < @hi' : ''} LIMIT @cap)) + ` +
+      `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM ${t} WHERE pk = @pk AND lo >= @lo${bounded ? ' AND lo < @hi' : ''} LIMIT CAST(@cap AS INTEGER))) + ` +
       `COALESCE((SELECT hi IS NULL OR hi > @lo FROM ${t} WHERE pk = @pk AND lo < @lo ORDER BY lo DESC LIMIT 1), 0)`,
     );
   }
