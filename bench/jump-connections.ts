@@ -12,7 +12,6 @@
  * waves.
  */
 import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { createRequestContext, createServices, rankedCounts } from '../src/composition-root.js';
 import { settleFully } from '../src/counts/connection-counts.js';
@@ -31,7 +30,7 @@ import { MAX_TIMESTAMP, type Mutation } from '../src/store/port.js';
 import { RankCache } from '../src/paging/ranked-index.js';
 import { newTimeuuid } from '../src/store/timeuuid.js';
 import { JOB_WINDOW_MS } from '../src/background/windowed-job.js';
-import { time, type JumpTarget } from './jump.js';
+import { time, timeInTurn, type JumpTarget } from './jump.js';
 import { positive } from './settings.js';
 import { WaveCountingStore } from './waves.js';
 
@@ -104,12 +103,6 @@ export function connections(): Connection[] {
   ];
 }
 
-/** The median of `samples`, ms to 3 places. */
-function medianOf(samples: number[]): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return +sorted[Math.floor(sorted.length / 2)]!.toFixed(3);
-}
-
 /** Write `size` edges of `connection` on `target` and settle its count (its counted index rebuilt from the ledger). */
 export async function fillConnection(target: Pick<JumpTarget, 'base' | 'write'>, connection: Connection, size: number): Promise<void> {
   // Made in the past, one a millisecond: every one lies in a window the settlement closes.
@@ -152,20 +145,9 @@ export async function measureJumpConnections(
       if (page.edges.length !== expected) throw new Error(`${name}, ${label}: ${page.edges.length} edges, expected ${expected}`);
       const { waves, calls } = store;
       await time(10, () => connection.page(on(), args));
-      // The page and the first page in turn, one of each a round: a burst of load elsewhere
-      // on the machine (other processes share its cores) slows both alike, rather than
-      // the case it lands on; the ratio is over the first page of the same rounds.
-      const pages: number[] = [];
-      const firsts: number[] = [];
-      for (let run = 0; run < RUNS; run++) {
-        const t = performance.now();
-        await connection.page(services, { first: 20 });
-        const u = performance.now();
-        await connection.page(on(), args);
-        pages.push(performance.now() - u);
-        firsts.push(u - t);
-      }
-      return { waves, calls, medianMs: medianOf(pages), firstPageMs: medianOf(firsts) };
+      // The page and the first page in turn (the ratio over the first page of the same rounds).
+      const { medianMs, firstPageMs } = await timeInTurn(RUNS, () => connection.page(services, { first: 20 }), () => connection.page(on(), args));
+      return { waves, calls, medianMs, firstPageMs };
     };
     const firstPage = await measure('first page', { first: 20 });
     const half = Math.floor(size / 2);
