@@ -292,12 +292,14 @@ export async function createApp(
   const gate = new InFlightGate(config.inFlight);
   // A request's viewer is read once: for its principal, then for its context.
   const viewers = new WeakMap<IncomingMessage, Promise<Viewer | null>>();
+  // Anonymous requests (no header) share one settled promise: no token check, no entry here.
+  const anonymous = Promise.resolve(null);
   const viewerOf = (req: IncomingMessage): Promise<Viewer | null> => {
+    const header = req.headers.authorization;
+    if (header === undefined) return anonymous;
     let viewer = viewers.get(req);
     if (!viewer) {
-      const header = req.headers.authorization;
-      // Anonymous requests (no header) skip the token check's await.
-      viewer = header === undefined ? Promise.resolve(null) : tokens.viewer(header);
+      viewer = tokens.viewer(header);
       viewers.set(req, viewer);
     }
     return viewer;

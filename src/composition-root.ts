@@ -40,7 +40,7 @@ import { Timeline, postRank } from './features/timeline/timeline.js';
 import { userTables } from './features/users/users-tables.js';
 import { Users, readUserForChange } from './features/users/users.js';
 import type { Viewer } from './graphql/auth.js';
-import type { RequestContext } from './graphql/context.js';
+import type { RequestContext, StartedAhead } from './graphql/context.js';
 import { createLoaders, type Loaders } from './graphql/loaders.js';
 import { liveTables } from './live/change-log-tables.js';
 import { ChangeClock, createChangeWriter, plannedChangeWriter, type ChangeWriter } from './live/change-log.js';
@@ -405,6 +405,7 @@ type RequestOptions = NonNullable<Parameters<typeof createRequestContext>[2]>;
  * pays for no closure per feature.
  */
 class RequestScope implements RequestContext {
+  startedAhead: StartedAhead[] | null = null;
   readonly viewer: Actor | null;
   readonly loaders: Loaders;
   readonly startedAt = performance.now();

@@ -3,6 +3,7 @@
  * request's loaders, and the guards that authenticate. Who may do what is the
  * features' rule; the composition root builds the context.
  */
+import type { FieldNode } from 'graphql';
 import { signedIn, type Actor } from '../features/actor.js';
 import type { Directory } from '../features/directory/directory.js';
 import type { RequestKeys } from '../features/idempotency/mutation-keys.js';
@@ -38,6 +39,21 @@ export interface RequestContext extends Budgeted {
   readonly storeStatements: () => number;
   /** This request's budget (`Query.rateLimit`), or null when budgets are off or for a live event. */
   readonly rateLimit: RequestBudget | null;
+  /**
+   * Reads a resolver started ahead for a field further down, each taken once by that
+   * field's resolver (resolvers/user-resolvers.ts: a user's page of posts, beside the
+   * user's row); null until one is. On the context, not in a map keyed by it: a weak
+   * map's entry a request is work for every scavenge.
+   */
+  startedAhead: StartedAhead[] | null;
+}
+
+/** A read started ahead for a field node (`RequestContext.startedAhead`). */
+export interface StartedAhead {
+  readonly node: FieldNode;
+  /** Which object the field belongs to (a user's id). */
+  readonly key: string;
+  readonly read: Promise<unknown>;
 }
 
 /** The viewer, or UNAUTHENTICATED. */

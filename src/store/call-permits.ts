@@ -30,17 +30,42 @@ export class CallPermits {
     return this.used;
   }
 
-  /** Run `call` once a permit is free; the permit is returned when it settles. */
-  async run<T>(call: () => Promise<T>): Promise<T> {
-    if (this.used < this.max) this.used++;
-    // A released permit is handed over as it is (`used` unchanged).
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    try {
-      return await call();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.used--;
-    }
+  /**
+   * Run `call` once a permit is free; the permit is returned when it settles. With a
+   * permit free (nearly always), the call's own promise is returned, and the permit comes
+   * back through one reaction on it: no async function and no await a call (three of
+   * these a timeline request over HTTP; docs/benchmarks-history.md, issue 39 over HTTP,
+   * round two). The permit is back before the caller's own reactions to the call run.
+   */
+  run<T>(call: () => Promise<T>): Promise<T> {
+    if (this.used >= this.max) return this.afterWait(call);
+    this.used++;
+    return this.holding(call);
   }
+
+  /** Start `call` under the permit taken for it, and return the permit once the call settles. */
+  private holding<T>(call: () => Promise<T>): Promise<T> {
+    let result: Promise<T>;
+    try {
+      result = call();
+    } catch (err) {
+      this.release();
+      return Promise.reject(err);
+    }
+    result.then(this.release, this.release);
+    return result;
+  }
+
+  /** Wait for a permit handed over (`used` unchanged), then run `call` under it. */
+  private async afterWait<T>(call: () => Promise<T>): Promise<T> {
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    return this.holding(call);
+  }
+
+  /** A permit back: to the first waiting call as it is, or free. */
+  private readonly release = (): void => {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.used--;
+  };
 }

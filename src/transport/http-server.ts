@@ -32,7 +32,7 @@ export interface RequestScope {
   readonly deadline: number;
   /** Aborts when the client goes away before its response is sent: its work stops. */
   readonly signal: AbortSignal;
-  /** Whose budget the request spends (`user:…` or `address:…`), or null without an overload guard. */
+  /** Whose budget the request spends (`user:…` or `address:…`), or null without an overload guard or with budgets and the cap both off. */
   readonly principal: string | null;
 }
 
@@ -300,6 +300,13 @@ export function cachedFor<T>(maxAgeMs: number, check: () => Promise<T>, now: () 
   };
 }
 
+/**
+ * Whose slot a request takes while budgets (`RATE_LIMIT_POINTS=0`) and the cap on
+ * requests in flight (`MAX_IN_FLIGHT=0`) are both off: the gate still counts the request
+ * in flight, for the metrics, and shares matter to nothing.
+ */
+const UNCOUNTED_PRINCIPAL = 'uncounted';
+
 /** The URL of `POST /graphql`, shared by every such request (only read). */
 const GRAPHQL_URL = new URL('/graphql', 'http://localhost');
 
@@ -354,7 +361,9 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
         if (!res.writableFinished) controller.abort();
       });
       let principal: string | null = null;
-      if (overload) {
+      // With budgets and the cap both off, nothing depends on whose request this is: its
+      // principal (and its token's viewer, for it) is not worked out, and stays null.
+      if (overload && (overload.limiter.enabled || overload.gate.settings.maxInFlight > 0)) {
         principal = await overload.principalOf(req);
         // Refused earlier in this window: answered before anything is read or parsed.
         const refused = overload.limiter.refusal(principal);
@@ -407,7 +416,7 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
 
       if (overload) {
         try {
-          release = await overload.gate.acquire(principal!, controller.signal);
+          release = await overload.gate.acquire(principal ?? UNCOUNTED_PRINCIPAL, controller.signal);
         } catch (err) {
           if (!(err instanceof ServerBusyError)) return; // the client went away while it waited
           const busy = { errors: [{ message: err.message, extensions: { code: 'UNAVAILABLE' } }] };
@@ -421,9 +430,9 @@ export function createHttpHandler<C extends BaseContext>(options: HttpHandlerOpt
       });
       // Executed: the slot is free before the body is written to the client.
       release?.();
-      if (overload) {
-        head.push(...rateLimitHead(overload.limiter, principal!));
-        if (response.status === 429) head.push('retry-after', String(secondsUntil(overload.limiter.status(principal!).resetAt, Date.now())));
+      if (overload && principal !== null) {
+        head.push(...rateLimitHead(overload.limiter, principal));
+        if (response.status === 429) head.push('retry-after', String(secondsUntil(overload.limiter.status(principal).resetAt, Date.now())));
       }
       // Nothing here asks for incremental delivery (@defer): one complete body.
       const text = response.body.kind === 'complete' ? response.body.string : await collect(response.body.asyncIterator);

@@ -21,6 +21,18 @@ describe('global ids', () => {
     );
   });
 
+  it("give a post graphql-relay's text for any author and post id, uuids or not", () => {
+    const text = fc.oneof(fc.uuid(), fc.string({ maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.uuid().map((u) => u.toUpperCase()));
+    fc.assert(
+      fc.property(text, text, (authorId, postId) => {
+        // Twice: the author's prefix is made, then kept.
+        expect(postGlobalId({ authorId, postId })).toBe(relayToGlobalId('Post', `${authorId}:${postId}`));
+        expect(postGlobalId({ authorId, postId })).toBe(relayToGlobalId('Post', `${authorId}:${postId}`));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('read back the ids they give, and refuse an edited one naming the argument', () => {
     expect(userGlobalId(USER)).toBe(relayToGlobalId('User', USER));
     expect(parseGlobalId(userGlobalId(USER), 'id')).toEqual({ type: 'User', userId: USER });

@@ -232,3 +232,42 @@ describe('load shedding over HTTP', () => {
     expect(after.body.data).toEqual({ userByUsername: null });
   });
 });
+
+describe('budgets and the cap both off over HTTP', () => {
+  let server: TestServer;
+  let recording: RecordingStore;
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      wrap: (store) => (recording = new RecordingStore(store)),
+      env: { RATE_LIMIT_POINTS: '0', MAX_IN_FLIGHT: '0', METRICS: 'true' },
+    });
+  });
+  afterAll(() => server.close());
+
+  it('serves signed-in and anonymous requests without RateLimit headers, refuses a bad token, and still counts requests in flight', async () => {
+    const username = aUser().username;
+    const token = await server.token(username);
+    const signedIn = await post(server.url, `{ viewer { username } }`, { token });
+    expect(signedIn.status).toBe(200);
+    // Signed in, with no user row yet: no viewer, and no error.
+    expect(signedIn.body).toEqual({ data: { viewer: null }, extensions: expect.any(Object) });
+    expect(signedIn.headers.get('ratelimit-limit')).toBeNull();
+    const anonymous = await post(server.url, `{ viewer { username } }`);
+    expect(anonymous.body).toMatchObject({ data: { viewer: null } });
+    expect(anonymous.headers.get('ratelimit-limit')).toBeNull();
+    const bad = await post(server.url, `{ viewer { username } }`, { token: `${token}x` });
+    expect(bad.body.errors?.[0]?.extensions.code).toBe('UNAUTHENTICATED');
+    // A request held in the store is in flight while the gauge is read.
+    recording.delayMs = 400;
+    try {
+      const slow = post(server.url, `{ userByUsername(username: "nobody") { id } }`);
+      await sleep(150);
+      const metrics = await (await fetch(server.url.replace(/\/graphql$/, '/metrics'))).text();
+      expect(metrics).toMatch(/^relay_requests_in_flight 1$/m);
+      expect((await slow).body.data).toEqual({ userByUsername: null });
+    } finally {
+      recording.delayMs = 0;
+    }
+  });
+});

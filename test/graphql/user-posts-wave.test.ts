@@ -59,6 +59,20 @@ describeEachStore('a user and their posts in one wave', (target) => {
     });
   });
 
+  it('takes each request\'s own arguments, from its variables or, written in the query, the same every time', async () => {
+    const contents = (res: { data?: any }) => res.data.userByUsername.posts.edges.map((e: { node: { content: string } }) => e.node.content);
+    expect(contents(await server.gql(PAGE, { username, first: 1 }))).toEqual(['post #3']);
+    expect(contents(await server.gql(PAGE, { username, first: 3 }))).toEqual(['post #3', 'post #2', 'post #1']);
+    const literal = `query ($username: String!) { userByUsername(username: $username) { posts(first: 2) { edges { node { content } } } } }`;
+    for (let i = 0; i < 2; i++) {
+      meeting.arm(2, rowOrPage, 3_000);
+      const res = await server.gql(literal, { username });
+      expect(meeting.met).toBe(true);
+      expect(contents(res)).toEqual(['post #3', 'post #2']);
+      expect(res.extensions).toEqual({ storeRoundTrips: 3, storeStatements: 3 });
+    }
+  });
+
   it('reads no page for a username no one has', async () => {
     const res = await server.gql(PAGE, { username: aUser().username, first: 2 });
     expect(res).toEqual({ data: { userByUsername: null }, extensions: { storeRoundTrips: 1, storeStatements: 1 }, status: 200 });

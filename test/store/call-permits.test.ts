@@ -36,6 +36,28 @@ describe('call permits', () => {
     expect(permits.inUse).toBe(0);
   });
 
+  it('returns the permit before the caller sees the result, and when the call throws before it starts', async () => {
+    const permits = new CallPermits(1);
+    const seen = await permits.run(async () => 'read').then((value) => [value, permits.inUse]);
+    expect(seen).toEqual(['read', 0]);
+    await expect(
+      permits.run(() => {
+        throw new Error('bad statement');
+      }),
+    ).rejects.toThrow('bad statement');
+    expect(permits.inUse).toBe(0);
+    // A throwing call that waited for its permit hands it on too.
+    const first = permits.run(() => sleep(10).then(() => 1));
+    const second = permits.run(() => {
+      throw new Error('second failed');
+    });
+    const third = permits.run(async () => permits.inUse);
+    await expect(first).resolves.toBe(1);
+    await expect(second).rejects.toThrow('second failed');
+    await expect(third).resolves.toBe(1);
+    expect(permits.inUse).toBe(0);
+  });
+
   it('gives requests half of what one host carries on Cassandra (2,048 requests per connection)', () => {
     expect(requestCallCapacity(1)).toBe(1_024);
     expect(requestCallCapacity(2)).toBe(2_048);

@@ -12,6 +12,7 @@ import { existing } from './edge-node.js';
 import { removal } from './idempotent.js';
 
 const userIdOf = (id: string) => localIdOf(id, 'userId', 'User');
+const unknownUser = (userId: string) => new Error(`suspension of unknown user ${userId}`);
 
 export const suspensionQueries: Pick<QueryResolvers, 'suspendedUsers'> = {
   suspendedUsers: (_root, args, ctx) => ctx.suspensions.page(args),
@@ -42,5 +43,5 @@ export const userSuspensionField: Pick<UserResolvers, 'suspension'> = {
 };
 
 export const suspensionType: SuspensionResolvers = {
-  user: (s, _args, ctx) => existing(ctx.loaders.userById.loadNow(s.userId), () => new Error(`suspension of unknown user ${s.userId}`)),
+  user: (s, _args, ctx) => existing(ctx.loaders.userById.loadNow(s.userId), unknownUser, s.userId),
 };

@@ -23,5 +23,9 @@ export const timelineMutations: Pick<MutationResolvers, 'createPost' | 'deletePo
 export const postType: PostResolvers = {
   id: (post) => postGlobalId(post),
   // Every post of a page has its author in hand after the first: no promise for those.
-  author: (post, _args, ctx) => existing(ctx.loaders.userById.loadNow(post.authorId), () => new Error(`post ${post.postId} has no author row ${post.authorId}`)),
+  author: (post, _args, ctx) => existing(ctx.loaders.userById.loadNow(post.authorId), noAuthor, post),
 };
+
+function noAuthor(post: { authorId: string; postId: string }): Error {
+  return new Error(`post ${post.postId} has no author row ${post.authorId}`);
+}

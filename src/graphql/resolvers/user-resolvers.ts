@@ -2,7 +2,7 @@
 import type { MutationResolvers, QueryResolvers, UserResolvers } from '../__generated__/resolvers-types.js';
 import { requireViewer } from '../context.js';
 import { localIdOf, userGlobalId } from '../ids.js';
-import { Kind, getArgumentValues, type FieldNode, type GraphQLObjectType, type GraphQLResolveInfo } from 'graphql';
+import { Kind, getArgumentValues, type FieldNode, type GraphQLObjectType, type GraphQLResolveInfo, type ValueNode } from 'graphql';
 import { postsCountKey, type PostPage } from '../../features/timeline/timeline.js';
 import type { RequestContext } from '../context.js';
 import { prefetchCount } from './count-resolvers.js';
@@ -32,8 +32,30 @@ function postsFieldOf(info: GraphQLResolveInfo): FieldNode | null {
   return found;
 }
 
-/** Pages of posts a request started beside their user's row, by `posts` field node and user id. */
-const startedPages = new WeakMap<RequestContext, Array<{ node: FieldNode; userId: string; page: Promise<PostPage> }>>();
+/**
+ * The arguments of a `posts` field node that holds no variable, as graphql-js coerces
+ * them, made once per node (frozen: every request of the query shares them); null for
+ * a node with variables, whose arguments are coerced per request.
+ */
+const literalArguments = new WeakMap<FieldNode, Readonly<Record<string, unknown>> | null>();
+
+function postsArguments(info: GraphQLResolveInfo, node: FieldNode): Record<string, unknown> {
+  let args = literalArguments.get(node);
+  const field = () => (info.schema.getType('User') as GraphQLObjectType).getFields().posts!;
+  if (args === undefined) {
+    const literal = !(node.arguments ?? []).some((a) => hasVariable(a.value));
+    args = literal ? Object.freeze(getArgumentValues(field(), node, {})) : null;
+    literalArguments.set(node, args);
+  }
+  return args ?? getArgumentValues(field(), node, info.variableValues);
+}
+
+function hasVariable(value: ValueNode): boolean {
+  if (value.kind === Kind.VARIABLE) return true;
+  if (value.kind === Kind.LIST) return value.values.some(hasVariable);
+  if (value.kind === Kind.OBJECT) return value.fields.some((f) => hasVariable(f.value));
+  return false;
+}
 
 /**
  * Start the page of posts the query asks for beside the user's row: both need only the
@@ -44,24 +66,21 @@ const startedPages = new WeakMap<RequestContext, Array<{ node: FieldNode; userId
 function startPosts(info: GraphQLResolveInfo, ctx: RequestContext, userId: string): void {
   const node = postsFieldOf(info);
   if (!node) return;
-  const field = (info.schema.getType('User') as GraphQLObjectType).getFields().posts!;
   let page: Promise<PostPage>;
   try {
-    page = ctx.timeline.posts(userId, getArgumentValues(field, node, info.variableValues) as never);
+    page = ctx.timeline.posts(userId, postsArguments(info, node) as never);
   } catch (err) {
     page = Promise.reject(err);
   }
   page.catch(() => undefined);
-  let started = startedPages.get(ctx);
-  if (!started) startedPages.set(ctx, (started = []));
-  started.push({ node, userId, page });
+  (ctx.startedAhead ??= []).push({ node, key: userId, read: page });
 }
 
 /** The page `startPosts` started for this `posts` field and user, taken once; else undefined. */
 function startedPage(info: GraphQLResolveInfo, ctx: RequestContext, userId: string): Promise<PostPage> | undefined {
-  const started = startedPages.get(ctx);
-  const at = started?.findIndex((s) => s.node === info.fieldNodes[0] && s.userId === userId) ?? -1;
-  return at === -1 ? undefined : started!.splice(at, 1)[0]!.page;
+  const started = ctx.startedAhead;
+  const at = started?.findIndex((s) => s.node === info.fieldNodes[0] && s.key === userId) ?? -1;
+  return at === -1 ? undefined : (started!.splice(at, 1)[0]!.read as Promise<PostPage>);
 }
 
 export const userQueries: Pick<QueryResolvers, 'viewer' | 'userByUsername' | 'usersByLocation' | 'usersByLastName' | 'usersByName'> = {
