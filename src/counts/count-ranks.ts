@@ -179,12 +179,12 @@ class PackedList implements BucketList {
   }
 
   prefix(i: number): bigint {
-    this.has(i);
+    if (i >= this.places.length) this.decodeThrough(i);
     return this.lowest + BigInt(this.places[i]!);
   }
 
   count(i: number): number {
-    this.has(i);
+    if (i >= this.counts.length) this.decodeThrough(i);
     return this.counts[i]!;
   }
 

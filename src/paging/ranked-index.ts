@@ -617,12 +617,16 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       const list = await inOrder(level, parent);
       // The bucket holding the position (a packed list is decoded only up to it).
       let at = 0;
+      let found = false;
       for (; list.has(at); at++) {
         const count = list.count(at);
-        if (remaining < count) break;
+        if (remaining < count) {
+          found = true;
+          break;
+        }
         remaining -= count;
       }
-      if (!list.has(at)) return null;
+      if (!found) return null;
       const bucket = { prefix: list.prefix(at), count: list.count(at) };
       if (level === leaves || bucket.count <= SMALL_BUCKET) {
         // The rows read on a guess beside this list, when they start at or before the
