@@ -147,15 +147,17 @@ export function bucketList(buckets: Buckets): BucketList {
 /** The empty list. */
 const NO_BUCKETS: BucketList = bucketList([]);
 
-/** `list` read from its last bucket back (a walk backward); `below` is not asked of it. */
+/** `list` read from its last bucket back (a walk backward), its counts copied once (it is decoded whole to be reversed); `below` is not asked of it. */
 function reversedList(list: BucketList): BucketList {
   const last = list.length - 1;
+  const counts = new Array<number>(last + 1);
+  for (let i = 0; i <= last; i++) counts[i] = list.count(last - i);
   return {
-    length: list.length,
+    length: last + 1,
     rows: list.rows,
     has: (i) => i <= last,
     prefix: (i) => list.prefix(last - i),
-    count: (i) => list.count(last - i),
+    count: (i) => counts[i]!,
     below: () => {
       throw new Error('a reversed bucket list is read by position only');
     },
