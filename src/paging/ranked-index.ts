@@ -147,12 +147,20 @@ export function bucketList(buckets: Buckets): BucketList {
 /** The empty list. */
 const NO_BUCKETS: BucketList = bucketList([]);
 
-/** `list` read from its last bucket back (a walk backward), its counts copied once (it is decoded whole to be reversed); `below` is not asked of it. */
+/** The reversed views made of lists (`reversedList`): a kept list is reversed once, not on every backward page. */
+const reversedViews = new WeakMap<BucketList, BucketList>();
+
+/**
+ * `list` read from its last bucket back (a walk backward), its counts copied once (it is
+ * decoded whole to be reversed; a list never changes once read); `below` is not asked of it.
+ */
 function reversedList(list: BucketList): BucketList {
+  const made = reversedViews.get(list);
+  if (made) return made;
   const last = list.length - 1;
   const counts = new Array<number>(last + 1);
   for (let i = 0; i <= last; i++) counts[i] = list.count(last - i);
-  return {
+  const reversed: BucketList = {
     length: last + 1,
     rows: list.rows,
     has: (i) => i <= last,
@@ -162,6 +170,8 @@ function reversedList(list: BucketList): BucketList {
       throw new Error('a reversed bucket list is read by position only');
     },
   };
+  reversedViews.set(list, reversed);
+  return reversed;
 }
 
 /** The sum of the counts of `list`'s buckets from `from` up to `to` (exclusive). */
