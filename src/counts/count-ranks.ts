@@ -28,9 +28,12 @@
  */
 import { allRowsOf } from '../paging/partition-chunks.js';
 import {
+  bucketList,
   childPrefixRange,
   rankPrefixes,
   rankedIndex,
+  type BucketList,
+  type Buckets,
   type IndexTop,
   type RankBucket,
   type RankCache,
@@ -142,47 +145,92 @@ export function packRankList(level: number, parent: bigint | undefined, buckets:
   return out.join(',');
 }
 
+/** A base-36 digit's value from its character code. */
+const digitOf = (c: number): number => (c <= 57 ? c - 48 : c - 87);
+
 /**
- * A bucket of an unpacked list: its prefix made only when asked for (a walk asks for
- * one or two of a list's 256; making each a bigint doubled what unpacking a list cost).
+ * A list stored by `packRankList`, decoded only as far as it is read (a walk reads a
+ * list up to its cursor's or its position's bucket): places and counts in two arrays,
+ * no object per bucket, a prefix made only when asked for.
  */
-class PackedBucket implements RankBucket {
+class PackedList implements BucketList {
+  private readonly places: number[] = [];
+  private readonly counts: number[] = [];
+  /** Where decoding goes on in the text. */
+  private at = 0;
+
   constructor(
     private readonly lowest: bigint,
-    private readonly place: number,
-    readonly count: number,
+    private readonly text: string,
   ) {}
 
-  get prefix(): bigint {
-    return this.lowest + BigInt(this.place);
+  /** At most one bucket per 4 characters ("0:1,"): an upper bound that never changes, as `RankCache` needs. */
+  get rows(): number {
+    return ((this.text.length + 1) >> 2) + 1;
   }
+
+  get length(): number {
+    this.decodeThrough(Number.POSITIVE_INFINITY);
+    return this.places.length;
+  }
+
+  has(i: number): boolean {
+    return i < this.places.length || this.decodeThrough(i);
+  }
+
+  prefix(i: number): bigint {
+    if (i >= this.places.length) this.decodeThrough(i);
+    return this.lowest + BigInt(this.places[i]!);
+  }
+
+  count(i: number): number {
+    if (i >= this.counts.length) this.decodeThrough(i);
+    return this.counts[i]!;
+  }
+
+  below(prefix: bigint): number {
+    const target = prefix - this.lowest;
+    if (target <= 0n) return 0;
+    const place = target > BigInt(Number.MAX_SAFE_INTEGER) ? Number.POSITIVE_INFINITY : Number(target);
+    let i = 0;
+    while (this.has(i) && this.places[i]! < place) i++;
+    return i;
+  }
+
+  /** Decode entries until the one at `i` (or the text's end): whether there is one at `i`. */
+  private decodeThrough(i: number): boolean {
+    const { text, places, counts } = this;
+    const end = text.length;
+    let at = this.at;
+    // Digit by digit (base 36, a count may be negative): no substring per entry.
+    while (places.length <= i && at < end) {
+      let place = 0;
+      let c = text.charCodeAt(at);
+      for (; at < end && c !== 58 /* : */; c = text.charCodeAt(++at)) place = place * 36 + digitOf(c);
+      c = text.charCodeAt(++at);
+      const sign = c === 45 /* - */ ? -1 : 1;
+      if (sign < 0) c = text.charCodeAt(++at);
+      let count = 0;
+      for (; at < end && c !== 44 /* , */; c = text.charCodeAt(++at)) count = count * 36 + digitOf(c);
+      at++;
+      places.push(place);
+      counts.push(sign * count);
+    }
+    this.at = at;
+    return places.length > i;
+  }
+}
+
+/** The list of `level` under `parent` stored by `packRankList` as `text`, decoded as it is read. */
+export function packedRankList(level: number, parent: bigint | undefined, text: string | null | undefined): BucketList {
+  return new PackedList(childPrefixRange(level, storedParent(parent)).lowest, text ?? '');
 }
 
 /** The buckets of a list stored by `packRankList`, in prefix order. */
 export function unpackRankList(level: number, parent: bigint | undefined, text: string | null | undefined): RankBucket[] {
-  if (!text) return [];
-  const { lowest } = childPrefixRange(level, storedParent(parent));
+  const list = packedRankList(level, parent, text);
   const out: RankBucket[] = [];
-  // Digit by digit (base 36, a count may be negative): no substring per entry.
-  let place = 0;
-  let count = 0;
-  let sign = 1;
-  let inCount = false;
-  for (let i = 0; i <= text.length; i++) {
-    const c = i < text.length ? text.charCodeAt(i) : 44;
-    if (c === 44 /* , */) {
-      out.push(new PackedBucket(lowest, place, sign * count));
-      place = count = 0;
-      sign = 1;
-      inCount = false;
-    } else if (c === 58 /* : */) inCount = true;
-    else if (c === 45 /* - */) sign = -1;
-    else {
-      const digit = c <= 57 ? c - 48 : c - 87;
-      if (inCount) count = count * 36 + digit;
-      else place = place * 36 + digit;
-    }
-  }
+  for (let i = 0; list.has(i); i++) out.push({ prefix: list.prefix(i), count: list.count(i) });
   return out;
 }
 
@@ -283,9 +331,9 @@ export async function rebuildRanks(store: Store, key: string, rankOf: (item: str
 }
 
 /** The buckets of `key`'s index at `level` under `parent` (level 0's without one), in prefix order: one read. What `rankedIndex` reads. */
-export async function readRankBuckets(store: Store, key: string, level: number, parent: bigint | undefined): Promise<RankBucket[]> {
+export async function readRankBuckets(store: Store, key: string, level: number, parent: bigint | undefined): Promise<BucketList> {
   const row = await store.get(countRankListsTable, { count_key: key, level, parent: storedParent(parent) });
-  return unpackRankList(level, parent, row?.counts as string | null | undefined);
+  return packedRankList(level, parent, row?.counts as string | null | undefined);
 }
 
 /**
@@ -317,12 +365,12 @@ export async function readRankLists(store: Store, key: string, wanted: readonly 
 
 /** The list of `level` under `parent` a row holds (none: empty), its text unpacked only when its buckets are asked for (a walk uses few). */
 function listOfRow(level: number, parent: bigint | undefined, row: Row | null | undefined): RankList {
-  let buckets: RankBucket[] | undefined;
+  let buckets: BucketList | undefined;
   return {
     level,
     parent,
     get buckets() {
-      return (buckets ??= unpackRankList(level, parent, row?.counts as string | null | undefined));
+      return (buckets ??= packedRankList(level, parent, row?.counts as string | null | undefined));
     },
   };
 }
@@ -333,9 +381,11 @@ function listOfRow(level: number, parent: bigint | undefined, row: Row | null | 
  * changes a list writes that row, last (`writeLists`: every change touches level 0), so
  * the token moves once the lists it settles are written.
  */
-function settlementOf(row: Row | null | undefined, buckets?: readonly RankBucket[]): string {
+function settlementOf(row: Row | null | undefined, buckets?: Buckets): string {
   if (!row) return '';
-  const total = (buckets ?? unpackRankList(0, undefined, row.counts as string | null | undefined)).reduce((sum, b) => sum + b.count, 0);
+  const list = buckets ? bucketList(buckets) : packedRankList(0, undefined, row.counts as string | null | undefined);
+  let total = 0;
+  for (let i = 0; list.has(i); i++) total += list.count(i);
   return `${row.settled_through as bigint}/${total}`;
 }
 

@@ -98,6 +98,89 @@ export interface RankBucket {
   readonly count: number;
 }
 
+/**
+ * The buckets of one list in prefix order, read by position: what a walk reads. A packed
+ * list (count-ranks.ts) is decoded only as far as it is read, with no object per bucket
+ * (a walk reads a list up to its cursor's or its position's bucket, and unpacking whole
+ * lists of 256 buckets into objects was most of a first visit's JavaScript); a list of
+ * `RankBucket`s is read through `bucketList`.
+ */
+export interface BucketList {
+  /** How many buckets it holds (a packed list decodes itself whole to tell). */
+  readonly length: number;
+  /** Whether it holds a bucket at `i` (a packed list decodes itself up to `i` only). */
+  has(i: number): boolean;
+  /** What it weighs where it is kept (`RankCache`), in bucket rows: an estimate where it is not decoded yet. */
+  readonly rows: number;
+  prefix(i: number): bigint;
+  count(i: number): number;
+  /** How many of its buckets lie below `prefix`: the position of the first at or above it. */
+  below(prefix: bigint): number;
+}
+
+/** A list of buckets as an index's reads give it: `RankBucket`s in prefix order, or a `BucketList`. */
+export type Buckets = readonly RankBucket[] | BucketList;
+
+/** `buckets` as a `BucketList`. */
+export function bucketList(buckets: Buckets): BucketList {
+  if (!Array.isArray(buckets)) return buckets as BucketList;
+  const list = buckets as readonly RankBucket[];
+  return {
+    length: list.length,
+    rows: list.length,
+    has: (i) => i < list.length,
+    prefix: (i) => list[i]!.prefix,
+    count: (i) => list[i]!.count,
+    below: (prefix) => {
+      let low = 0;
+      let high = list.length;
+      while (low < high) {
+        const mid = (low + high) >>> 1;
+        if (list[mid]!.prefix < prefix) low = mid + 1;
+        else high = mid;
+      }
+      return low;
+    },
+  };
+}
+
+/** The empty list. */
+const NO_BUCKETS: BucketList = bucketList([]);
+
+/** The reversed views made of lists (`reversedList`): a kept list is reversed once, not on every backward page. */
+const reversedViews = new WeakMap<BucketList, BucketList>();
+
+/**
+ * `list` read from its last bucket back (a walk backward), its counts copied once (it is
+ * decoded whole to be reversed; a list never changes once read); `below` is not asked of it.
+ */
+function reversedList(list: BucketList): BucketList {
+  const made = reversedViews.get(list);
+  if (made) return made;
+  const last = list.length - 1;
+  const counts = new Array<number>(last + 1);
+  for (let i = 0; i <= last; i++) counts[i] = list.count(last - i);
+  const reversed: BucketList = {
+    length: last + 1,
+    rows: list.rows,
+    has: (i) => i <= last,
+    prefix: (i) => list.prefix(last - i),
+    count: (i) => counts[i]!,
+    below: () => {
+      throw new Error('a reversed bucket list is read by position only');
+    },
+  };
+  reversedViews.set(list, reversed);
+  return reversed;
+}
+
+/** The sum of the counts of `list`'s buckets from `from` up to `to` (exclusive). */
+function countsOf(list: BucketList, from: number, to: number): number {
+  let sum = 0;
+  for (let i = from; i < to; i++) sum += list.count(i);
+  return sum;
+}
+
 /** Options of `rankedIndex`. */
 export interface RankedIndexOptions {
   readonly order: RankOrder;
@@ -105,7 +188,7 @@ export interface RankedIndexOptions {
    * The buckets of `level` under `parent` (every bucket of level 0 when `parent` is
    * undefined), in ascending prefix order. One read.
    */
-  buckets(level: number, parent: bigint | undefined): Promise<RankBucket[]>;
+  buckets(level: number, parent: bigint | undefined): Promise<Buckets>;
   /**
    * The first `limit` lists of the index, in level then parent order (level 0's first).
    * One read. Without it, level 0 is read as the others are.
@@ -157,12 +240,12 @@ export interface IndexShape {
 function shapeOf(lists: readonly RankList[], whole: number): IndexShape | undefined {
   const level = Math.max(0, Math.min(whole, RANK_LEVEL_SHIFTS.length) - 1);
   let total = 0;
-  for (const l of lists) if (l.level === 0) for (const b of l.buckets) total += b.count;
-  const at = lists.filter((l) => l.level === level && l.buckets.length > 0);
+  for (const l of lists) if (l.level === 0) total += countsOf(bucketList(l.buckets), 0, l.buckets.length);
+  const at = lists.map((l) => (l.level === level ? bucketList(l.buckets) : NO_BUCKETS)).filter((l) => l.has(0));
   if (total <= 0 || at.length === 0) return undefined;
   const shift = BigInt(RANK_LEVEL_SHIFTS[level]!);
-  const last = at[at.length - 1]!.buckets;
-  return { total, lowest: at[0]!.buckets[0]!.prefix << shift, highest: ((last[last.length - 1]!.prefix + 1n) << shift) - 1n, level };
+  const last = at[at.length - 1]!;
+  return { total, lowest: at[0]!.prefix(0) << shift, highest: ((last.prefix(last.length - 1) + 1n) << shift) - 1n, level };
 }
 
 /**
@@ -180,7 +263,7 @@ function shapeOf(lists: readonly RankList[], whole: number): IndexShape | undefi
 export class RankCache {
   private readonly settlements = new Map<string, string>();
   private readonly shapes = new Map<string, IndexShape>();
-  private readonly lists = new Map<string, { readonly token: string; readonly list: readonly RankBucket[] }>();
+  private readonly lists = new Map<string, { readonly token: string; readonly list: BucketList }>();
   private rows = 0;
 
   constructor(private readonly maxRows = RANK_CACHE_ROWS) {}
@@ -217,7 +300,7 @@ export class RankCache {
   }
 
   /** The list of `level` under `parent` of index `id` kept under settlement `token`, if any. */
-  get(id: string, token: string, level: number, parent: bigint | undefined): readonly RankBucket[] | undefined {
+  get(id: string, token: string, level: number, parent: bigint | undefined): BucketList | undefined {
     const name = listName(id, level, parent);
     const entry = this.lists.get(name);
     if (entry?.token !== token) return undefined;
@@ -227,19 +310,19 @@ export class RankCache {
   }
 
   /** Keep the list of `level` under `parent` of index `id`, read under settlement `token`. */
-  put(id: string, token: string, level: number, parent: bigint | undefined, list: readonly RankBucket[]): void {
+  put(id: string, token: string, level: number, parent: bigint | undefined, list: BucketList): void {
     const name = listName(id, level, parent);
     const old = this.lists.get(name);
     if (old) {
-      this.rows -= old.list.length + 1;
+      this.rows -= old.list.rows + 1;
       this.lists.delete(name);
     }
     this.lists.set(name, { token, list });
-    this.rows += list.length + 1;
+    this.rows += list.rows + 1;
     for (const [oldest, entry] of this.lists) {
       if (this.rows <= this.maxRows) break;
       this.lists.delete(oldest);
-      this.rows -= entry.list.length + 1;
+      this.rows -= entry.list.rows + 1;
     }
   }
 }
@@ -256,7 +339,7 @@ export interface RankListName {
 
 /** The buckets of one level under one parent (level 0's: every bucket, no parent): what the top of an index is read as. */
 export interface RankList extends RankListName {
-  readonly buckets: readonly RankBucket[];
+  readonly buckets: Buckets;
 }
 
 /**
@@ -300,7 +383,7 @@ function topListsOf(order: RankOrder): number {
 export const SMALL_BUCKET = 64;
 
 /** Keeps a list a read brought (`RankCache`), as decided when the read started. */
-type Keep = (level: number, parent: bigint | undefined, list: readonly RankBucket[]) => void;
+type Keep = (level: number, parent: bigint | undefined, list: BucketList) => void;
 
 /** The top of an index read in one slice: its lists once back, and how many levels they hold whole. */
 interface TopOfIndex {
@@ -310,9 +393,9 @@ interface TopOfIndex {
 }
 
 /** The list of `level` under `parent` in the top of an index, if it is known from it (empty where a level it holds whole has none). */
-function listIn(top: TopOfIndex, level: number, parent: bigint | undefined): readonly RankBucket[] | undefined {
+function listIn(top: TopOfIndex, level: number, parent: bigint | undefined): BucketList | undefined {
   const found = top.lists!.find((l) => l.level === level && l.parent === parent);
-  return found ? found.buckets : level < top.whole ? [] : undefined;
+  return found ? bucketList(found.buckets) : level < top.whole ? NO_BUCKETS : undefined;
 }
 
 /** Rows read per call while walking a connection's edges. */
@@ -416,18 +499,6 @@ function guessAt(listed: number, level: number, count: number, remaining: number
   return { child, ask: Math.ceil(3 * perChild + 2 * deviation) + (spacing > 0 ? 3 : 0) + size + 1 };
 }
 
-/** The index of the first bucket of `list` (in prefix order) whose prefix is `prefix` or above; its length when none is. */
-function firstAtOrAbove(list: readonly RankBucket[], prefix: bigint): number {
-  let low = 0;
-  let high = list.length;
-  while (low < high) {
-    const mid = (low + high) >>> 1;
-    if (list[mid]!.prefix < prefix) low = mid + 1;
-    else high = mid;
-  }
-  return low;
-}
-
 /** The level whose bucket a cursor's rank reads the edges of (`RankOrder.cursorLevel`). */
 function cursorLevelOf(order: RankOrder): number {
   return order.cursorLevel ?? (order.random ? 1 : RANK_LEVEL_SHIFTS.length - 1);
@@ -502,14 +573,14 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     return order.edgeKey(direction === 'forward' ? prefix << shift : ((prefix + 1n) << shift) - 1n, direction);
   };
   // A list at once when it is kept or came with the top, else the read that brings it.
-  type Lists = (level: number, parent: bigint | undefined) => readonly RankBucket[] | Promise<readonly RankBucket[]>;
+  type Lists = (level: number, parent: bigint | undefined) => BucketList | Promise<BucketList>;
 
   // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
   // (`pathFirst`: the read that brings level 0's list brings the cursor's lists down to `RankOrder.cursorLevel` with it.)
   async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists, pathFirst: boolean): Promise<PagePosition | null> {
     const inOrder = async (level: number, parent: bigint | undefined) => {
       const list = await buckets(level, parent);
-      return direction === 'forward' ? list : [...list].reverse();
+      return direction === 'forward' ? list : reversedList(list);
     };
 
     // Rank: the edges at or before `from`: every level's siblings before the cursor's
@@ -542,11 +613,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         inBucket = inLeaf;
       }
       levels.forEach((list, level) => {
-        // The buckets before the cursor's in `direction`: those below (or above) its prefix,
-        // found by bisection (a prefix is made per bucket asked, not for all 256).
-        const split = firstAtOrAbove(list, prefixes[level]!);
-        const [from, to] = sign > 0 ? [0, split] : [split + (list[split]?.prefix === prefixes[level] ? 1 : 0), list.length];
-        for (let i = from; i < to; i++) position += list[i]!.count;
+        // The buckets before the cursor's in `direction`: those below (or above) its prefix
+        // (forward, a packed list is decoded only up to it).
+        const split = list.below(prefixes[level]!);
+        position += sign > 0 ? countsOf(list, 0, split) : countsOf(list, split < list.length && list.prefix(split) === prefixes[level] ? split + 1 : split, list.length);
       });
       position += inBucket.length;
     }
@@ -557,20 +627,27 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     let guess: Guess<N> | undefined;
     for (let level = 0; ; level++) {
       const list = await inOrder(level, parent);
-      const at = list.findIndex((b) => {
-        if (remaining < b.count) return true;
-        remaining -= b.count;
-        return false;
-      });
-      if (at < 0) return null;
-      const bucket = list[at]!;
+      // The bucket holding the position (a packed list is decoded only up to it).
+      let at = 0;
+      let found = false;
+      for (; list.has(at); at++) {
+        const count = list.count(at);
+        if (remaining < count) {
+          found = true;
+          break;
+        }
+        remaining -= count;
+      }
+      if (!found) return null;
+      const bucket = { prefix: list.prefix(at), count: list.count(at) };
       if (level === leaves || bucket.count <= SMALL_BUCKET) {
         // The rows read on a guess beside this list, when they start at or before the
         // bucket and hold the page: the edges of the buckets between are skipped too.
         if (guess?.level === level) {
-          const from = list.findIndex((b) => (direction === 'forward' ? b.prefix >= guess!.prefix : b.prefix <= guess!.prefix));
-          if (from >= 0 && from <= at) {
-            const skip = list.slice(from, at).reduce((sum, b) => sum + b.count, remaining);
+          let from = 0;
+          while (from <= at && (direction === 'forward' ? list.prefix(from) < guess.prefix : list.prefix(from) > guess.prefix)) from++;
+          if (from <= at) {
+            const skip = remaining + countsOf(list, from, at);
             const read = await guess.rows;
             // (A page that starts the guessed bucket is read from the bucket before, below, to prove `hasPrevious`.)
             if (skip > 0 && (read.short || read.rows.length >= skip + size + 1)) return { key: guess.key, skip, read };
@@ -579,8 +656,9 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         // The page starts its bucket: start at the bucket before it instead, when its list
         // has a small one, so that the edges skipped prove `hasPrevious` without a probe
         // beside the read.
-        const before = remaining === 0 ? list.slice(0, at).findLast((b) => b.count > 0) : undefined;
-        if (before && before.count <= SMALL_BUCKET) return { key: edgeOf(level, before.prefix, direction), skip: before.count };
+        let before = remaining === 0 ? at - 1 : -1;
+        while (before >= 0 && list.count(before) <= 0) before--;
+        if (before >= 0 && list.count(before) <= SMALL_BUCKET) return { key: edgeOf(level, list.prefix(before), direction), skip: list.count(before) };
         return { key: edgeOf(level, bucket.prefix, direction), skip: remaining };
       }
       parent = bucket.prefix;
@@ -606,7 +684,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // of the index, or the lists the page asks for): a list asked for once that read is
   // back, that it holds (or of a level it holds whole), is taken from it.
   const listsOf = ({ first, keep, trusted, pendingTop, firstRead }: ListReads): Lists => {
-    const read = new Map<string, readonly RankBucket[] | Promise<readonly RankBucket[]>>();
+    const read = new Map<string, BucketList | Promise<BucketList>>();
     let top: TopOfIndex | undefined;
     return (level, parent) => {
       const name = `${level}:${parent ?? ''}`;
@@ -629,14 +707,18 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
             const keepTop = reading.keeping;
             // Every level before the last list's is whole; all of them when fewer came.
             reading.whole = whole ?? (lists.length < topLists ? RANK_LEVEL_SHIFTS.length : lists[lists.length - 1]!.level);
-            const list = listIn(reading, 0, undefined) ?? [];
+            const list = listIn(reading, 0, undefined) ?? NO_BUCKETS;
             keepTop(0, undefined, list);
             firstRead?.(lists, reading.whole);
             return list;
           });
         } else {
           const keeping = keep();
-          found = options.buckets(level, parent).then((list) => (keeping(level, parent, list), list));
+          found = options.buckets(level, parent).then((buckets) => {
+            const list = bucketList(buckets);
+            keeping(level, parent, list);
+            return list;
+          });
         }
         read.set(name, found);
       }

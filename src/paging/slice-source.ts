@@ -4,7 +4,7 @@
  */
 import type { ClusteringRange, Store } from '../store/port.js';
 import type { CqlType, CqlValue, Row, TableSpec } from '../store/table.js';
-import { compareValues, validateValue } from '../store/values.js';
+import { encodeSortable, validateValue } from '../store/values.js';
 import type { CursorKey, CursorKeyPart, Direction, OrderedSource } from './types.js';
 
 /** A CQL value as it travels inside a cursor (bigints as text, dates as ms). */
@@ -47,17 +47,36 @@ export function keyFromRow(table: TableSpec, row: Row): CursorKey {
   return key;
 }
 
-/** Compare two clustering keys in clustering order. */
-export function compareClusteringKeys(table: TableSpec, a: CursorKey, b: CursorKey): number {
-  const av = clusteringFromKey(table, a);
-  const bv = clusteringFromKey(table, b);
-  if (!av || !bv) throw new Error(`not a clustering key of ${table.name}`);
-  for (let i = 0; i < av.length; i++) {
-    const { column, order } = table.clustering[i]!;
-    const c = compareValues(table.columns[column]!, av[i]!, bv[i]!);
-    if (c !== 0) return order === 'DESC' ? -c : c;
-  }
-  return 0;
+/**
+ * A comparison of `table`'s clustering keys in clustering order that decodes a key
+ * it is given again and again (a cursor compared with each row read up to it) once: the
+ * last key's sortable bytes are kept while the same key object comes back.
+ */
+export function clusteringComparator(table: TableSpec): (a: CursorKey, b: CursorKey) => number {
+  let lastKey: CursorKey | undefined;
+  let lastBytes: Buffer[] = [];
+  const bytesOf = (key: CursorKey): Buffer[] => {
+    const values = clusteringFromKey(table, key);
+    if (!values) throw new Error(`not a clustering key of ${table.name}`);
+    return values.map((v, i) => encodeSortable(table.columns[table.clustering[i]!.column]!, v));
+  };
+  const remembered = (key: CursorKey): Buffer[] => {
+    if (key !== lastKey) {
+      lastBytes = bytesOf(key);
+      lastKey = key;
+    }
+    return lastBytes;
+  };
+  return (a, b) => {
+    // The key met last is most often the second (a cursor, or a read's start).
+    const bb = remembered(b);
+    const ab = a === b ? bb : bytesOf(a);
+    for (let i = 0; i < ab.length; i++) {
+      const c = Buffer.compare(ab[i]!, bb[i]!);
+      if (c !== 0) return table.clustering[i]!.order === 'DESC' ? -c : c;
+    }
+    return 0;
+  };
 }
 
 /** Options of `sliceSource`. */
@@ -97,7 +116,7 @@ export function sliceSource<N>(options: SliceSourceOptions<N>): OrderedSource<N>
       return rows.map(toNode);
     },
     keyOf: (node: N) => keyFromRow(table, rowOf(node)),
-    compare: (a: CursorKey, b: CursorKey) => compareClusteringKeys(table, a, b),
+    compare: clusteringComparator(table),
     isKey: (key: CursorKey) => clusteringFromKey(table, key) !== null,
   };
 }

@@ -1,11 +1,13 @@
 /**
  * The counted index's lists as stored (count-ranks.ts `packRankList` /
- * `unpackRankList`): one cell per list of buckets, read back to the same buckets.
+ * `unpackRankList`): one cell per list of buckets, read back to the same buckets; read
+ * as the index's walk reads it (`packedRankList`), decoded only as far as it is asked,
+ * with the same answers as the whole list.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { packRankList, unpackRankList } from '../../src/counts/count-ranks.js';
-import { RANK_LEVEL_SHIFTS, childPrefixRange, levelWidth, type RankBucket } from '../../src/paging/ranked-index.js';
+import { packRankList, packedRankList, unpackRankList } from '../../src/counts/count-ranks.js';
+import { RANK_LEVEL_SHIFTS, bucketList, childPrefixRange, levelWidth, type RankBucket } from '../../src/paging/ranked-index.js';
 
 /** A list of `level` under `parent`: unique places under the parent, in prefix order, with their counts. */
 const aList = fc
@@ -35,5 +37,27 @@ describe('the counted index lists as stored', () => {
   it('reads an empty list from no row and from an emptied one', () => {
     expect(unpackRankList(3, 7n, undefined)).toEqual([]);
     expect(unpackRankList(3, 7n, packRankList(3, 7n, [{ prefix: 7n << 8n, count: 0 }]))).toEqual([]);
+  });
+
+  it('answers a walk from a packed list, read in any order, as from the whole list of buckets', () => {
+    fc.assert(
+      fc.property(aList, fc.array(fc.nat(), { maxLength: 12 }), ({ level, parent, entries }, probes) => {
+        const { lowest } = childPrefixRange(level, parent ?? 0n);
+        const buckets: RankBucket[] = [...entries].sort((a, b) => a[0] - b[0]).map(([place, count]) => ({ prefix: lowest + BigInt(place), count }));
+        const whole = bucketList(buckets.filter((b) => b.count !== 0));
+        const packed = packedRankList(level, parent, packRankList(level, parent, buckets));
+        // Each probe, in the order drawn: a position (a bucket there, or none), and a prefix (how many lie below it).
+        for (const probe of probes) {
+          const i = probe % (whole.length + 2);
+          expect(packed.has(i)).toBe(i < whole.length);
+          if (i < whole.length) expect([packed.prefix(i), packed.count(i)]).toEqual([whole.prefix(i), whole.count(i)]);
+          const prefix = lowest + BigInt(probe % (2 ** levelWidth(level) + 2)) - 1n;
+          expect(packed.below(prefix)).toBe(whole.below(prefix));
+        }
+        expect(packed.length).toBe(whole.length);
+        expect(packed.rows).toBeGreaterThanOrEqual(whole.length);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
