@@ -396,11 +396,13 @@ export async function readRankSettlement(store: Store, key: string): Promise<str
 
 /**
  * The counted index of count `key`, for the paging engine's `offset`; with the
- * process's `cache`, its bucket lists are kept across requests (`RankCache`).
+ * process's `cache`, its bucket lists are kept across requests (`RankCache`); `lasting`
+ * where the connection's edges are never removed (`RankedIndexOptions.lasting`).
  */
-export function countedIndex(store: Store, key: string, order: RankOrder, cache?: RankCache): PositionIndex {
+export function countedIndex(store: Store, key: string, order: RankOrder, cache?: RankCache, lasting = false): PositionIndex {
   return rankedIndex({
     order,
+    lasting,
     buckets: (level, parent) => readRankBuckets(store, key, level, parent),
     top: (limit) => readRankTop(store, key, limit),
     several: (wanted) => readRankLists(store, key, wanted),

@@ -210,6 +210,14 @@ export interface RankedIndexOptions {
    * lists it came with): a page that reads the top reads nothing else for it.
    */
   readonly cached?: { readonly cache: RankCache; readonly id: string; settlement(): Promise<string>; readonly inTop?: boolean };
+  /**
+   * Set where the connection's edges are never removed (a meeting's acceptances are
+   * final): a cursor's edge is then always there, so once settled a bucket of its that
+   * holds one edge holds the cursor, and a first read that names the cursor's lists down
+   * to a level where its bucket likely holds it alone (`loneLevel`) places it without
+   * reading its bucket's edges (one call fewer).
+   */
+  readonly lasting?: boolean;
 }
 
 /** Bucket rows a process keeps across requests (`RankCache`): a few MB. */
@@ -504,6 +512,41 @@ function cursorLevelOf(order: RankOrder): number {
   return order.cursorLevel ?? (order.random ? 1 : RANK_LEVEL_SHIFTS.length - 1);
 }
 
+/** Edges of other keys a cursor's bucket at the level `loneLevel` picks may hold, on average, at most. */
+const LONE_OTHERS = 1 / 8;
+
+/**
+ * Where edges last (`RankedIndexOptions.lasting`), the deepest level of a cursor's lists
+ * a first read names: the first from `RankOrder.cursorLevel` down whose buckets hold
+ * fewer than LONE_OTHERS edges on average where the shape known here (`IndexShape`)
+ * spreads its edges evenly over its ranks (a random rank's bucket there holds the cursor
+ * alone but rarely); the one below `cursorLevel` without a shape; the leaves at most.
+ */
+function loneLevel(order: RankOrder, shape: IndexShape | undefined): number {
+  const leaves = RANK_LEVEL_SHIFTS.length - 1;
+  let level = cursorLevelOf(order);
+  if (!shape) return Math.min(level + 1, leaves);
+  const perRank = shape.total / (Number(shape.highest - shape.lowest) + 1);
+  while (level < leaves && perRank * 2 ** RANK_LEVEL_SHIFTS[level]! > LONE_OTHERS) level++;
+  return level;
+}
+
+/**
+ * A cursor placed by its lists alone, where edges last: at the first level from `stop`
+ * down to the last of `lists` (the cursor's, level 0's first) where the cursor's bucket
+ * (`prefixes`) holds one edge at most (the cursor itself once settled), the lists down to
+ * that level and that count; undefined where every one holds more.
+ */
+function loneBucket(lists: readonly BucketList[], prefixes: readonly bigint[], stop: number): { levels: BucketList[]; count: number } | undefined {
+  for (let level = stop; level < lists.length; level++) {
+    const list = lists[level]!;
+    const at = list.below(prefixes[level]!);
+    const count = list.has(at) && list.prefix(at) === prefixes[level] ? list.count(at) : 0;
+    if (count <= 1) return { levels: lists.slice(0, level + 1), count };
+  }
+  return undefined;
+}
+
 /** The level from which a cursor's lists are read without the top where nothing else is known (`rankedIndex`'s `firstLists`). */
 const NEAR_LEVEL = 3;
 
@@ -576,8 +619,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   type Lists = (level: number, parent: bigint | undefined) => BucketList | Promise<BucketList>;
 
   // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
-  // (`pathFirst`: the read that brings level 0's list brings the cursor's lists down to `RankOrder.cursorLevel` with it.)
-  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists, pathFirst: boolean): Promise<PagePosition | null> {
+  // (`path`: the deepest level of the cursor's lists that the read bringing level 0's
+  // list brings with it, at least `RankOrder.cursorLevel`; undefined where it brings none.)
+  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists, path: number | undefined): Promise<PagePosition | null> {
+    const pathFirst = path !== undefined;
     const inOrder = async (level: number, parent: bigint | undefined) => {
       const list = await buckets(level, parent);
       return direction === 'forward' ? list : reversedList(list);
@@ -599,18 +644,31 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       // With the top (level 0's list, the levels it holds whole and the first lists
       // below), the list at `stop` and the bucket's edges are read beside it, and the
       // lists between are taken from it once it is back: read only where it lacks them.
-      const between = async () => {
+      const between = async (last = stop) => {
         await buckets(0, undefined);
-        return listsOf(0, stop);
+        return listsOf(0, last);
       };
-      const deepest = options.top && stop > 0 && !pathFirst ? buckets(stop, prefixes[stop - 1]) : undefined;
-      // (Awaited through `listsOf`, unless the top fails first.)
-      if (deepest instanceof Promise) deepest.catch(() => {});
-      let [levels, inBucket] = await Promise.all([options.top || pathFirst ? between() : listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
-      if (inBucket.length > SMALL_BUCKET && stop < leaves) {
-        const [deeper, inLeaf] = await Promise.all([listsOf(stop + 1, leaves), upTo(leaves, Number.MAX_SAFE_INTEGER)]);
-        levels = [...levels, ...deeper];
-        inBucket = inLeaf;
+      // Where edges last (`RankedIndexOptions.lasting`) and the first read brought the
+      // cursor's lists down to `path` (`loneLevel`), the first of its buckets from `stop`
+      // down that holds one edge at most holds the cursor alone (or, unsettled, nothing
+      // of it): its count places the cursor, and no edge is read before the page. Where
+      // none does (rare), its bucket's edges at `stop` are read once the lists are back.
+      const alone = options.lasting && path !== undefined && path >= stop ? loneBucket(await between(path), prefixes, stop) : undefined;
+      let levels: BucketList[];
+      let inBucket: number;
+      if (alone) ({ levels, count: inBucket } = alone);
+      else {
+        const deepest = options.top && stop > 0 && !pathFirst ? buckets(stop, prefixes[stop - 1]) : undefined;
+        // (Awaited through `listsOf`, unless the top fails first.)
+        if (deepest instanceof Promise) deepest.catch(() => {});
+        let [upper, edges] = await Promise.all([options.top || pathFirst ? between() : listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
+        if (edges.length > SMALL_BUCKET && stop < leaves) {
+          const [deeper, inLeaf] = await Promise.all([listsOf(stop + 1, leaves), upTo(leaves, Number.MAX_SAFE_INTEGER)]);
+          upper = [...upper, ...deeper];
+          edges = inLeaf;
+        }
+        levels = upper;
+        inBucket = edges.length;
       }
       levels.forEach((list, level) => {
         // The buckets before the cursor's in `direction`: those below (or above) its prefix
@@ -618,7 +676,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         const split = list.below(prefixes[level]!);
         position += sign > 0 ? countsOf(list, 0, split) : countsOf(list, split < list.length && list.prefix(split) === prefixes[level] ? split + 1 : split, list.length);
       });
-      position += inBucket.length;
+      position += inBucket;
     }
 
     // Select: down the levels to a bucket holding `position` that is a leaf or small.
@@ -741,21 +799,22 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // come with the top, which holds a small index whole: suspensions and a list's items
   // keep it.) Null: the top (with the levels it holds whole, where a position without a
   // hint most likely lies).
-  const firstLists = (from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): { wanted: RankListName[]; near: boolean } | null => {
+  const firstLists = (from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): { wanted: RankListName[]; near: boolean; path: number } | null => {
     if (!options.several) return null;
     const anchor = from === undefined ? undefined : order.rankOf(from);
     const likely = shape ? likelyLists(shape, anchor, direction, offset, order.random === true) : [];
     const near = anchor !== undefined && !shape && !order.random && cursorLevelOf(order) >= NEAR_LEVEL;
     if (likely.length === 0 && !(anchor !== undefined && (order.random || near))) return null;
     const wanted: RankListName[] = [{ level: 0, parent: undefined }];
+    const path = options.lasting ? loneLevel(order, shape) : cursorLevelOf(order);
     if (anchor !== undefined) {
       const prefixes = rankPrefixes(anchor);
-      for (let level = 1; level <= cursorLevelOf(order); level++) wanted.push({ level, parent: prefixes[level - 1] });
+      for (let level = 1; level <= path; level++) wanted.push({ level, parent: prefixes[level - 1] });
       const step = direction === 'forward' ? 1n : -1n;
       if (near) for (let level = 2; level <= cursorLevelOf(order); level++) if (prefixes[level - 1]! + step >= 0n) wanted.push({ level, parent: prefixes[level - 1]! + step });
     }
     for (const l of likely) if (!wanted.some((w) => w.level === l.level && w.parent === l.parent)) wanted.push(l);
-    return { wanted, near };
+    return { wanted, near, path };
   };
 
   return {
@@ -763,8 +822,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       const cached = options.cached;
       const named = firstLists(from, direction, offset, cached?.cache.shape(cached.id));
       const first = (): Promise<IndexTop> => (named ? options.several!(named.wanted) : options.top!(topLists));
-      const pathFirst = named !== null && from !== undefined;
-      if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep: () => () => {} }), pathFirst) };
+      const path = named !== null && from !== undefined ? named.path : undefined;
+      if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep: () => () => {} }), path) };
       const { cache, id } = cached;
       // (Lists named near a cursor tell nothing of where the index's edges end: no shape.)
       const firstRead = named?.near ? undefined : (lists: readonly RankList[], whole: number) => cache.noteShape(id, lists, whole);
@@ -793,10 +852,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       };
       if (trusted === undefined) {
         // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
-        return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep, pendingTop, firstRead }), pathFirst) };
+        return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep, pendingTop, firstRead }), path) };
       }
-      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted: token, firstRead }), pathFirst) });
-      const position = await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted, pendingTop, firstRead }), pathFirst);
+      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted: token, firstRead }), path) });
+      const position = await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted, pendingTop, firstRead }), path);
       if (read !== undefined) return read === trusted ? { position } : again(read);
       return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
     },

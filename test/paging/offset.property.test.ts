@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { pageFromSource, type PagingOptions } from '../../src/paging/engine.js';
 import { RANK_LEVEL_SHIFTS, RankCache, SMALL_BUCKET, rankPrefixes, rankedIndex, type RankBucket, type RankList, type RankListName } from '../../src/paging/ranked-index.js';
-import { PagingArgumentError } from '../../src/paging/types.js';
+import { PagingArgumentError, type CursorKey, type Direction } from '../../src/paging/types.js';
 import { ArraySource } from '../support/array-source.js';
 import { modelOffsetPage } from '../support/paging-model.js';
 
@@ -189,6 +189,16 @@ function randomKeys(seed: number, count: number): number[] {
     return (t ^ (t >>> 14)) >>> 0;
   };
   return Array.from({ length: count }, () => bits() * 2 ** 21 + (bits() >>> 11));
+}
+
+/** An ArraySource that counts the reads asked to stop at a key (`until`): a cursor's bucket's edges read up to it. */
+class UntilSource extends ArraySource {
+  untils = 0;
+
+  override read(from: CursorKey | undefined, direction: Direction, limit: number, until?: CursorKey): Promise<number[]> {
+    if (until !== undefined) this.untils++;
+    return super.read(from, direction, limit);
+  }
 }
 
 // Keys spread over several leaves and upper buckets: a leaf holds 256 ranks, the level above 2^18.
@@ -537,6 +547,54 @@ describe('offset', () => {
         expect(cache.shape('numbers')).toBeUndefined();
       }
     }
+  });
+
+  it('where edges last, places a cursor by its lists alone where one of its buckets from level 1 holds it alone, reading its bucket\'s edges only where none does, and gives the model\'s slice', async () => {
+    // Keys near one another (sharing every bucket down to a leaf or two) and far apart
+    // (each alone in its level-1 bucket of 2^40 ranks): both ways of placing a cursor.
+    const spread = fc.oneof(key, fc.integer({ min: 0, max: 2 ** 53 - 1 }));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(spread, { minLength: 1, maxLength: 80 }),
+        fc.nat(),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 9 }),
+        fc.integer({ min: 0, max: 90 }),
+        fc.boolean(),
+        async (keys, at, backward, size, offset, shaped) => {
+          const source = new UntilSource(keys);
+          const cursor = source.all[at % source.all.length]!;
+          // Nothing kept across pages; with `shaped`, the index's shape known from a page before.
+          const cache = new RankCache(0);
+          const index = () =>
+            rankedIndex({
+              order: { ...numberOrder, random: true },
+              lasting: true,
+              buckets: async (level, parent) => bucketsOf(source.all, level, parent),
+              top: async (limit) => ({ lists: topOf(source.all, limit), settlement: 'one' }),
+              several: async (wanted) => ({ lists: wanted.map((w) => ({ ...w, buckets: bucketsOf(source.all, w.level, w.parent) })), whole: 0, settlement: 'one' }),
+              cached: { cache, id: 'numbers', inTop: true, settlement: async () => 'one' },
+            });
+          if (shaped) await pageFromSource(source, { first: 1, offset: 1 }, { connectionName: 'numbers', codec, index: index() });
+          source.untils = 0;
+          const encoded = codec.encodeCursor(source.id, [cursor]);
+          const page = await pageFromSource(source, backward ? { last: size, before: encoded, offset } : { first: size, after: encoded, offset }, { connectionName: 'numbers', codec, index: index() });
+          expect({ nodes: page.edges.map((e) => e.node), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage }).toEqual(
+            modelOffsetPage(source.all, byNumber, backward ? 'backward' : 'forward', size, offset, cursor),
+          );
+          // Alone in its bucket at level 1, or at level 2 where no shape is known (the lists a
+          // first read names then; with a shape, as deep as it makes a bucket likely to hold
+          // one edge): no edge read up to it. (Without an offset, a page is read from its
+          // cursor and no index is asked.)
+          const prefixes = rankPrefixes(BigInt(cursor));
+          const aloneAt = (level: number) => source.all.filter((k) => rankPrefixes(BigInt(k))[level] === prefixes[level]).length === 1;
+          if (aloneAt(1) || (!shaped && aloneAt(2)) || offset === 0) expect(source.untils).toBe(0);
+          // Sharing its leaf, it is placed among its bucket's edges.
+          else if (!aloneAt(RANK_LEVEL_SHIFTS.length - 1)) expect(source.untils).toBeGreaterThan(0);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('ranks a cursor whose level-1 bucket holds more than SMALL_BUCKET edges before it through the levels below, where ranks are random', async () => {

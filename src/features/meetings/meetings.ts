@@ -405,7 +405,8 @@ export class Meetings {
    */
   async acceptedBy(meetingId: string, args: PageArgs): Promise<AcceptorPage> {
     const countKey = acceptanceCountKey(meetingId);
-    const index = countedIndex(this.deps.store, countKey, uuidAscending, this.deps.rankCache);
+    // Acceptances are final (never deleted): a cursor's acceptance is always there.
+    const index = countedIndex(this.deps.store, countKey, uuidAscending, this.deps.rankCache, true);
     const page = await pageFromSource(this.acceptedBySource(meetingId), args, { connectionName: 'acceptedBy', codec: this.deps.codec, index, signal: this.deps.signal });
     return { ...page, countKey };
   }
