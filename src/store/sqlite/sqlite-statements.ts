@@ -37,6 +37,8 @@ export const CK_PARAMS: readonly string[] = Array.from({ length: GET_MANY_CHUNK 
  * again, so every call re-prepared it (a 1-row slice took 9.4 µs in `all`, 1.7 µs so).
  */
 const LIMIT = 'CAST(@limit AS INTEGER)';
+/** A bound OFFSET, as SQL: behind a CAST for the same reason as `LIMIT`. */
+const SKIP = 'CAST(@skip AS INTEGER)';
 
 /** The statements of one table layout. */
 export class LayoutStatements {
@@ -75,14 +77,23 @@ export class LayoutStatements {
     return out;
   }
 
-  /** Live rows of one partition between optional bounds, in `ck` order or reversed. Binds pk, lo, hi, now, limit. */
-  slice(range: ByteRange, reverse: boolean): SqliteStatementLike {
+  /**
+   * Live rows of one partition between optional bounds, in `ck` order or reversed; with
+   * `gated`, each followed by the tombstone gate over the whole range (`tombstonesBeyond`:
+   * 1 when more than `skip` tombstones start inside the bounds, else null), an
+   * uncorrelated subquery SQLite runs once per call. A small slice so learns in its own
+   * statement that it passed over too few tombstones to count; a larger one asks apart,
+   * as the column costs about 0.07 µs a row and a statement of its own 0.6 µs (see
+   * `GATED_SLICE_LIMIT`). Binds pk, lo, hi, now, limit, and skip when gated.
+   */
+  slice(range: ByteRange, reverse: boolean, gated: boolean): SqliteStatementLike {
     // The hottest statement: found by its shape's number, no key string built per call.
-    const shape = (range.lo ? 1 : 0) | (range.hi ? 2 : 0) | (reverse ? 4 : 0);
+    const shape = (range.lo ? 1 : 0) | (range.hi ? 2 : 0) | (reverse ? 4 : 0) | (gated ? 8 : 0);
     let statement = this.slices[shape];
     if (!statement) {
+      const gate = gated ? `, (SELECT 1 FROM "${this.layout.tombTable}" WHERE ${tombstoneRangeWhere(range)} LIMIT 1 OFFSET ${SKIP})` : '';
       statement = this.once(`slice:${shape}`, 'rows', () =>
-        `SELECT ${this.rowSelect} FROM "${this.layout.dataTable}" WHERE ${rangeWhere(range)} AND ${this.live} ` +
+        `SELECT ${this.rowSelect}${gate} FROM "${this.layout.dataTable}" WHERE ${rangeWhere(range)} AND ${this.live} ` +
         `ORDER BY ck ${reverse ? 'DESC' : 'ASC'} LIMIT ${LIMIT}`,
       );
       this.slices[shape] = statement;
@@ -220,7 +231,7 @@ export class LayoutStatements {
    */
   tombstonesBeyond(bounded: boolean): SqliteStatementLike {
     return this.once(`tomb:beyond:${bounded}`, 'rows', () =>
-      `SELECT 1 FROM "${this.layout.tombTable}" WHERE pk = @pk AND lo >= @lo${bounded ? ' AND lo < @hi' : ''} LIMIT 1 OFFSET @skip`,
+      `SELECT 1 FROM "${this.layout.tombTable}" WHERE pk = @pk AND lo >= @lo${bounded ? ' AND lo < @hi' : ''} LIMIT 1 OFFSET ${SKIP}`,
     );
   }
 
@@ -299,6 +310,11 @@ export class LayoutStatements {
     }
     return statement;
   }
+}
+
+/** `rangeWhere` on the tombstone table: the tombstones starting inside the range's bounds. */
+function tombstoneRangeWhere(range: ByteRange): string {
+  return `pk = @pk${range.lo ? ' AND lo >= @lo' : ''}${range.hi ? ' AND lo < @hi' : ''}`;
 }
 
 /** SQL form of "the row is live" (its marker or a cell unexpired), so LIMIT counts live rows only. */

@@ -137,6 +137,8 @@ export class SqliteStore implements Store {
   private readonly warn: (warning: StoreWarning) => void;
   private readonly warnThreshold: number;
   private readonly failureThreshold: number;
+  /** The tombstones a gate skips (`LayoutStatements.tombstonesBeyond`): more than this many starting inside may warn. */
+  private readonly gateSkip: number;
   private readonly compaction: PeriodicTask | null;
   private readonly prepared = new Map<string, LayoutStatements>();
   private readonly ensured = new Set<string>();
@@ -151,6 +153,8 @@ export class SqliteStore implements Store {
     this.warn = options.warn ?? ((warning) => this.log(warning.message));
     this.warnThreshold = threshold('tombstoneWarnThreshold', options.tombstoneWarnThreshold ?? DEFAULT_TOMBSTONE_WARN_THRESHOLD);
     this.failureThreshold = threshold('tombstoneFailureThreshold', options.tombstoneFailureThreshold ?? DEFAULT_TOMBSTONE_FAILURE_THRESHOLD);
+    // At most warn - 1 starting inside, plus one that starts before: at most warn.
+    this.gateSkip = Math.max(0, this.warnThreshold - 1);
     // Write timestamps reach 2^63-1 (seed 001), beyond a double: by default read integers
     // as bigint. The row path's statements read numbers instead (sqlite-statements.ts).
     this.db.defaultSafeIntegers(true);
@@ -274,8 +278,19 @@ export class SqliteStore implements Store {
     const range = byteRange(table, query);
     if (range.empty || query.limit === 0) return [];
     const reverse = query.reverse ?? false;
-    const raw = s.slice(range, reverse).all({ pk, ...rangeParams(range), now: this.nowSeconds(), limit: query.limit }) as unknown[][];
+    const gated = query.limit <= GATED_SLICE_LIMIT;
+    const bounds = rangeParams(range);
+    const now = this.nowSeconds();
+    const raw = s.slice(range, reverse, gated).all(gated ? { pk, ...bounds, now, limit: query.limit, skip: this.gateSkip } : { pk, ...bounds, now, limit: query.limit }) as unknown[][];
     const rows = raw.map((r) => s.rowFrom(r));
+    // Fewer tombstones than the warning threshold start in the whole range, so fewer in
+    // the part the read scanned: nothing to count. The gate came with the rows (the
+    // statement's last column), or is asked apart, over the whole range: no row's key is
+    // encoded for it. Otherwise the part scanned is counted exactly.
+    if (this.warnThreshold > 0) {
+      const few = raw.length > 0 && gated ? raw[0]![s.rowWidth] === null : !s.tombstonesBeyond(range.hi !== null).get({ pk, lo: range.lo ?? PARTITION_START, ...(range.hi ? { hi: range.hi } : {}), skip: this.gateSkip });
+      if (few) return rows;
+    }
     this.checkTombstonesPassed(s, pk, range, query, rows);
     return rows;
   }
@@ -574,8 +589,7 @@ export class SqliteStore implements Store {
       else hi = Buffer.concat([last, ZERO_BYTE]);
     }
     const bounds = { pk, lo: lo ?? PARTITION_START, ...(hi ? { hi } : {}) };
-    // At most warn - 1 starting inside, plus one that starts before: at most warn.
-    if (this.warnThreshold > 0 && !s.tombstonesBeyond(hi !== null).get({ ...bounds, skip: this.warnThreshold - 1 })) return;
+    if (this.warnThreshold > 0 && !s.tombstonesBeyond(hi !== null).get({ ...bounds, skip: this.gateSkip })) return;
     const passed = (s.tombstoneCount(hi !== null).get({ ...bounds, cap: this.failureThreshold + 1 }) as [number])[0];
     if (passed <= this.warnThreshold) return;
     // Cassandra's text, but with bind markers for the key: its values stay out of logs.
@@ -733,6 +747,13 @@ export class SqliteStore implements Store {
 }
 
 const ZERO_BYTE = Buffer.from([0]);
+
+/**
+ * Slices of at most this many rows carry their tombstone gate in their own statement
+ * (`LayoutStatements.slice`); larger ones ask it in a second, cheaper for them. A
+ * cursor's place in a counted index is such a slice (LEAF_FIRST, ranked-index.ts).
+ */
+const GATED_SLICE_LIMIT = 16;
 
 function tombstoneOf(r: TombstoneRow): Tombstone {
   return { lo: r.lo, hi: r.hi, ts: BigInt(r.ts), ldt: Number(r.ldt) };
