@@ -40,22 +40,29 @@ export function encodeKey(table: TableSpec, key: Row): EncodedKey {
 const NO_CLUSTERING = Buffer.alloc(0);
 
 function encodeValidClustering(table: TableSpec, key: Row): Buffer {
-  const parts = table.clustering.map(({ column, order }) => {
-    const bytes = encodeSortable(table.columns[column]!, key[column]!);
-    return order === 'DESC' ? invertBytes(bytes) : bytes;
-  });
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  const parts = table.clustering.map(({ column }) => key[column]!);
+  return encodeValidClusteringPrefix(table, parts);
 }
 
 /** Encode a prefix of the clustering columns; DESC columns are byte-inverted. */
 export function encodeClusteringPrefix(table: TableSpec, values: readonly CqlValue[]): Buffer {
-  return Buffer.concat(
-    clusteringPrefixOf(table, values).map((v, i) => {
-      const { column, order } = table.clustering[i]!;
-      const bytes = encodeSortable(table.columns[column]!, v);
-      return order === 'DESC' ? invertBytes(bytes) : bytes;
-    }),
-  );
+  return encodeValidClusteringPrefix(table, clusteringPrefixOf(table, values));
+}
+
+/**
+ * Encode clustering values already validated and normalised (`clusteringPrefixOf`,
+ * `clusteringKeysOf`): a read of several keys validates each once, not twice.
+ */
+export function encodeValidClusteringPrefix(table: TableSpec, values: readonly CqlValue[]): Buffer {
+  const part = (i: number) => {
+    const { column, order } = table.clustering[i]!;
+    const bytes = encodeSortable(table.columns[column]!, values[i]!);
+    return order === 'DESC' ? invertBytes(bytes) : bytes;
+  };
+  if (values.length === 1) return part(0);
+  const parts = new Array<Buffer>(values.length);
+  for (let i = 0; i < values.length; i++) parts[i] = part(i);
+  return Buffer.concat(parts);
 }
 
 /** The full clustering key of a validated primary key. */

@@ -38,9 +38,9 @@ import {
 import {
   byteRange,
   encodeClustering,
-  encodeClusteringPrefix,
   encodeKey,
   encodePartition,
+  encodeValidClusteringPrefix,
   rangeParams,
   rowByteRange,
   type ByteRange,
@@ -56,7 +56,7 @@ import {
   physicalColumns,
   type SqliteLayout,
 } from './sqlite-schema.js';
-import { CK_PARAMS, GET_MANY_CHUNK, LayoutStatements, PK_PARAMS, type SqliteStatementLike } from './sqlite-statements.js';
+import { GET_MANY_CHUNK, LayoutStatements, type SqliteStatementLike } from './sqlite-statements.js';
 import { mergeTombstones, PARTITION_START, sameTombstones, type Tombstone } from './sqlite-tombstones.js';
 import { fromSql, serializedSql, toSql } from './sqlite-values.js';
 
@@ -245,7 +245,7 @@ export class SqliteStore implements Store {
     const clusterings = clusteringKeysOf(table, keys);
     // One statement, as on Cassandra (an IN list on the clustering columns).
     this.count();
-    return this.readEncoded(table, clusterings.map((values) => ({ pk, ck: encodeClusteringPrefix(table, values) })));
+    return this.readEncoded(table, clusterings.map((values) => ({ pk, ck: encodeValidClusteringPrefix(table, values) })));
   }
 
   /** The rows of `keys` (full primary keys), in their order, null for misses: a statement per chunk of keys. */
@@ -257,15 +257,16 @@ export class SqliteStore implements Store {
   private readEncoded(table: TableSpec, encoded: ReadonlyArray<{ readonly pk: Buffer; readonly ck: Buffer }>): Array<Row | null> {
     const s = this.statements(table);
     const out: Array<Row | null> = new Array<Row | null>(encoded.length).fill(null);
-    const now = this.nowSeconds();
+    const named = { now: this.nowSeconds() };
     for (let start = 0; start < encoded.length; start += GET_MANY_CHUNK) {
-      const chunk = encoded.slice(start, start + GET_MANY_CHUNK);
-      const params: Record<string, unknown> = { now };
-      chunk.forEach((k, i) => {
-        params[PK_PARAMS[i]!] = k.pk;
-        params[CK_PARAMS[i]!] = k.ck;
-      });
-      for (const r of s.getMany(chunk.length).all(params) as unknown[][]) out[start + (r[0] as number)] = s.rowFrom(r, 1);
+      const n = Math.min(GET_MANY_CHUNK, encoded.length - start);
+      const keys = new Array<Buffer>(2 * n);
+      for (let i = 0; i < n; i++) {
+        const k = encoded[start + i]!;
+        keys[2 * i] = k.pk;
+        keys[2 * i + 1] = k.ck;
+      }
+      for (const r of s.getMany(n).all(named, ...keys) as unknown[][]) out[start + (r[0] as number)] = s.rowFrom(r, 1);
     }
     return out;
   }
