@@ -34,7 +34,8 @@ export function validateValue(type: CqlType, value: CqlValue, column: string): C
       if (typeof value !== 'string') return invalid(column, value, `a ${type} string`);
       const lower = value.toLowerCase();
       if (!isUuid(lower)) return invalid(column, value, `a ${type} string`);
-      if (type === 'timeuuid' && !isTimeuuid(lower)) return invalid(column, value, 'a version 1 (time-based) uuid');
+      // (isTimeuuid without matching the pattern a second time.)
+      if (type === 'timeuuid' && lower[14] !== '1') return invalid(column, value, 'a version 1 (time-based) uuid');
       return lower;
     }
     case 'text':
