@@ -34,7 +34,8 @@ export function validateValue(type: CqlType, value: CqlValue, column: string): C
       if (typeof value !== 'string') return invalid(column, value, `a ${type} string`);
       const lower = value.toLowerCase();
       if (!isUuid(lower)) return invalid(column, value, `a ${type} string`);
-      if (type === 'timeuuid' && !isTimeuuid(lower)) return invalid(column, value, 'a version 1 (time-based) uuid');
+      // (isTimeuuid without matching the pattern a second time.)
+      if (type === 'timeuuid' && lower[14] !== '1') return invalid(column, value, 'a version 1 (time-based) uuid');
       return lower;
     }
     case 'text':
@@ -67,32 +68,94 @@ function describe(value: unknown): string {
   return `${typeof value} ${String(value)}`;
 }
 
-function uuidBytes(text: string): Buffer {
-  return Buffer.from(text.replace(/-/g, ''), 'hex');
+/** Where byte j of a uuid's 16 starts in its canonical text (8-4-4-4-12 hex digits). */
+const UUID_BYTE_AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+/** The value of a lower-case hex digit's character code. */
+function hexDigit(code: number): number {
+  return code <= 57 ? code - 48 : code - 87;
 }
 
-/** Copy bytes 6-7, 4-5, 0-3 of uuid `b` (a v1 uuid's timestamp, high part first) into `out` at `at`. */
-function copyReorderedTimestamp(b: Buffer, out: Buffer, at: number): void {
-  b.copy(out, at, 6, 8);
-  b.copy(out, at + 2, 4, 6);
-  b.copy(out, at + 4, 0, 4);
+/**
+ * Byte j of a uuid in canonical text, read from its two digits: every keyed call encodes
+ * a uuid or two, and a pattern replace and a hex decode made a string and a buffer each.
+ */
+function uuidByte(text: string, j: number): number {
+  const at = UUID_BYTE_AT[j]!;
+  return (hexDigit(text.charCodeAt(at)) << 4) | hexDigit(text.charCodeAt(at + 1));
 }
 
-// Flip the sign bit so two's complement sorts as unsigned big-endian.
-function fixedInt32(value: number): Buffer {
-  const out = Buffer.allocUnsafe(4);
-  out.writeUInt32BE((value + 0x8000_0000) >>> 0);
-  return out;
-}
-
-function fixedInt64(value: bigint): Buffer {
-  const out = Buffer.allocUnsafe(8);
-  out.writeBigUInt64BE(BigInt.asUintN(64, value + SIGN_64));
-  return out;
+/** Write bytes 6-7, 4-5, 0-3 of `uuid` (a v1 uuid's timestamp, high part first) into `out` at `at`. */
+function writeReorderedTimestamp(uuid: string, out: Buffer, at: number): void {
+  out[at] = uuidByte(uuid, 6);
+  out[at + 1] = uuidByte(uuid, 7);
+  out[at + 2] = uuidByte(uuid, 4);
+  out[at + 3] = uuidByte(uuid, 5);
+  for (let j = 0; j < 4; j++) out[at + 4 + j] = uuidByte(uuid, j);
 }
 
 /** The sign bit of a 64-bit value. */
 const SIGN_64 = 1n << 63n;
+
+/**
+ * The width of a type's sortable encoding when it has one width (every type but text):
+ * several such values are written into one buffer (`writeSortable`), not concatenated.
+ */
+export function sortableWidth(type: CqlType): number | null {
+  switch (type) {
+    case 'text':
+      return null;
+    case 'timeuuid':
+      return 16;
+    case 'uuid':
+      return 17;
+    case 'int':
+      return 4;
+    case 'boolean':
+      return 1;
+    default:
+      return 8;
+  }
+}
+
+/** Write the sortable encoding (`encodeSortable`) of a value of a type with a `sortableWidth` into `out` at `at`. */
+export function writeSortable(type: CqlType, value: CqlValue, out: Buffer, at: number): void {
+  if (value === null) throw new StoreRequestError('a key column cannot be null');
+  switch (type) {
+    case 'timeuuid': {
+      const uuid = value as string;
+      writeReorderedTimestamp(uuid, out, at);
+      for (let j = 8; j < 16; j++) out[at + j] = uuidByte(uuid, j) ^ 0x80;
+      return;
+    }
+    case 'uuid': {
+      // UUIDType: version first; time-based uuids by timestamp; then unsigned bytes.
+      const uuid = value as string;
+      const version = (uuidByte(uuid, 6) >> 4) & 0x0f;
+      out[at] = version;
+      if (version === 1) writeReorderedTimestamp(uuid, out, at + 1);
+      else for (let j = 0; j < 8; j++) out[at + 1 + j] = uuidByte(uuid, j);
+      for (let j = 8; j < 16; j++) out[at + 1 + j] = uuidByte(uuid, j);
+      return;
+    }
+    // Integers: the sign bit flipped, so two's complement sorts as unsigned big-endian.
+    case 'int':
+      out.writeUInt32BE(((value as number) + 0x8000_0000) >>> 0, at);
+      return;
+    case 'bigint':
+    case 'counter':
+      out.writeBigUInt64BE(BigInt.asUintN(64, (value as bigint) + SIGN_64), at);
+      return;
+    case 'timestamp':
+      out.writeBigUInt64BE(BigInt.asUintN(64, BigInt((value as Date).getTime()) + SIGN_64), at);
+      return;
+    case 'boolean':
+      out[at] = value ? 1 : 0;
+      return;
+    case 'text':
+      throw new Error('text has no fixed width: encode it with encodeSortable');
+  }
+}
 
 /**
  * Order-preserving, prefix-free encoding of one value in ascending CQL order:
@@ -100,62 +163,42 @@ const SIGN_64 = 1n << 63n;
  */
 export function encodeSortable(type: CqlType, value: CqlValue): Buffer {
   if (value === null) throw new StoreRequestError('a key column cannot be null');
-  switch (type) {
-    case 'text': {
-      // UTF8Type compares raw UTF-8 bytes. Escape 0x00 so the terminator sorts first.
-      const text = value as string;
-      if (!text.includes('\u0000')) {
-        // No 0x00 byte to escape (UTF-8 writes one only for U+0000): the bytes, then the terminator.
-        const length = Buffer.byteLength(text, 'utf8');
-        const out = Buffer.allocUnsafe(length + 2);
-        out.write(text, 0, 'utf8');
-        out[length] = 0;
-        out[length + 1] = 1;
-        return out;
-      }
-      const raw = Buffer.from(text, 'utf8');
-      const parts: number[] = [];
-      for (const byte of raw) {
-        if (byte === 0) parts.push(0, 0xff);
-        else parts.push(byte);
-      }
-      parts.push(0, 1);
-      return Buffer.from(parts);
-    }
-    case 'timeuuid': {
-      // One buffer, written in place: keys are encoded on every keyed call.
-      const b = uuidBytes(value as string);
-      const out = Buffer.allocUnsafe(16);
-      copyReorderedTimestamp(b, out, 0);
-      for (let i = 8; i < 16; i++) out[i] = b[i]! ^ 0x80;
+  if (type === 'text') {
+    // UTF8Type compares raw UTF-8 bytes. Escape 0x00 so the terminator sorts first.
+    const text = value as string;
+    if (!text.includes('\u0000')) {
+      // No 0x00 byte to escape (UTF-8 writes one only for U+0000): the bytes, then the terminator.
+      const length = Buffer.byteLength(text, 'utf8');
+      const out = Buffer.allocUnsafe(length + 2);
+      out.write(text, 0, 'utf8');
+      out[length] = 0;
+      out[length + 1] = 1;
       return out;
     }
-    case 'uuid': {
-      // UUIDType: version first; time-based uuids by timestamp; then unsigned bytes.
-      const b = uuidBytes(value as string);
-      const out = Buffer.allocUnsafe(17);
-      out[0] = (b[6]! >> 4) & 0x0f;
-      if (out[0] === 1) copyReorderedTimestamp(b, out, 1);
-      else b.copy(out, 1, 0, 8);
-      b.copy(out, 9, 8, 16);
-      return out;
+    const raw = Buffer.from(text, 'utf8');
+    const parts: number[] = [];
+    for (const byte of raw) {
+      if (byte === 0) parts.push(0, 0xff);
+      else parts.push(byte);
     }
-    case 'int':
-      return fixedInt32(value as number);
-    case 'bigint':
-    case 'counter':
-      return fixedInt64(value as bigint);
-    case 'timestamp':
-      return fixedInt64(BigInt((value as Date).getTime()));
-    case 'boolean':
-      return Buffer.from([value ? 1 : 0]);
+    parts.push(0, 1);
+    return Buffer.from(parts);
   }
+  // One buffer, written in place: keys are encoded on every keyed call.
+  const out = Buffer.allocUnsafe(sortableWidth(type)!);
+  writeSortable(type, value, out, 0);
+  return out;
+}
+
+/** Complement bytes `from` to `to` of `b` in place (a DESC column's part of a key being built). */
+export function invertBytesIn(b: Buffer, from: number, to: number): void {
+  for (let i = from; i < to; i++) b[i] = 0xff - b[i]!;
 }
 
 /** Complement every byte: reverses the order of a prefix-free encoding (DESC columns). */
 export function invertBytes(b: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(b.length);
-  for (let i = 0; i < b.length; i++) out[i] = 0xff - b[i]!;
+  const out = Buffer.from(b);
+  invertBytesIn(out, 0, out.length);
   return out;
 }
 

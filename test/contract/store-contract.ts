@@ -266,6 +266,14 @@ export function defineStoreContract(
         expect(await store.get(kv, { id })).toEqual({ id, name: 'Zoë', score: -42, big: -(2n ** 62n), at, flag: true, tid });
       });
 
+      it('reads back bigints exactly on both sides of the largest integer a double holds', async () => {
+        const edge = BigInt(Number.MAX_SAFE_INTEGER);
+        const values = [edge, edge + 1n, edge + 2n, -edge, -edge - 1n, -edge - 2n, 0n, (1n << 63n) - 1n, -(1n << 63n)];
+        const ids = values.map(() => randomUUID());
+        for (const [i, big] of values.entries()) await store.upsert(kv, { id: ids[i]!, big });
+        expect((await store.getMany(kv, ids.map((id) => ({ id })))).map((r) => r?.big)).toEqual(values);
+      });
+
       it('returns null for a missing row and rejects a partial primary key', async () => {
         expect(await store.get(kv, { id: randomUUID() })).toBeNull();
         await expect(store.get(gridAsc, { p: randomUUID(), a: 1 })).rejects.toBeInstanceOf(StoreRequestError);

@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { v1 as uuidv1 } from 'uuid';
 import { describe, expect, it } from 'vitest';
+import { encodeClusteringPrefix } from '../../src/store/sqlite/sqlite-keys.js';
+import { defineTable, type CqlValue } from '../../src/store/table.js';
 import { encodeSortable } from '../../src/store/values.js';
 
 describe('the sortable encoding of uuids', () => {
@@ -61,5 +63,40 @@ describe('the sortable encoding of integers and text', () => {
     expect(encodeSortable('text', 'aé').toString('hex')).toBe('61c3a90001');
     expect(encodeSortable('text', 'a\u0000b').toString('hex')).toBe('6100ff620001');
     expect(encodeSortable('text', '').toString('hex')).toBe('0001');
+  });
+});
+
+describe('a clustering key of several columns', () => {
+  const mixed = defineTable({
+    name: 'mixed',
+    columns: { p: 'uuid', a: 'int', b: 'bigint', c: 'timeuuid', d: 'text' },
+    partitionKey: ['p'],
+    clustering: [
+      { column: 'a', order: 'ASC' },
+      { column: 'b', order: 'DESC' },
+      { column: 'c', order: 'DESC' },
+      { column: 'd', order: 'ASC' },
+    ],
+  });
+  // Each column's encoding, complemented for a DESC column, one after the other.
+  const byColumns = (values: readonly CqlValue[]) =>
+    Buffer.concat(values.map((v, i) => {
+      const bytes = Buffer.from(encodeSortable(mixed.columns[mixed.clustering[i]!.column]!, v));
+      return mixed.clustering[i]!.order === 'DESC' ? Buffer.from(bytes.map((x) => 0xff - x)) : bytes;
+    }));
+
+  it('is each column\'s encoding in turn, a DESC column\'s complemented, for every prefix, written in one buffer or not (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+        fc.bigInt({ min: -(1n << 63n), max: (1n << 63n) - 1n }),
+        fc.string(),
+        fc.integer({ min: 0, max: 4 }),
+        (a, b, d, length) => {
+          const values = [a, b, uuidv1(), d].slice(0, length);
+          expect(encodeClusteringPrefix(mixed, values).toString('hex')).toBe(byColumns(values).toString('hex'));
+        },
+      ),
+    );
   });
 });

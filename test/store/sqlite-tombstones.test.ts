@@ -208,6 +208,34 @@ describe('reads that pass over tombstones', () => {
     ]);
   });
 
+  // A slice of up to 16 rows learns from its own statement whether its range holds enough
+  // tombstones to count; a larger one asks apart (sqlite-store.ts, GATED_SLICE_LIMIT).
+  // Either way, only the part scanned counts, and rows returned do not hide what was passed.
+  for (const limit of [10, 50]) {
+    it(`counts the tombstones between the rows a slice of ${limit} returns, and none past its last row`, async () => {
+      const lines: StoreWarning[] = [];
+      const { store } = await aStore({ warn: (w) => lines.push(w) });
+      const p = randomUUID();
+      for (let k = 0; k < 3; k++) await store.upsert(queue, { p, k, v: `live ${k}` });
+      for (let k = 100; k < 1_200; k++) await store.delete(queue, { p, k });
+      for (let k = 2_000; k < 2_000 + limit; k++) await store.upsert(queue, { p, k, v: `after ${k}` });
+      for (let k = 3_000; k < 4_200; k++) await store.delete(queue, { p, k });
+      // Three rows, then 1,100 tombstones, then the rest of the page: all passed over.
+      const page = await store.slice(queue, { partition: { p }, limit });
+      expect(page.map((r) => r.k)).toEqual([0, 1, 2, ...Array.from({ length: limit - 3 }, (_, i) => 2_000 + i)]);
+      expect(lines.map((w) => w.tombstones)).toEqual([1_100]);
+      // From the rows after them, the page ends before the next 1,200: nothing passed over.
+      lines.length = 0;
+      const later = await store.slice(queue, { partition: { p }, lower: { values: [2_000], inclusive: true }, limit });
+      expect(later.map((r) => r.k)).toEqual(Array.from({ length: limit }, (_, i) => 2_000 + i));
+      expect(lines).toEqual([]);
+      // Up to the end of the partition: those 1,200 are passed over.
+      const rest = await store.slice(queue, { partition: { p }, lower: { values: [2_001], inclusive: true }, limit });
+      expect(rest).toHaveLength(limit - 1);
+      expect(lines.map((w) => w.tombstones)).toEqual([1_200]);
+    });
+  }
+
   it('fails above the failure threshold with the error Cassandra surfaces as a ReadFailure', async () => {
     const { store } = await aStore({ tombstoneWarnThreshold: 10, tombstoneFailureThreshold: 50 });
     const p = randomUUID();

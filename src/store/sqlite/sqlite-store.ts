@@ -38,9 +38,9 @@ import {
 import {
   byteRange,
   encodeClustering,
-  encodeClusteringPrefix,
   encodeKey,
   encodePartition,
+  encodeValidClusteringPrefix,
   rangeParams,
   rowByteRange,
   type ByteRange,
@@ -56,7 +56,7 @@ import {
   physicalColumns,
   type SqliteLayout,
 } from './sqlite-schema.js';
-import { CK_PARAMS, GET_MANY_CHUNK, LayoutStatements, PK_PARAMS, type SqliteStatementLike } from './sqlite-statements.js';
+import { GET_MANY_CHUNK, LayoutStatements, type SqliteStatementLike } from './sqlite-statements.js';
 import { mergeTombstones, PARTITION_START, sameTombstones, type Tombstone } from './sqlite-tombstones.js';
 import { fromSql, serializedSql, toSql } from './sqlite-values.js';
 
@@ -137,6 +137,8 @@ export class SqliteStore implements Store {
   private readonly warn: (warning: StoreWarning) => void;
   private readonly warnThreshold: number;
   private readonly failureThreshold: number;
+  /** The tombstones a gate skips (`LayoutStatements.tombstonesBeyond`): more than this many starting inside may warn. */
+  private readonly gateSkip: number;
   private readonly compaction: PeriodicTask | null;
   private readonly prepared = new Map<string, LayoutStatements>();
   private readonly ensured = new Set<string>();
@@ -151,6 +153,8 @@ export class SqliteStore implements Store {
     this.warn = options.warn ?? ((warning) => this.log(warning.message));
     this.warnThreshold = threshold('tombstoneWarnThreshold', options.tombstoneWarnThreshold ?? DEFAULT_TOMBSTONE_WARN_THRESHOLD);
     this.failureThreshold = threshold('tombstoneFailureThreshold', options.tombstoneFailureThreshold ?? DEFAULT_TOMBSTONE_FAILURE_THRESHOLD);
+    // At most warn - 1 starting inside, plus one that starts before: at most warn.
+    this.gateSkip = Math.max(0, this.warnThreshold - 1);
     // Write timestamps reach 2^63-1 (seed 001), beyond a double: by default read integers
     // as bigint. The row path's statements read numbers instead (sqlite-statements.ts).
     this.db.defaultSafeIntegers(true);
@@ -241,7 +245,7 @@ export class SqliteStore implements Store {
     const clusterings = clusteringKeysOf(table, keys);
     // One statement, as on Cassandra (an IN list on the clustering columns).
     this.count();
-    return this.readEncoded(table, clusterings.map((values) => ({ pk, ck: encodeClusteringPrefix(table, values) })));
+    return this.readEncoded(table, clusterings.map((values) => ({ pk, ck: encodeValidClusteringPrefix(table, values) })));
   }
 
   /** The rows of `keys` (full primary keys), in their order, null for misses: a statement per chunk of keys. */
@@ -253,15 +257,16 @@ export class SqliteStore implements Store {
   private readEncoded(table: TableSpec, encoded: ReadonlyArray<{ readonly pk: Buffer; readonly ck: Buffer }>): Array<Row | null> {
     const s = this.statements(table);
     const out: Array<Row | null> = new Array<Row | null>(encoded.length).fill(null);
-    const now = this.nowSeconds();
+    const named = { now: this.nowSeconds() };
     for (let start = 0; start < encoded.length; start += GET_MANY_CHUNK) {
-      const chunk = encoded.slice(start, start + GET_MANY_CHUNK);
-      const params: Record<string, unknown> = { now };
-      chunk.forEach((k, i) => {
-        params[PK_PARAMS[i]!] = k.pk;
-        params[CK_PARAMS[i]!] = k.ck;
-      });
-      for (const r of s.getMany(chunk.length).all(params) as unknown[][]) out[start + (r[0] as number)] = s.rowFrom(r, 1);
+      const n = Math.min(GET_MANY_CHUNK, encoded.length - start);
+      const keys = new Array<Buffer>(2 * n);
+      for (let i = 0; i < n; i++) {
+        const k = encoded[start + i]!;
+        keys[2 * i] = k.pk;
+        keys[2 * i + 1] = k.ck;
+      }
+      for (const r of s.getMany(n).all(named, ...keys) as unknown[][]) out[start + (r[0] as number)] = s.rowFrom(r, 1);
     }
     return out;
   }
@@ -274,8 +279,19 @@ export class SqliteStore implements Store {
     const range = byteRange(table, query);
     if (range.empty || query.limit === 0) return [];
     const reverse = query.reverse ?? false;
-    const raw = s.slice(range, reverse).all({ pk, ...rangeParams(range), now: this.nowSeconds(), limit: query.limit }) as unknown[][];
+    const gated = query.limit <= GATED_SLICE_LIMIT;
+    const bounds = rangeParams(range);
+    const now = this.nowSeconds();
+    const raw = s.slice(range, reverse, gated).all(gated ? { pk, ...bounds, now, limit: query.limit, skip: this.gateSkip } : { pk, ...bounds, now, limit: query.limit }) as unknown[][];
     const rows = raw.map((r) => s.rowFrom(r));
+    // Fewer tombstones than the warning threshold start in the whole range, so fewer in
+    // the part the read scanned: nothing to count. The gate came with the rows (the
+    // statement's last column), or is asked apart, over the whole range: no row's key is
+    // encoded for it. Otherwise the part scanned is counted exactly.
+    if (this.warnThreshold > 0) {
+      const few = raw.length > 0 && gated ? raw[0]![s.rowWidth] === null : !s.tombstonesBeyond(range.hi !== null).get({ pk, lo: range.lo ?? PARTITION_START, ...(range.hi ? { hi: range.hi } : {}), skip: this.gateSkip });
+      if (few) return rows;
+    }
     this.checkTombstonesPassed(s, pk, range, query, rows);
     return rows;
   }
@@ -574,8 +590,7 @@ export class SqliteStore implements Store {
       else hi = Buffer.concat([last, ZERO_BYTE]);
     }
     const bounds = { pk, lo: lo ?? PARTITION_START, ...(hi ? { hi } : {}) };
-    // At most warn - 1 starting inside, plus one that starts before: at most warn.
-    if (this.warnThreshold > 0 && !s.tombstonesBeyond(hi !== null).get({ ...bounds, skip: this.warnThreshold - 1 })) return;
+    if (this.warnThreshold > 0 && !s.tombstonesBeyond(hi !== null).get({ ...bounds, skip: this.gateSkip })) return;
     const passed = (s.tombstoneCount(hi !== null).get({ ...bounds, cap: this.failureThreshold + 1 }) as [number])[0];
     if (passed <= this.warnThreshold) return;
     // Cassandra's text, but with bind markers for the key: its values stay out of logs.
@@ -733,6 +748,13 @@ export class SqliteStore implements Store {
 }
 
 const ZERO_BYTE = Buffer.from([0]);
+
+/**
+ * Slices of at most this many rows carry their tombstone gate in their own statement
+ * (`LayoutStatements.slice`); larger ones ask it in a second, cheaper for them. A
+ * cursor's place in a counted index is such a slice (LEAF_FIRST, ranked-index.ts).
+ */
+const GATED_SLICE_LIMIT = 16;
 
 function tombstoneOf(r: TombstoneRow): Tombstone {
   return { lo: r.lo, hi: r.hi, ts: BigInt(r.ts), ldt: Number(r.ldt) };

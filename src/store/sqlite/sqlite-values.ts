@@ -74,11 +74,15 @@ export function serializedSql(type: CqlType, raw: unknown): Buffer {
 
 /**
  * The SQL expression reading a stored value for the row path: integers come back as
- * numbers (the statement reads without safe integers), except bigint and counter
- * values, which can exceed 2^53 and so are read as their exact decimal text.
+ * numbers (the statement reads without safe integers); bigint and counter values too
+ * where a double holds them exactly, else as their exact decimal text (a counted
+ * index's list row holds two: turning each into text in SQLite and parsing it back
+ * cost more than the list's lookup).
  */
 export function readExpression(type: CqlType, expression: string): string {
-  return type === 'bigint' || type === 'counter' ? `CAST(${expression} AS TEXT)` : expression;
+  return type === 'bigint' || type === 'counter'
+    ? `CASE WHEN ${expression} BETWEEN ${-Number.MAX_SAFE_INTEGER} AND ${Number.MAX_SAFE_INTEGER} THEN ${expression} ELSE CAST(${expression} AS TEXT) END`
+    : expression;
 }
 
 /** The port value of what `readExpression` read (null for SQL NULL). */
@@ -90,7 +94,7 @@ export function readerOf(type: CqlType): (raw: unknown) => CqlValue {
       return (raw) => (raw === null ? null : raw === 1);
     case 'bigint':
     case 'counter':
-      return (raw) => (raw === null ? null : BigInt(raw as string));
+      return (raw) => (raw === null ? null : BigInt(raw as number | string));
     default:
       return (raw) => (raw ?? null) as CqlValue;
   }
