@@ -28,6 +28,8 @@ function rowsTable(name: string, orders: [ClusteringOrder, ClusteringOrder]) {
   return defineTable({ name, columns: { p: 'uuid', a: 'int', b: 'int', v: 'text' }, partitionKey: ['p'], clustering: [{ column: 'a', order: a }, { column: 'b', order: b }] });
 }
 const hits = defineTable({ name: 'hits', columns: { name: 'text', n: 'counter' }, partitionKey: ['name'] });
+const routed = defineTable({ name: 'routed', columns: { id: 'uuid', v: 'text' }, partitionKey: ['id'] });
+const routedProbe = defineTable({ name: 'routed_probe', columns: { id: 'uuid', v: 'text' }, partitionKey: ['id'] });
 const desc = rowsTable('desc_rows', ['DESC', 'DESC']);
 const mixed = rowsTable('mixed_rows', ['DESC', 'ASC']);
 
@@ -35,7 +37,7 @@ const mixed = rowsTable('mixed_rows', ['DESC', 'ASC']);
 class LostResponses implements CassandraClientLike {
   private armed: 'after' | 'instead' | null = null;
   /** Every statement sent, and whether it was marked idempotent (retries, speculative executions). */
-  readonly sent: Array<{ query: string; idempotent: boolean | undefined }> = [];
+  readonly sent: Array<{ query: string; idempotent: boolean | undefined; routingKey?: unknown }> = [];
   constructor(private readonly client: CassandraClientLike) {}
   get metadata() {
     return this.client.metadata;
@@ -54,7 +56,7 @@ class LostResponses implements CassandraClientLike {
     return this.client.shutdown();
   }
   async execute(query: string, params?: unknown[], options?: cassandra.QueryOptions) {
-    this.sent.push({ query, idempotent: options?.isIdempotent });
+    this.sent.push({ query, idempotent: options?.isIdempotent, routingKey: options?.routingKey });
     const how = this.armed;
     if (how && / IF (NOT )?EXISTS| IF \w+ = \?/.test(query)) {
       this.armed = null;
@@ -76,7 +78,7 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
   beforeAll(async () => {
     subject = await target.create({ wrapClient: (c) => (lost = new LostResponses(c)) });
     store = subject.store;
-    await store.ensureTables([claims, hits, desc, mixed]);
+    await store.ensureTables([claims, hits, desc, mixed, routed, routedProbe]);
   }, 120_000);
 
   afterAll(async () => {
@@ -118,6 +120,27 @@ describe.skipIf(!target.available)('the Cassandra adapter on a real Cassandra', 
     expect(await flags(() => store.insertIfNotExists(claims, { name: `${name}-lwt`, owner }))).toEqual([false]);
     expect(await flags(() => store.deleteIf(claims, { name: `${name}-lwt` }, { owner }))).toEqual([false]);
     expect(await store.get(hits, { name })).toEqual({ name, n: 1n });
+  });
+
+  it("sends each keyed read of a table keyed by one uuid with its partition's token, the one Cassandra computes, read again or not", async () => {
+    const ids = Array.from({ length: 12 }, () => randomUUID());
+    await store.batch(ids.slice(0, 8).map((id, i) => ({ kind: 'upsert', table: routed, row: { id, v: `v${i}` } })));
+    await store.batch(ids.map((id) => ({ kind: 'upsert', table: routedProbe, row: { id, v: '' } })));
+    const keys = [...ids, ids[0]!.toUpperCase()].map((id) => ({ id }));
+    const expected = [...ids.map((id, i) => (i < 8 ? { id, v: `v${i}` } : null)), { id: ids[0], v: 'v0' }];
+    for (const round of [1, 2]) {
+      const from = lost.sent.length;
+      expect(await store.getMany(routed, keys), `round ${round}`).toEqual(expected);
+      const sent = lost.sent.slice(from);
+      expect(sent).toHaveLength(keys.length);
+      const name = /FROM (\S+) WHERE/.exec(sent[0]!.query)![1];
+      // Cassandra's token of every key, missing rows' included: each key's row in a table keyed alike.
+      const probe = name!.replace(/\.routed$/, '.routed_probe');
+      const tokens = await Promise.all(
+        keys.map(async ({ id }) => String((await lost.execute(`SELECT token(id) AS t FROM ${probe} WHERE id = ?`, [id], { prepare: true })).rows[0]!.get('t'))),
+      );
+      expect(sent.map((s) => String(s.routingKey)), `round ${round}`).toEqual(tokens);
+    }
   });
 
   it('numbers and times each schema change it sends', async () => {

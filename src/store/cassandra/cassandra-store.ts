@@ -49,6 +49,7 @@ import { cqlRestrictions, type SingleRange, type TupleRange } from './cassandra-
 import { existingKeyOf, keyDifferences, schemaChanges, schemaDifferences, type ExistingSchema, type Replication } from './cassandra-schema.js';
 import { boundUuid, fromDriver, knownValue, rowReader, toDriver } from './cassandra-values.js';
 import { SendTurn } from './cassandra-send-turn.js';
+import { RoutedReads } from './cassandra-routing.js';
 
 const { types } = cassandra;
 
@@ -131,6 +132,12 @@ const SERIAL_READ_ATTEMPTS = 3;
 /** The budget for re-sending a batch the batchlog refused, without `writeTimeoutMs`: Cassandra's default write timeout. */
 const DEFAULT_BATCHLOG_BUDGET_MS = 2_000;
 
+/**
+ * Partitions whose keyed reads' options (with their token) are kept, in each of two
+ * generations (`RoutedReads`): by estimate at most about 4 MB of options, tokens and key strings.
+ */
+const ROUTED_PARTITIONS = 8_192;
+
 /** A statement and its bound values. */
 /** One CQL statement and its bound values. */
 export interface Statement {
@@ -170,6 +177,8 @@ interface TablePlan {
   /** A keyed read (`get`, `getMany`): the regular columns of the row at a key. */
   readonly selectByKey: string;
   readonly counter: boolean;
+  /** The partition key's one column when it is a uuid (keyed reads then carry their partition's token: cassandra-routing.ts), else null. */
+  readonly routedBy: string | null;
   readonly regular: readonly string[];
   readonly statements: Map<string, string>;
 }
@@ -233,6 +242,8 @@ export class CassandraStore implements Store {
   private usingOwnBatchlog = false;
   private replayTimer: NodeJS.Timeout | null = null;
   private readonly sendTurn = new SendTurn();
+  /** Keyed reads' options with their partition's token, for tables keyed by one uuid (cassandra-routing.ts). */
+  private readonly routedReads: RoutedReads;
 
   constructor(options: CassandraStoreOptions) {
     checkIdentifier(`keyspace "${options.keyspace}"`, options.keyspace);
@@ -257,6 +268,7 @@ export class CassandraStore implements Store {
     this.nonIdempotentOptions = this.queryOptions({ idempotent: false });
     this.idempotentWriteOptions = this.queryOptions({ idempotent: true, write: true });
     this.nonIdempotentWriteOptions = this.queryOptions({ idempotent: false, write: true });
+    this.routedReads = new RoutedReads(this.client.metadata, this.idempotentOptions, ROUTED_PARTITIONS);
     this.batchlog = new ClientBatchlog({
       store: this,
       unlogged: (statements, timeoutMs, tally) => this.runUnlogged(tally, [...statements], timeoutMs ?? this.writeTimeoutMs),
@@ -324,6 +336,7 @@ export class CassandraStore implements Store {
     // A key's bound values go once it is sent (the driver holds them while the read is in
     // flight): the page's later reads do not keep the first ones' alive (issue 39, round four).
     const bound: Array<unknown[] | undefined> = keys.map((k) => this.boundKey(table, plan, k));
+    const routed = plan.routedBy;
     // One wait for the send turn for the first reads, not one per key.
     await this.sendTurn.next();
     // One statement per key, each to its own replicas, at most `readConcurrency` in flight:
@@ -352,9 +365,12 @@ export class CassandraStore implements Store {
         countStatements(tally);
         const params = bound[i]!;
         bound[i] = undefined;
+        // A table keyed by one uuid: the partition's token goes with the read, not worked out again by the driver.
+        const partition = routed ? params[0] : undefined;
+        const options = partition instanceof types.Uuid ? this.routedReads.optionsOf(keys[i]![routed!] as string, partition.getBuffer()) : this.idempotentOptions;
         let answer: Promise<CassandraResultLike>;
         try {
-          answer = this.client.execute(plan.selectByKey, params, this.idempotentOptions);
+          answer = this.client.execute(plan.selectByKey, params, options);
         } catch (err) {
           answer = Promise.reject(err);
         }
@@ -631,6 +647,7 @@ export class CassandraStore implements Store {
         selectRow: `SELECT ${selectList} FROM ${name} WHERE ${keyWhere}`,
         selectByKey: `SELECT ${regular.length > 0 ? regular.join(', ') : selectList} FROM ${name} WHERE ${keyWhere}`,
         counter: isCounterTable(table),
+        routedBy: table.partitionKey.length === 1 && /^(uuid|timeuuid)$/.test(table.columns[table.partitionKey[0]!]!) ? table.partitionKey[0]! : null,
         regular,
         statements: new Map(),
       };
