@@ -343,7 +343,7 @@ export async function readRankBuckets(store: Store, key: string, level: number, 
  */
 export async function readRankTop(store: Store, key: string, limit: number): Promise<IndexTop> {
   const rows = await store.slice(countRankListsTable, { partition: { count_key: key }, limit });
-  const lists = rows.map((r) => listOfRow(r.level as number, r.level === 0 ? undefined : (r.parent as bigint), r));
+  const lists = rows.map((r) => new RowList(r.level as number, r.level === 0 ? undefined : (r.parent as bigint), r));
   // Level 0's list comes first (clustering order), and with it the settlement, its
   // total summed from the buckets a walk reads anyway (unpacked once, not twice).
   return { lists, settlement: rows[0]?.level === 0 ? settlementOf(rows[0], lists[0]!.buckets) : settlementOf(null) };
@@ -358,21 +358,28 @@ export async function readRankTop(store: Store, key: string, limit: number): Pro
  */
 export async function readRankLists(store: Store, key: string, wanted: readonly RankListName[]): Promise<IndexTop> {
   const rows = await store.getInPartition(countRankListsTable, { count_key: key }, wanted.map(({ level, parent }) => ({ level, parent: storedParent(parent) })));
-  const lists = wanted.map(({ level, parent }, i) => listOfRow(level, parent, rows[i]));
+  const lists = wanted.map(({ level, parent }, i) => new RowList(level, parent, rows[i]));
   const zero = wanted.findIndex((w) => w.level === 0);
   return { lists, whole: 0, ...(zero >= 0 && { settlement: settlementOf(rows[zero], lists[zero]!.buckets) }) };
 }
 
-/** The list of `level` under `parent` a row holds (none: empty), its text unpacked only when its buckets are asked for (a walk uses few). */
-function listOfRow(level: number, parent: bigint | undefined, row: Row | null | undefined): RankList {
-  let buckets: BucketList | undefined;
-  return {
-    level,
-    parent,
-    get buckets() {
-      return (buckets ??= packedRankList(level, parent, row?.counts as string | null | undefined));
-    },
-  };
+/**
+ * The list of `level` under `parent` a row holds (none: empty), its text unpacked only
+ * when its buckets are asked for (a walk uses few). A class, not an object with a getter
+ * closure: a page's first read makes up to a dozen.
+ */
+class RowList implements RankList {
+  private unpacked: BucketList | undefined;
+
+  constructor(
+    readonly level: number,
+    readonly parent: bigint | undefined,
+    private readonly row: Row | null | undefined,
+  ) {}
+
+  get buckets(): BucketList {
+    return (this.unpacked ??= packedRankList(this.level, this.parent, this.row?.counts as string | null | undefined));
+  }
 }
 
 /**

@@ -56,9 +56,14 @@ export function levelWidth(level: number): number {
   return level === 0 ? RANK_BITS - RANK_LEVEL_SHIFTS[0]! : RANK_LEVEL_SHIFTS[level - 1]! - RANK_LEVEL_SHIFTS[level]!;
 }
 
+/** `RANK_LEVEL_SHIFTS` as bigints, made once (a page ranks a cursor twice). */
+const RANK_LEVEL_SHIFTS_BIG: readonly bigint[] = RANK_LEVEL_SHIFTS.map(BigInt);
+
 /** The bucket of `rank` at every level, top level first. */
 export function rankPrefixes(rank: bigint): bigint[] {
-  return RANK_LEVEL_SHIFTS.map((shift) => rank >> BigInt(shift));
+  const out = new Array<bigint>(RANK_LEVEL_SHIFTS_BIG.length);
+  for (let level = 0; level < out.length; level++) out[level] = rank >> RANK_LEVEL_SHIFTS_BIG[level]!;
+  return out;
 }
 
 /** The range of child prefixes of bucket `parent` (at `level - 1`) at `level`. */
@@ -251,7 +256,7 @@ function shapeOf(lists: readonly RankList[], whole: number): IndexShape | undefi
   for (const l of lists) if (l.level === 0) total += countsOf(bucketList(l.buckets), 0, l.buckets.length);
   const at = lists.map((l) => (l.level === level ? bucketList(l.buckets) : NO_BUCKETS)).filter((l) => l.has(0));
   if (total <= 0 || at.length === 0) return undefined;
-  const shift = BigInt(RANK_LEVEL_SHIFTS[level]!);
+  const shift = RANK_LEVEL_SHIFTS_BIG[level]!;
   const last = at[at.length - 1]!;
   return { total, lowest: at[0]!.prefix(0) << shift, highest: ((last.prefix(last.length - 1) + 1n) << shift) - 1n, level };
 }
@@ -612,7 +617,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   const topLists = topListsOf(order);
   // The edge of bucket `prefix` of `level` a read in `direction` starts from.
   const edgeOf = (level: number, prefix: bigint, direction: Direction) => {
-    const shift = BigInt(RANK_LEVEL_SHIFTS[level]!);
+    const shift = RANK_LEVEL_SHIFTS_BIG[level]!;
     return order.edgeKey(direction === 'forward' ? prefix << shift : ((prefix + 1n) << shift) - 1n, direction);
   };
   // A list at once when it is kept or came with the top, else the read that brings it.
@@ -623,10 +628,6 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // list brings with it, at least `RankOrder.cursorLevel`; undefined where it brings none.)
   async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists, path: number | undefined): Promise<PagePosition | null> {
     const pathFirst = path !== undefined;
-    const inOrder = async (level: number, parent: bigint | undefined) => {
-      const list = await buckets(level, parent);
-      return direction === 'forward' ? list : reversedList(list);
-    };
 
     // Rank: the edges at or before `from`: every level's siblings before the cursor's
     // bucket down to `stop` (`RankOrder.cursorLevel`), and the edges of its bucket there
@@ -636,17 +637,27 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     if (from !== undefined) {
       const prefixes = rankPrefixes(order.rankOf(from));
       const sign = direction === 'forward' ? 1 : -1;
-      const listsOf = (first: number, last: number) =>
-        Promise.all(prefixes.slice(first, last + 1).map((_, i) => buckets(first + i, first + i === 0 ? undefined : prefixes[first + i - 1])));
+      // The cursor's lists of levels `first` to `last`: at once where every one is in
+      // hand (kept, or brought by the first read), else once the reads are back.
+      const listsOf = (first: number, last: number): BucketList[] | Promise<BucketList[]> => {
+        const out = new Array<BucketList | Promise<BucketList>>(last - first + 1);
+        let pending = false;
+        for (let level = first; level <= last; level++) {
+          const list = buckets(level, level === 0 ? undefined : prefixes[level - 1]);
+          if (list instanceof Promise) pending = true;
+          out[level - first] = list;
+        }
+        return pending ? Promise.all(out) : (out as BucketList[]);
+      };
       const upTo = (level: number, most: number) =>
         readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST, from);
       const stop = cursorLevelOf(order);
       // With the top (level 0's list, the levels it holds whole and the first lists
       // below), the list at `stop` and the bucket's edges are read beside it, and the
       // lists between are taken from it once it is back: read only where it lacks them.
-      const between = async (last = stop) => {
-        await buckets(0, undefined);
-        return listsOf(0, last);
+      const between = (last = stop): BucketList[] | Promise<BucketList[]> => {
+        const zero = buckets(0, undefined);
+        return zero instanceof Promise ? zero.then(() => listsOf(0, last)) : listsOf(0, last);
       };
       // Where edges last (`RankedIndexOptions.lasting`) and the first read brought the
       // cursor's lists down to `path` (`loneLevel`), the first of its buckets from `stop`
@@ -661,21 +672,27 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         const deepest = options.top && stop > 0 && !pathFirst ? buckets(stop, prefixes[stop - 1]) : undefined;
         // (Awaited through `listsOf`, unless the top fails first.)
         if (deepest instanceof Promise) deepest.catch(() => {});
-        let [upper, edges] = await Promise.all([options.top || pathFirst ? between() : listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
+        const reading = upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1);
+        const listed = options.top || pathFirst ? between() : listsOf(0, stop);
+        // (The lists awaited before the edges: a failed read of the edges meanwhile fails the page there.)
+        if (listed instanceof Promise) reading.catch(() => {});
+        let upper = listed instanceof Promise ? await listed : listed;
+        let edges = await reading;
         if (edges.length > SMALL_BUCKET && stop < leaves) {
           const [deeper, inLeaf] = await Promise.all([listsOf(stop + 1, leaves), upTo(leaves, Number.MAX_SAFE_INTEGER)]);
-          upper = [...upper, ...deeper];
+          upper = upper.concat(deeper);
           edges = inLeaf;
         }
         levels = upper;
         inBucket = edges.length;
       }
-      levels.forEach((list, level) => {
+      for (let level = 0; level < levels.length; level++) {
         // The buckets before the cursor's in `direction`: those below (or above) its prefix
         // (forward, a packed list is decoded only up to it).
+        const list = levels[level]!;
         const split = list.below(prefixes[level]!);
         position += sign > 0 ? countsOf(list, 0, split) : countsOf(list, split < list.length && list.prefix(split) === prefixes[level] ? split + 1 : split, list.length);
-      });
+      }
       position += inBucket;
     }
 
@@ -684,7 +701,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     let parent: bigint | undefined;
     let guess: Guess<N> | undefined;
     for (let level = 0; ; level++) {
-      const list = await inOrder(level, parent);
+      // (A list in hand is taken without a wait: no promise a level.)
+      const got = buckets(level, parent);
+      const read = got instanceof Promise ? await got : got;
+      const list = direction === 'forward' ? read : reversedList(read);
       // The bucket holding the position (a packed list is decoded only up to it).
       let at = 0;
       let found = false;
@@ -697,8 +717,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         remaining -= count;
       }
       if (!found) return null;
-      const bucket = { prefix: list.prefix(at), count: list.count(at) };
-      if (level === leaves || bucket.count <= SMALL_BUCKET) {
+      const bucketCount = list.count(at);
+      if (level === leaves || bucketCount <= SMALL_BUCKET) {
         // The rows read on a guess beside this list, when they start at or before the
         // bucket and hold the page: the edges of the buckets between are skipped too.
         if (guess?.level === level) {
@@ -717,12 +737,12 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         let before = remaining === 0 ? at - 1 : -1;
         while (before >= 0 && list.count(before) <= 0) before--;
         if (before >= 0 && list.count(before) <= SMALL_BUCKET) return { key: edgeOf(level, list.prefix(before), direction), skip: list.count(before) };
-        return { key: edgeOf(level, bucket.prefix, direction), skip: remaining };
+        return { key: edgeOf(level, list.prefix(at), direction), skip: remaining };
       }
-      parent = bucket.prefix;
+      parent = list.prefix(at);
       // Read the page on a guess beside the next list, when that list is a read (a wave):
       // its wave then brings the page too, when the list confirms the rows hold it.
-      const guessed = buckets(level + 1, parent) instanceof Promise ? guessAt(list.length, level, bucket.count, remaining, size, order.random === true) : null;
+      const guessed = buckets(level + 1, parent) instanceof Promise ? guessAt(list.length, level, bucketCount, remaining, size, order.random === true) : null;
       if (guessed) {
         const { lowest, highest } = childPrefixRange(level + 1, parent);
         const within = BigInt(guessed.child);
@@ -742,11 +762,12 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // of the index, or the lists the page asks for): a list asked for once that read is
   // back, that it holds (or of a level it holds whole), is taken from it.
   const listsOf = ({ first, keep, trusted, pendingTop, firstRead }: ListReads): Lists => {
-    const read = new Map<string, BucketList | Promise<BucketList>>();
+    // Per level, by parent (a bigint is a Map key by value): no name made a lookup.
+    const read: Array<Map<bigint | undefined, BucketList | Promise<BucketList>>> = [];
     let top: TopOfIndex | undefined;
     return (level, parent) => {
-      const name = `${level}:${parent ?? ''}`;
-      let found = read.get(name);
+      const ofLevel = (read[level] ??= new Map());
+      let found = ofLevel.get(parent);
       if (!found) {
         const kept = trusted === undefined ? undefined : options.cached!.cache.get(options.cached!.id, trusted, level, parent);
         const fromTop = top?.lists ? listIn(top, level, parent) : undefined;
@@ -778,7 +799,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
             return list;
           });
         }
-        read.set(name, found);
+        ofLevel.set(parent, found);
       }
       return found;
     };
