@@ -425,9 +425,27 @@ const LEAF_CHUNK = 64;
 const LEAF_FIRST = 16;
 
 /**
+ * How many of `rows` `keep` keeps, where it keeps a first run of them and refuses every
+ * row after (a bound in the rows' order): asked of the last row first (a run most often
+ * ends at its bound), else by halves, rather than of every row.
+ */
+function keptRun<N>(rows: readonly N[], keep: (node: N) => boolean): number {
+  if (rows.length === 0 || keep(rows[rows.length - 1]!)) return rows.length;
+  let low = 0;
+  let high = rows.length - 1;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (keep(rows[mid]!)) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/**
  * Up to `count` rows from `from` (inclusive) in `direction`, in reads of at most
  * `chunk` rows (`first` for the first one), each continuing from the last row of the
- * one before; with `keep`, only the rows before the first it refuses; with `until`, none
+ * one before; with `keep`, only the rows before the first it refuses (it keeps a first
+ * run of the rows in order and refuses every one after: a bound); with `until`, none
  * past that key is wanted (`OrderedSource.read`).
  */
 export async function readRun<N>(
@@ -435,7 +453,7 @@ export async function readRun<N>(
   from: CursorKey | undefined,
   direction: Direction,
   count: number,
-  keep: (node: N) => boolean = () => true,
+  keep?: (node: N) => boolean,
   chunk = READ_CHUNK,
   first = chunk,
   until?: CursorKey,
@@ -448,13 +466,16 @@ export async function readRun<N>(
     let batch = await source.read(start, direction, ask, until);
     const short = batch.length < ask;
     if (continuing && batch.length > 0 && source.compare(source.keyOf(batch[0]!), start!) === 0) batch = batch.slice(1);
-    const refused = batch.findIndex((node) => !keep(node));
-    out.push(...(refused < 0 ? batch : batch.slice(0, refused)));
-    if (short || refused >= 0 || batch.length === 0) break;
+    const kept = keep ? keptRun(batch, keep) : batch.length;
+    const ends = short || kept < batch.length || batch.length === 0;
+    // A run one read makes (most are): its rows as read, not copied.
+    if (!continuing && (ends || kept >= count)) return kept === batch.length && kept <= count ? batch : batch.slice(0, Math.min(kept, count));
+    for (let i = 0; i < kept; i++) out.push(batch[i]!);
+    if (ends) break;
     start = source.keyOf(batch[batch.length - 1]!);
     continuing = true;
   }
-  return out.slice(0, count);
+  return out.length > count ? out.slice(0, count) : out;
 }
 
 /**
@@ -480,7 +501,7 @@ interface Guess<N> {
 }
 
 /**
- * Where a walk at bucket `count` of `level` (its list `listed` buckets long), looking
+ * Where a walk at bucket `count` of `level` (its list: `listed`), looking
  * for the edge `remaining` edges into it, reads the page on a guess beside the list of
  * the bucket's children: the fraction of the children's range to start from, and how
  * many rows to read (`child`: children skipped from the range's start in the walk's
@@ -501,10 +522,11 @@ interface Guess<N> {
  * stops at the next level). Not for edges merely uneven, as a list's items: there the
  * guess misses by more than a child or two, and costs a read.
  */
-function guessAt(listed: number, level: number, count: number, remaining: number, size: number, random: boolean): { child: number; ask: number } | null {
+function guessAt(listed: BucketList, level: number, count: number, remaining: number, size: number, random: boolean): { child: number; ask: number } | null {
   const children = 2 ** levelWidth(level + 1);
   const perChild = count / children;
-  if (perChild > SMALL_BUCKET || !(random || listed * 4 >= 2 ** levelWidth(level))) return null;
+  // (Dense: a quarter of the buckets listed, asked of a packed list only that far.)
+  if (perChild > SMALL_BUCKET || !(random || listed.has(Math.ceil(2 ** levelWidth(level) / 4) - 1))) return null;
   const deviation = random ? 3 * Math.sqrt((remaining * (count - remaining)) / count) : 0;
   // Children per edge, where edges are fewer than children at a steady rate.
   const spacing = !random && perChild < 1 ? Math.ceil(1 / perChild) : 0;
@@ -742,7 +764,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       parent = list.prefix(at);
       // Read the page on a guess beside the next list, when that list is a read (a wave):
       // its wave then brings the page too, when the list confirms the rows hold it.
-      const guessed = buckets(level + 1, parent) instanceof Promise ? guessAt(list.length, level, bucketCount, remaining, size, order.random === true) : null;
+      const guessed = buckets(level + 1, parent) instanceof Promise ? guessAt(list, level, bucketCount, remaining, size, order.random === true) : null;
       if (guessed) {
         const { lowest, highest } = childPrefixRange(level + 1, parent);
         const within = BigInt(guessed.child);
