@@ -192,18 +192,24 @@ class PackedList implements BucketList {
     const target = prefix - this.lowest;
     if (target <= 0n) return 0;
     const place = target > BigInt(Number.MAX_SAFE_INTEGER) ? Number.POSITIVE_INFINITY : Number(target);
+    const { places } = this;
+    // Decoded in one go up to the first place at or above it, not an entry a call.
+    if (places.length === 0 || places[places.length - 1]! < place) this.decodeThrough(Number.POSITIVE_INFINITY, place);
     let i = 0;
-    while (this.has(i) && this.places[i]! < place) i++;
+    while (i < places.length && places[i]! < place) i++;
     return i;
   }
 
-  /** Decode entries until the one at `i` (or the text's end): whether there is one at `i`. */
-  private decodeThrough(i: number): boolean {
+  /**
+   * Decode entries until the one at `i`, or one at place `reach` or beyond, or the
+   * text's end: whether there is one at `i`.
+   */
+  private decodeThrough(i: number, reach = Number.POSITIVE_INFINITY): boolean {
     const { text, places, counts } = this;
     const end = text.length;
     let at = this.at;
     // Digit by digit (base 36, a count may be negative): no substring per entry.
-    while (places.length <= i && at < end) {
+    while (places.length <= i && at < end && !(places.length > 0 && places[places.length - 1]! >= reach)) {
       let place = 0;
       let c = text.charCodeAt(at);
       for (; at < end && c !== 58 /* : */; c = text.charCodeAt(++at)) place = place * 36 + digitOf(c);

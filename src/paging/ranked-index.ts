@@ -253,12 +253,20 @@ export interface IndexShape {
 function shapeOf(lists: readonly RankList[], whole: number): IndexShape | undefined {
   const level = Math.max(0, Math.min(whole, RANK_LEVEL_SHIFTS.length) - 1);
   let total = 0;
-  for (const l of lists) if (l.level === 0) total += countsOf(bucketList(l.buckets), 0, l.buckets.length);
-  const at = lists.map((l) => (l.level === level ? bucketList(l.buckets) : NO_BUCKETS)).filter((l) => l.has(0));
-  if (total <= 0 || at.length === 0) return undefined;
+  // The first and last lists of `level` that hold a bucket (one pass, no list made).
+  let first: BucketList | undefined;
+  let last: BucketList | undefined;
+  for (const l of lists) {
+    if (l.level === 0) total += countsOf(bucketList(l.buckets), 0, l.buckets.length);
+    if (l.level !== level) continue;
+    const list = bucketList(l.buckets);
+    if (!list.has(0)) continue;
+    first ??= list;
+    last = list;
+  }
+  if (total <= 0 || !first || !last) return undefined;
   const shift = RANK_LEVEL_SHIFTS_BIG[level]!;
-  const last = at[at.length - 1]!;
-  return { total, lowest: at[0]!.prefix(0) << shift, highest: ((last.prefix(last.length - 1) + 1n) << shift) - 1n, level };
+  return { total, lowest: first.prefix(0) << shift, highest: ((last.prefix(last.length - 1) + 1n) << shift) - 1n, level };
 }
 
 /**
