@@ -642,22 +642,38 @@ interface ListReads {
 
 /** Rank and select over a counted index (see the file comment). */
 export function rankedIndex(options: RankedIndexOptions): PositionIndex {
-  const { order } = options;
-  const leaves = RANK_LEVEL_SHIFTS.length - 1;
-  const topLists = topListsOf(order);
+  return new RankedIndex(options);
+}
+
+/** A list at once when it is kept or came with the top, else the read that brings it. */
+type Lists = (level: number, parent: bigint | undefined) => BucketList | Promise<BucketList>;
+
+/**
+ * The index `rankedIndex` makes: its steps are methods, not closures, since a page makes
+ * its index (a closure a step was made a page).
+ */
+class RankedIndex implements PositionIndex {
+  private readonly order: RankOrder;
+  private readonly topLists: number;
+
+  constructor(private readonly options: RankedIndexOptions) {
+    this.order = options.order;
+    this.topLists = topListsOf(options.order);
+  }
+
   // The edge of bucket `prefix` of `level` a read in `direction` starts from.
-  const edgeOf = (level: number, prefix: bigint, direction: Direction) => {
+  private edgeOf(level: number, prefix: bigint, direction: Direction): CursorKey {
     const shift = RANK_LEVEL_SHIFTS_BIG[level]!;
-    return order.edgeKey(direction === 'forward' ? prefix << shift : ((prefix + 1n) << shift) - 1n, direction);
-  };
-  // A list at once when it is kept or came with the top, else the read that brings it.
-  type Lists = (level: number, parent: bigint | undefined) => BucketList | Promise<BucketList>;
+    return this.order.edgeKey(direction === 'forward' ? prefix << shift : ((prefix + 1n) << shift) - 1n, direction);
+  }
 
   // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
   // (`path`: the deepest level of the cursor's lists that the read bringing level 0's
   // list brings with it, at least `RankOrder.cursorLevel`; undefined where it brings none.)
-  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists, path: number | undefined): Promise<PagePosition | null> {
+  private async walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists, path: number | undefined): Promise<PagePosition | null> {
     const pathFirst = path !== undefined;
+    const { options, order } = this;
+    const leaves = RANK_LEVEL_SHIFTS.length - 1;
 
     // Rank: the edges at or before `from`: every level's siblings before the cursor's
     // bucket down to `stop` (`RankOrder.cursorLevel`), and the edges of its bucket there
@@ -680,7 +696,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         return pending ? Promise.all(out) : (out as BucketList[]);
       };
       const upTo = (level: number, most: number) =>
-        readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST, from);
+        readRun(source, this.edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST, from);
       const stop = cursorLevelOf(order);
       // With the top (level 0's list, the levels it holds whole and the first lists
       // below), the list at `stop` and the bucket's edges are read beside it, and the
@@ -766,8 +782,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         // beside the read.
         let before = remaining === 0 ? at - 1 : -1;
         while (before >= 0 && list.count(before) <= 0) before--;
-        if (before >= 0 && list.count(before) <= SMALL_BUCKET) return { key: edgeOf(level, list.prefix(before), direction), skip: list.count(before) };
-        return { key: edgeOf(level, list.prefix(at), direction), skip: remaining };
+        if (before >= 0 && list.count(before) <= SMALL_BUCKET) return { key: this.edgeOf(level, list.prefix(before), direction), skip: list.count(before) };
+        return { key: this.edgeOf(level, list.prefix(at), direction), skip: remaining };
       }
       parent = list.prefix(at);
       // Read the page on a guess beside the next list, when that list is a read (a wave):
@@ -777,7 +793,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         const { lowest, highest } = childPrefixRange(level + 1, parent);
         const within = BigInt(guessed.child);
         const prefix = direction === 'forward' ? lowest + within : highest - within;
-        const key = edgeOf(level + 1, prefix, direction);
+        const key = this.edgeOf(level + 1, prefix, direction);
         const rows = readRun(source, key, direction, guessed.ask).then((rows) => ({ rows, short: rows.length < guessed.ask }));
         rows.catch(() => {});
         guess = { level: level + 1, prefix, key, rows };
@@ -791,7 +807,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // Level 0's list, when not kept, comes with the first read (`ListReads.first`: the top
   // of the index, or the lists the page asks for): a list asked for once that read is
   // back, that it holds (or of a level it holds whole), is taken from it.
-  const listsOf = ({ first, keep, trusted, pendingTop, firstRead }: ListReads): Lists => {
+  private listsOf({ first, keep, trusted, pendingTop, firstRead }: ListReads): Lists {
+    const { options, topLists } = this;
     // Per level, by parent (a bigint is a Map key by value): no name made a lookup.
     const read: Array<Map<bigint | undefined, BucketList | Promise<BucketList>>> = [];
     let top: TopOfIndex | undefined;
@@ -833,7 +850,7 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
       }
       return found;
     };
-  };
+  }
 
   // The lists a page from `from` (or from an end) reads first, level 0's first, where it
   // knows them before any read, in one read of several rows (`options.several`): the
@@ -850,7 +867,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // come with the top, which holds a small index whole: suspensions and a list's items
   // keep it.) Null: the top (with the levels it holds whole, where a position without a
   // hint most likely lies).
-  const firstLists = (from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): { wanted: RankListName[]; near: boolean; path: number } | null => {
+  private firstLists(from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): { wanted: RankListName[]; near: boolean; path: number } | null {
+    const { options, order } = this;
     if (!options.several) return null;
     const anchor = from === undefined ? undefined : order.rankOf(from);
     const likely = shape ? likelyLists(shape, anchor, direction, offset, order.random === true) : [];
@@ -866,51 +884,49 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     }
     for (const l of likely) if (!wanted.some((w) => w.level === l.level && w.parent === l.parent)) wanted.push(l);
     return { wanted, near, path };
-  };
-
-  return {
-    async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number): Promise<Located> {
-      const cached = options.cached;
-      const named = firstLists(from, direction, offset, cached?.cache.shape(cached.id));
-      const first = (): Promise<IndexTop> => (named ? options.several!(named.wanted) : options.top!(topLists));
-      const path = named !== null && from !== undefined ? named.path : undefined;
-      if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep: () => () => {} }), path) };
-      const { cache, id } = cached;
-      // (Lists named near a cursor tell nothing of where the index's edges end: no shape.)
-      const firstRead = named?.near ? undefined : (lists: readonly RankList[], whole: number) => cache.noteShape(id, lists, whole);
-      // The settlement known here before this page's reads: the kept lists it may use.
-      const trusted = cache.settlement(id);
-      let read: string | undefined;
-      // Where the first read brings the settlement and this page makes it (level 0's list
-      // is not kept), it is read first and the settlement with it.
-      const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? first() : undefined;
-      pendingTop?.catch(() => {});
-      const settlement = (pendingTop ? pendingTop.then((top) => top.settlement ?? '') : cached.settlement()).then((token) => {
-        read = token;
-        cache.settle(id, token);
-        return token;
-      });
-      // A failed read of the settlement fails the page only where the page waits for it.
-      settlement.catch(() => {});
-      // A list read once the settlement is read is kept under it; one read alongside,
-      // under the trusted settlement, if the read confirms it.
-      const keep = (): Keep => {
-        const under = read;
-        return (level, parent, list) => {
-          if (under !== undefined) cache.put(id, under, level, parent, list);
-          else if (trusted !== undefined) settlement.then((token) => token === trusted && cache.put(id, token, level, parent, list), () => {});
-        };
+  }
+  async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number): Promise<Located> {
+    const { options, topLists } = this;
+    const cached = options.cached;
+    const named = this.firstLists(from, direction, offset, cached?.cache.shape(cached.id));
+    const first = (): Promise<IndexTop> => (named ? options.several!(named.wanted) : options.top!(topLists));
+    const path = named !== null && from !== undefined ? named.path : undefined;
+    if (!cached) return { position: await this.walk(source, from, direction, offset, size, this.listsOf({ first, keep: () => () => {} }), path) };
+    const { cache, id } = cached;
+    // (Lists named near a cursor tell nothing of where the index's edges end: no shape.)
+    const firstRead = named?.near ? undefined : (lists: readonly RankList[], whole: number) => cache.noteShape(id, lists, whole);
+    // The settlement known here before this page's reads: the kept lists it may use.
+    const trusted = cache.settlement(id);
+    let read: string | undefined;
+    // Where the first read brings the settlement and this page makes it (level 0's list
+    // is not kept), it is read first and the settlement with it.
+    const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? first() : undefined;
+    pendingTop?.catch(() => {});
+    const settlement = (pendingTop ? pendingTop.then((top) => top.settlement ?? '') : cached.settlement()).then((token) => {
+      read = token;
+      cache.settle(id, token);
+      return token;
+    });
+    // A failed read of the settlement fails the page only where the page waits for it.
+    settlement.catch(() => {});
+    // A list read once the settlement is read is kept under it; one read alongside,
+    // under the trusted settlement, if the read confirms it.
+    const keep = (): Keep => {
+      const under = read;
+      return (level, parent, list) => {
+        if (under !== undefined) cache.put(id, under, level, parent, list);
+        else if (trusted !== undefined) settlement.then((token) => token === trusted && cache.put(id, token, level, parent, list), () => {});
       };
-      if (trusted === undefined) {
-        // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
-        return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep, pendingTop, firstRead }), path) };
-      }
-      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted: token, firstRead }), path) });
-      const position = await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted, pendingTop, firstRead }), path);
-      if (read !== undefined) return read === trusted ? { position } : again(read);
-      return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
-    },
-  };
+    };
+    if (trusted === undefined) {
+      // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
+      return { position: await this.walk(source, from, direction, offset, size, this.listsOf({ first, keep, pendingTop, firstRead }), path) };
+    }
+    const again = async (token: string) => ({ position: await this.walk(source, from, direction, offset, size, this.listsOf({ first, keep, trusted: token, firstRead }), path) });
+    const position = await this.walk(source, from, direction, offset, size, this.listsOf({ first, keep, trusted, pendingTop, firstRead }), path);
+    if (read !== undefined) return read === trusted ? { position } : again(read);
+    return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
+  }
 }
 
 /**
