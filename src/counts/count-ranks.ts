@@ -192,18 +192,24 @@ class PackedList implements BucketList {
     const target = prefix - this.lowest;
     if (target <= 0n) return 0;
     const place = target > BigInt(Number.MAX_SAFE_INTEGER) ? Number.POSITIVE_INFINITY : Number(target);
+    const { places } = this;
+    // Decoded in one go up to the first place at or above it, not an entry a call.
+    if (places.length === 0 || places[places.length - 1]! < place) this.decodeThrough(Number.POSITIVE_INFINITY, place);
     let i = 0;
-    while (this.has(i) && this.places[i]! < place) i++;
+    while (i < places.length && places[i]! < place) i++;
     return i;
   }
 
-  /** Decode entries until the one at `i` (or the text's end): whether there is one at `i`. */
-  private decodeThrough(i: number): boolean {
+  /**
+   * Decode entries until the one at `i`, or one at place `reach` or beyond, or the
+   * text's end: whether there is one at `i`.
+   */
+  private decodeThrough(i: number, reach = Number.POSITIVE_INFINITY): boolean {
     const { text, places, counts } = this;
     const end = text.length;
     let at = this.at;
     // Digit by digit (base 36, a count may be negative): no substring per entry.
-    while (places.length <= i && at < end) {
+    while (places.length <= i && at < end && !(places.length > 0 && places[places.length - 1]! >= reach)) {
       let place = 0;
       let c = text.charCodeAt(at);
       for (; at < end && c !== 58 /* : */; c = text.charCodeAt(++at)) place = place * 36 + digitOf(c);
@@ -343,7 +349,7 @@ export async function readRankBuckets(store: Store, key: string, level: number, 
  */
 export async function readRankTop(store: Store, key: string, limit: number): Promise<IndexTop> {
   const rows = await store.slice(countRankListsTable, { partition: { count_key: key }, limit });
-  const lists = rows.map((r) => listOfRow(r.level as number, r.level === 0 ? undefined : (r.parent as bigint), r));
+  const lists = rows.map((r) => new RowList(r.level as number, r.level === 0 ? undefined : (r.parent as bigint), r));
   // Level 0's list comes first (clustering order), and with it the settlement, its
   // total summed from the buckets a walk reads anyway (unpacked once, not twice).
   return { lists, settlement: rows[0]?.level === 0 ? settlementOf(rows[0], lists[0]!.buckets) : settlementOf(null) };
@@ -358,21 +364,28 @@ export async function readRankTop(store: Store, key: string, limit: number): Pro
  */
 export async function readRankLists(store: Store, key: string, wanted: readonly RankListName[]): Promise<IndexTop> {
   const rows = await store.getInPartition(countRankListsTable, { count_key: key }, wanted.map(({ level, parent }) => ({ level, parent: storedParent(parent) })));
-  const lists = wanted.map(({ level, parent }, i) => listOfRow(level, parent, rows[i]));
+  const lists = wanted.map(({ level, parent }, i) => new RowList(level, parent, rows[i]));
   const zero = wanted.findIndex((w) => w.level === 0);
   return { lists, whole: 0, ...(zero >= 0 && { settlement: settlementOf(rows[zero], lists[zero]!.buckets) }) };
 }
 
-/** The list of `level` under `parent` a row holds (none: empty), its text unpacked only when its buckets are asked for (a walk uses few). */
-function listOfRow(level: number, parent: bigint | undefined, row: Row | null | undefined): RankList {
-  let buckets: BucketList | undefined;
-  return {
-    level,
-    parent,
-    get buckets() {
-      return (buckets ??= packedRankList(level, parent, row?.counts as string | null | undefined));
-    },
-  };
+/**
+ * The list of `level` under `parent` a row holds (none: empty), its text unpacked only
+ * when its buckets are asked for (a walk uses few). A class, not an object with a getter
+ * closure: a page's first read makes up to a dozen.
+ */
+class RowList implements RankList {
+  private unpacked: BucketList | undefined;
+
+  constructor(
+    readonly level: number,
+    readonly parent: bigint | undefined,
+    private readonly row: Row | null | undefined,
+  ) {}
+
+  get buckets(): BucketList {
+    return (this.unpacked ??= packedRankList(this.level, this.parent, this.row?.counts as string | null | undefined));
+  }
 }
 
 /**

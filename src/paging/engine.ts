@@ -216,16 +216,17 @@ async function readOffsetWindow<N>(source: OrderedSource<N>, args: ResolvedPageA
     if (start === null) return closeWindow(source, args, [], await anyBefore(undefined));
     // Rows the index read ahead from the position, when they cover the page (the type's promise).
     const ahead = start.read && (start.read.short || start.read.rows.length >= start.skip + args.size + 1) ? (start.read.rows as N[]) : undefined;
-    const [read, before] = await Promise.all([
-      ahead ?? readRun(source, start.key, args.direction, start.skip + args.size + 1),
-      start.skip === 0 && start.key !== undefined ? anyBefore(start.key) : Promise.resolve(false),
-    ]);
+    const rows = ahead ?? readRun(source, start.key, args.direction, start.skip + args.size + 1);
+    // (A probe beside the read only where the page starts its position: no promise of `false` otherwise.)
+    const [read, before] = start.skip === 0 && start.key !== undefined ? await Promise.all([rows, anyBefore(start.key)]) : [await rows, false];
     const behind = start.skip > 0 ? read.length > 0 || (await anyBefore(start.key)) : before;
     return closeWindow(source, args, read.slice(start.skip), behind);
   };
   stopIfAborted(signal);
   let located: Located = await index.locate(source, from, args.direction, args.offset, args.size);
   for (;;) {
+    // (Nothing to check again, most often: the window alone.)
+    if (!located.recheck) return windowAt(located.position);
     const [window, again]: [Window<N>, Located | null] = await Promise.all([windowAt(located.position), located.recheck ?? null]);
     if (again === null) return window;
     located = again;

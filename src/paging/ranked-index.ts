@@ -56,9 +56,14 @@ export function levelWidth(level: number): number {
   return level === 0 ? RANK_BITS - RANK_LEVEL_SHIFTS[0]! : RANK_LEVEL_SHIFTS[level - 1]! - RANK_LEVEL_SHIFTS[level]!;
 }
 
+/** `RANK_LEVEL_SHIFTS` as bigints, made once (a page ranks a cursor twice). */
+const RANK_LEVEL_SHIFTS_BIG: readonly bigint[] = RANK_LEVEL_SHIFTS.map(BigInt);
+
 /** The bucket of `rank` at every level, top level first. */
 export function rankPrefixes(rank: bigint): bigint[] {
-  return RANK_LEVEL_SHIFTS.map((shift) => rank >> BigInt(shift));
+  const out = new Array<bigint>(RANK_LEVEL_SHIFTS_BIG.length);
+  for (let level = 0; level < out.length; level++) out[level] = rank >> RANK_LEVEL_SHIFTS_BIG[level]!;
+  return out;
 }
 
 /** The range of child prefixes of bucket `parent` (at `level - 1`) at `level`. */
@@ -248,12 +253,20 @@ export interface IndexShape {
 function shapeOf(lists: readonly RankList[], whole: number): IndexShape | undefined {
   const level = Math.max(0, Math.min(whole, RANK_LEVEL_SHIFTS.length) - 1);
   let total = 0;
-  for (const l of lists) if (l.level === 0) total += countsOf(bucketList(l.buckets), 0, l.buckets.length);
-  const at = lists.map((l) => (l.level === level ? bucketList(l.buckets) : NO_BUCKETS)).filter((l) => l.has(0));
-  if (total <= 0 || at.length === 0) return undefined;
-  const shift = BigInt(RANK_LEVEL_SHIFTS[level]!);
-  const last = at[at.length - 1]!;
-  return { total, lowest: at[0]!.prefix(0) << shift, highest: ((last.prefix(last.length - 1) + 1n) << shift) - 1n, level };
+  // The first and last lists of `level` that hold a bucket (one pass, no list made).
+  let first: BucketList | undefined;
+  let last: BucketList | undefined;
+  for (const l of lists) {
+    if (l.level === 0) total += countsOf(bucketList(l.buckets), 0, l.buckets.length);
+    if (l.level !== level) continue;
+    const list = bucketList(l.buckets);
+    if (!list.has(0)) continue;
+    first ??= list;
+    last = list;
+  }
+  if (total <= 0 || !first || !last) return undefined;
+  const shift = RANK_LEVEL_SHIFTS_BIG[level]!;
+  return { total, lowest: first.prefix(0) << shift, highest: ((last.prefix(last.length - 1) + 1n) << shift) - 1n, level };
 }
 
 /**
@@ -420,9 +433,27 @@ const LEAF_CHUNK = 64;
 const LEAF_FIRST = 16;
 
 /**
+ * How many of `rows` `keep` keeps, where it keeps a first run of them and refuses every
+ * row after (a bound in the rows' order): asked of the last row first (a run most often
+ * ends at its bound), else by halves, rather than of every row.
+ */
+function keptRun<N>(rows: readonly N[], keep: (node: N) => boolean): number {
+  if (rows.length === 0 || keep(rows[rows.length - 1]!)) return rows.length;
+  let low = 0;
+  let high = rows.length - 1;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (keep(rows[mid]!)) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/**
  * Up to `count` rows from `from` (inclusive) in `direction`, in reads of at most
  * `chunk` rows (`first` for the first one), each continuing from the last row of the
- * one before; with `keep`, only the rows before the first it refuses; with `until`, none
+ * one before; with `keep`, only the rows before the first it refuses (it keeps a first
+ * run of the rows in order and refuses every one after: a bound); with `until`, none
  * past that key is wanted (`OrderedSource.read`).
  */
 export async function readRun<N>(
@@ -430,7 +461,7 @@ export async function readRun<N>(
   from: CursorKey | undefined,
   direction: Direction,
   count: number,
-  keep: (node: N) => boolean = () => true,
+  keep?: (node: N) => boolean,
   chunk = READ_CHUNK,
   first = chunk,
   until?: CursorKey,
@@ -443,13 +474,16 @@ export async function readRun<N>(
     let batch = await source.read(start, direction, ask, until);
     const short = batch.length < ask;
     if (continuing && batch.length > 0 && source.compare(source.keyOf(batch[0]!), start!) === 0) batch = batch.slice(1);
-    const refused = batch.findIndex((node) => !keep(node));
-    out.push(...(refused < 0 ? batch : batch.slice(0, refused)));
-    if (short || refused >= 0 || batch.length === 0) break;
+    const kept = keep ? keptRun(batch, keep) : batch.length;
+    const ends = short || kept < batch.length || batch.length === 0;
+    // A run one read makes (most are): its rows as read, not copied.
+    if (!continuing && (ends || kept >= count)) return kept === batch.length && kept <= count ? batch : batch.slice(0, Math.min(kept, count));
+    for (let i = 0; i < kept; i++) out.push(batch[i]!);
+    if (ends) break;
     start = source.keyOf(batch[batch.length - 1]!);
     continuing = true;
   }
-  return out.slice(0, count);
+  return out.length > count ? out.slice(0, count) : out;
 }
 
 /**
@@ -475,7 +509,7 @@ interface Guess<N> {
 }
 
 /**
- * Where a walk at bucket `count` of `level` (its list `listed` buckets long), looking
+ * Where a walk at bucket `count` of `level` (its list: `listed`), looking
  * for the edge `remaining` edges into it, reads the page on a guess beside the list of
  * the bucket's children: the fraction of the children's range to start from, and how
  * many rows to read (`child`: children skipped from the range's start in the walk's
@@ -496,10 +530,11 @@ interface Guess<N> {
  * stops at the next level). Not for edges merely uneven, as a list's items: there the
  * guess misses by more than a child or two, and costs a read.
  */
-function guessAt(listed: number, level: number, count: number, remaining: number, size: number, random: boolean): { child: number; ask: number } | null {
+function guessAt(listed: BucketList, level: number, count: number, remaining: number, size: number, random: boolean): { child: number; ask: number } | null {
   const children = 2 ** levelWidth(level + 1);
   const perChild = count / children;
-  if (perChild > SMALL_BUCKET || !(random || listed * 4 >= 2 ** levelWidth(level))) return null;
+  // (Dense: a quarter of the buckets listed, asked of a packed list only that far.)
+  if (perChild > SMALL_BUCKET || !(random || listed.has(Math.ceil(2 ** levelWidth(level) / 4) - 1))) return null;
   const deviation = random ? 3 * Math.sqrt((remaining * (count - remaining)) / count) : 0;
   // Children per edge, where edges are fewer than children at a steady rate.
   const spacing = !random && perChild < 1 ? Math.ceil(1 / perChild) : 0;
@@ -607,26 +642,38 @@ interface ListReads {
 
 /** Rank and select over a counted index (see the file comment). */
 export function rankedIndex(options: RankedIndexOptions): PositionIndex {
-  const { order } = options;
-  const leaves = RANK_LEVEL_SHIFTS.length - 1;
-  const topLists = topListsOf(order);
+  return new RankedIndex(options);
+}
+
+/** A list at once when it is kept or came with the top, else the read that brings it. */
+type Lists = (level: number, parent: bigint | undefined) => BucketList | Promise<BucketList>;
+
+/**
+ * The index `rankedIndex` makes: its steps are methods, not closures, since a page makes
+ * its index (a closure a step was made a page).
+ */
+class RankedIndex implements PositionIndex {
+  private readonly order: RankOrder;
+  private readonly topLists: number;
+
+  constructor(private readonly options: RankedIndexOptions) {
+    this.order = options.order;
+    this.topLists = topListsOf(options.order);
+  }
+
   // The edge of bucket `prefix` of `level` a read in `direction` starts from.
-  const edgeOf = (level: number, prefix: bigint, direction: Direction) => {
-    const shift = BigInt(RANK_LEVEL_SHIFTS[level]!);
-    return order.edgeKey(direction === 'forward' ? prefix << shift : ((prefix + 1n) << shift) - 1n, direction);
-  };
-  // A list at once when it is kept or came with the top, else the read that brings it.
-  type Lists = (level: number, parent: bigint | undefined) => BucketList | Promise<BucketList>;
+  private edgeOf(level: number, prefix: bigint, direction: Direction): CursorKey {
+    const shift = RANK_LEVEL_SHIFTS_BIG[level]!;
+    return this.order.edgeKey(direction === 'forward' ? prefix << shift : ((prefix + 1n) << shift) - 1n, direction);
+  }
 
   // The position `offset` edges on from `from`, with the bucket lists `buckets` gives.
   // (`path`: the deepest level of the cursor's lists that the read bringing level 0's
   // list brings with it, at least `RankOrder.cursorLevel`; undefined where it brings none.)
-  async function walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists, path: number | undefined): Promise<PagePosition | null> {
+  private async walk<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number, buckets: Lists, path: number | undefined): Promise<PagePosition | null> {
     const pathFirst = path !== undefined;
-    const inOrder = async (level: number, parent: bigint | undefined) => {
-      const list = await buckets(level, parent);
-      return direction === 'forward' ? list : reversedList(list);
-    };
+    const { options, order } = this;
+    const leaves = RANK_LEVEL_SHIFTS.length - 1;
 
     // Rank: the edges at or before `from`: every level's siblings before the cursor's
     // bucket down to `stop` (`RankOrder.cursorLevel`), and the edges of its bucket there
@@ -636,17 +683,27 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     if (from !== undefined) {
       const prefixes = rankPrefixes(order.rankOf(from));
       const sign = direction === 'forward' ? 1 : -1;
-      const listsOf = (first: number, last: number) =>
-        Promise.all(prefixes.slice(first, last + 1).map((_, i) => buckets(first + i, first + i === 0 ? undefined : prefixes[first + i - 1])));
+      // The cursor's lists of levels `first` to `last`: at once where every one is in
+      // hand (kept, or brought by the first read), else once the reads are back.
+      const listsOf = (first: number, last: number): BucketList[] | Promise<BucketList[]> => {
+        const out = new Array<BucketList | Promise<BucketList>>(last - first + 1);
+        let pending = false;
+        for (let level = first; level <= last; level++) {
+          const list = buckets(level, level === 0 ? undefined : prefixes[level - 1]);
+          if (list instanceof Promise) pending = true;
+          out[level - first] = list;
+        }
+        return pending ? Promise.all(out) : (out as BucketList[]);
+      };
       const upTo = (level: number, most: number) =>
-        readRun(source, edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST, from);
+        readRun(source, this.edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST, from);
       const stop = cursorLevelOf(order);
       // With the top (level 0's list, the levels it holds whole and the first lists
       // below), the list at `stop` and the bucket's edges are read beside it, and the
       // lists between are taken from it once it is back: read only where it lacks them.
-      const between = async (last = stop) => {
-        await buckets(0, undefined);
-        return listsOf(0, last);
+      const between = (last = stop): BucketList[] | Promise<BucketList[]> => {
+        const zero = buckets(0, undefined);
+        return zero instanceof Promise ? zero.then(() => listsOf(0, last)) : listsOf(0, last);
       };
       // Where edges last (`RankedIndexOptions.lasting`) and the first read brought the
       // cursor's lists down to `path` (`loneLevel`), the first of its buckets from `stop`
@@ -661,21 +718,27 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         const deepest = options.top && stop > 0 && !pathFirst ? buckets(stop, prefixes[stop - 1]) : undefined;
         // (Awaited through `listsOf`, unless the top fails first.)
         if (deepest instanceof Promise) deepest.catch(() => {});
-        let [upper, edges] = await Promise.all([options.top || pathFirst ? between() : listsOf(0, stop), upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1)]);
+        const reading = upTo(stop, stop === leaves ? Number.MAX_SAFE_INTEGER : SMALL_BUCKET + 1);
+        const listed = options.top || pathFirst ? between() : listsOf(0, stop);
+        // (The lists awaited before the edges: a failed read of the edges meanwhile fails the page there.)
+        if (listed instanceof Promise) reading.catch(() => {});
+        let upper = listed instanceof Promise ? await listed : listed;
+        let edges = await reading;
         if (edges.length > SMALL_BUCKET && stop < leaves) {
           const [deeper, inLeaf] = await Promise.all([listsOf(stop + 1, leaves), upTo(leaves, Number.MAX_SAFE_INTEGER)]);
-          upper = [...upper, ...deeper];
+          upper = upper.concat(deeper);
           edges = inLeaf;
         }
         levels = upper;
         inBucket = edges.length;
       }
-      levels.forEach((list, level) => {
+      for (let level = 0; level < levels.length; level++) {
         // The buckets before the cursor's in `direction`: those below (or above) its prefix
         // (forward, a packed list is decoded only up to it).
+        const list = levels[level]!;
         const split = list.below(prefixes[level]!);
         position += sign > 0 ? countsOf(list, 0, split) : countsOf(list, split < list.length && list.prefix(split) === prefixes[level] ? split + 1 : split, list.length);
-      });
+      }
       position += inBucket;
     }
 
@@ -684,7 +747,10 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     let parent: bigint | undefined;
     let guess: Guess<N> | undefined;
     for (let level = 0; ; level++) {
-      const list = await inOrder(level, parent);
+      // (A list in hand is taken without a wait: no promise a level.)
+      const got = buckets(level, parent);
+      const read = got instanceof Promise ? await got : got;
+      const list = direction === 'forward' ? read : reversedList(read);
       // The bucket holding the position (a packed list is decoded only up to it).
       let at = 0;
       let found = false;
@@ -697,8 +763,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         remaining -= count;
       }
       if (!found) return null;
-      const bucket = { prefix: list.prefix(at), count: list.count(at) };
-      if (level === leaves || bucket.count <= SMALL_BUCKET) {
+      const bucketCount = list.count(at);
+      if (level === leaves || bucketCount <= SMALL_BUCKET) {
         // The rows read on a guess beside this list, when they start at or before the
         // bucket and hold the page: the edges of the buckets between are skipped too.
         if (guess?.level === level) {
@@ -716,18 +782,18 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
         // beside the read.
         let before = remaining === 0 ? at - 1 : -1;
         while (before >= 0 && list.count(before) <= 0) before--;
-        if (before >= 0 && list.count(before) <= SMALL_BUCKET) return { key: edgeOf(level, list.prefix(before), direction), skip: list.count(before) };
-        return { key: edgeOf(level, bucket.prefix, direction), skip: remaining };
+        if (before >= 0 && list.count(before) <= SMALL_BUCKET) return { key: this.edgeOf(level, list.prefix(before), direction), skip: list.count(before) };
+        return { key: this.edgeOf(level, list.prefix(at), direction), skip: remaining };
       }
-      parent = bucket.prefix;
+      parent = list.prefix(at);
       // Read the page on a guess beside the next list, when that list is a read (a wave):
       // its wave then brings the page too, when the list confirms the rows hold it.
-      const guessed = buckets(level + 1, parent) instanceof Promise ? guessAt(list.length, level, bucket.count, remaining, size, order.random === true) : null;
+      const guessed = buckets(level + 1, parent) instanceof Promise ? guessAt(list, level, bucketCount, remaining, size, order.random === true) : null;
       if (guessed) {
         const { lowest, highest } = childPrefixRange(level + 1, parent);
         const within = BigInt(guessed.child);
         const prefix = direction === 'forward' ? lowest + within : highest - within;
-        const key = edgeOf(level + 1, prefix, direction);
+        const key = this.edgeOf(level + 1, prefix, direction);
         const rows = readRun(source, key, direction, guessed.ask).then((rows) => ({ rows, short: rows.length < guessed.ask }));
         rows.catch(() => {});
         guess = { level: level + 1, prefix, key, rows };
@@ -741,12 +807,14 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // Level 0's list, when not kept, comes with the first read (`ListReads.first`: the top
   // of the index, or the lists the page asks for): a list asked for once that read is
   // back, that it holds (or of a level it holds whole), is taken from it.
-  const listsOf = ({ first, keep, trusted, pendingTop, firstRead }: ListReads): Lists => {
-    const read = new Map<string, BucketList | Promise<BucketList>>();
+  private listsOf({ first, keep, trusted, pendingTop, firstRead }: ListReads): Lists {
+    const { options, topLists } = this;
+    // Per level, by parent (a bigint is a Map key by value): no name made a lookup.
+    const read: Array<Map<bigint | undefined, BucketList | Promise<BucketList>>> = [];
     let top: TopOfIndex | undefined;
     return (level, parent) => {
-      const name = `${level}:${parent ?? ''}`;
-      let found = read.get(name);
+      const ofLevel = (read[level] ??= new Map());
+      let found = ofLevel.get(parent);
       if (!found) {
         const kept = trusted === undefined ? undefined : options.cached!.cache.get(options.cached!.id, trusted, level, parent);
         const fromTop = top?.lists ? listIn(top, level, parent) : undefined;
@@ -778,11 +846,11 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
             return list;
           });
         }
-        read.set(name, found);
+        ofLevel.set(parent, found);
       }
       return found;
     };
-  };
+  }
 
   // The lists a page from `from` (or from an end) reads first, level 0's first, where it
   // knows them before any read, in one read of several rows (`options.several`): the
@@ -799,7 +867,8 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
   // come with the top, which holds a small index whole: suspensions and a list's items
   // keep it.) Null: the top (with the levels it holds whole, where a position without a
   // hint most likely lies).
-  const firstLists = (from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): { wanted: RankListName[]; near: boolean; path: number } | null => {
+  private firstLists(from: CursorKey | undefined, direction: Direction, offset: number, shape: IndexShape | undefined): { wanted: RankListName[]; near: boolean; path: number } | null {
+    const { options, order } = this;
     if (!options.several) return null;
     const anchor = from === undefined ? undefined : order.rankOf(from);
     const likely = shape ? likelyLists(shape, anchor, direction, offset, order.random === true) : [];
@@ -815,51 +884,49 @@ export function rankedIndex(options: RankedIndexOptions): PositionIndex {
     }
     for (const l of likely) if (!wanted.some((w) => w.level === l.level && w.parent === l.parent)) wanted.push(l);
     return { wanted, near, path };
-  };
-
-  return {
-    async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number): Promise<Located> {
-      const cached = options.cached;
-      const named = firstLists(from, direction, offset, cached?.cache.shape(cached.id));
-      const first = (): Promise<IndexTop> => (named ? options.several!(named.wanted) : options.top!(topLists));
-      const path = named !== null && from !== undefined ? named.path : undefined;
-      if (!cached) return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep: () => () => {} }), path) };
-      const { cache, id } = cached;
-      // (Lists named near a cursor tell nothing of where the index's edges end: no shape.)
-      const firstRead = named?.near ? undefined : (lists: readonly RankList[], whole: number) => cache.noteShape(id, lists, whole);
-      // The settlement known here before this page's reads: the kept lists it may use.
-      const trusted = cache.settlement(id);
-      let read: string | undefined;
-      // Where the first read brings the settlement and this page makes it (level 0's list
-      // is not kept), it is read first and the settlement with it.
-      const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? first() : undefined;
-      pendingTop?.catch(() => {});
-      const settlement = (pendingTop ? pendingTop.then((top) => top.settlement ?? '') : cached.settlement()).then((token) => {
-        read = token;
-        cache.settle(id, token);
-        return token;
-      });
-      // A failed read of the settlement fails the page only where the page waits for it.
-      settlement.catch(() => {});
-      // A list read once the settlement is read is kept under it; one read alongside,
-      // under the trusted settlement, if the read confirms it.
-      const keep = (): Keep => {
-        const under = read;
-        return (level, parent, list) => {
-          if (under !== undefined) cache.put(id, under, level, parent, list);
-          else if (trusted !== undefined) settlement.then((token) => token === trusted && cache.put(id, token, level, parent, list), () => {});
-        };
+  }
+  async locate<N>(source: OrderedSource<N>, from: CursorKey | undefined, direction: Direction, offset: number, size: number): Promise<Located> {
+    const { options, topLists } = this;
+    const cached = options.cached;
+    const named = this.firstLists(from, direction, offset, cached?.cache.shape(cached.id));
+    const first = (): Promise<IndexTop> => (named ? options.several!(named.wanted) : options.top!(topLists));
+    const path = named !== null && from !== undefined ? named.path : undefined;
+    if (!cached) return { position: await this.walk(source, from, direction, offset, size, this.listsOf({ first, keep: () => () => {} }), path) };
+    const { cache, id } = cached;
+    // (Lists named near a cursor tell nothing of where the index's edges end: no shape.)
+    const firstRead = named?.near ? undefined : (lists: readonly RankList[], whole: number) => cache.noteShape(id, lists, whole);
+    // The settlement known here before this page's reads: the kept lists it may use.
+    const trusted = cache.settlement(id);
+    let read: string | undefined;
+    // Where the first read brings the settlement and this page makes it (level 0's list
+    // is not kept), it is read first and the settlement with it.
+    const pendingTop = cached.inTop && options.top && !(trusted !== undefined && cache.get(id, trusted, 0, undefined)) ? first() : undefined;
+    pendingTop?.catch(() => {});
+    const settlement = (pendingTop ? pendingTop.then((top) => top.settlement ?? '') : cached.settlement()).then((token) => {
+      read = token;
+      cache.settle(id, token);
+      return token;
+    });
+    // A failed read of the settlement fails the page only where the page waits for it.
+    settlement.catch(() => {});
+    // A list read once the settlement is read is kept under it; one read alongside,
+    // under the trusted settlement, if the read confirms it.
+    const keep = (): Keep => {
+      const under = read;
+      return (level, parent, list) => {
+        if (under !== undefined) cache.put(id, under, level, parent, list);
+        else if (trusted !== undefined) settlement.then((token) => token === trusted && cache.put(id, token, level, parent, list), () => {});
       };
-      if (trusted === undefined) {
-        // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
-        return { position: await walk(source, from, direction, offset, size, listsOf({ first, keep, pendingTop, firstRead }), path) };
-      }
-      const again = async (token: string) => ({ position: await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted: token, firstRead }), path) });
-      const position = await walk(source, from, direction, offset, size, listsOf({ first, keep, trusted, pendingTop, firstRead }), path);
-      if (read !== undefined) return read === trusted ? { position } : again(read);
-      return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
-    },
-  };
+    };
+    if (trusted === undefined) {
+      // Nothing kept to trust: read as without a cache, and learn the settlement meanwhile.
+      return { position: await this.walk(source, from, direction, offset, size, this.listsOf({ first, keep, pendingTop, firstRead }), path) };
+    }
+    const again = async (token: string) => ({ position: await this.walk(source, from, direction, offset, size, this.listsOf({ first, keep, trusted: token, firstRead }), path) });
+    const position = await this.walk(source, from, direction, offset, size, this.listsOf({ first, keep, trusted, pendingTop, firstRead }), path);
+    if (read !== undefined) return read === trusted ? { position } : again(read);
+    return { position, recheck: settlement.then((token) => (token === trusted ? null : again(token))) };
+  }
 }
 
 /**
