@@ -201,73 +201,65 @@ describeEachStore('budgets per principal over HTTP', (target) => {
   });
 });
 
-describe('load shedding over HTTP', () => {
-  let server: TestServer;
-  let recording: RecordingStore;
-
+/** A test server on the embedded store over a `RecordingStore`, started before the block's tests and closed after them. */
+function recordedServer(env: Record<string, string>): { server: TestServer; recording: RecordingStore } {
+  const held = {} as { server: TestServer; recording: RecordingStore };
   beforeAll(async () => {
-    server = await startTestServer({
-      wrap: (store) => (recording = new RecordingStore(store)),
-      env: { MAX_IN_FLIGHT: '1', MAX_QUEUED: '0', QUEUE_TIMEOUT_MS: '2000' },
-    });
+    held.server = await startTestServer({ wrap: (store) => (held.recording = new RecordingStore(store)), env });
   });
-  afterAll(() => server.close());
+  afterAll(() => held.server.close());
+  return held;
+}
+
+describe('load shedding over HTTP', () => {
+  const held = recordedServer({ MAX_IN_FLIGHT: '1', MAX_QUEUED: '0', QUEUE_TIMEOUT_MS: '2000' });
 
   it('answers 503 with Retry-After and UNAVAILABLE, saying the server is busy, past MAX_IN_FLIGHT and the queue; then serves again', async () => {
     const query = `{ userByUsername(username: "nobody") { id } }`;
-    recording.delayMs = 300;
+    held.recording.delayMs = 300;
     try {
-      const slow = post(server.url, query);
+      const slow = post(held.server.url, query);
       await sleep(100);
-      const busy = await post(server.url, query);
+      const busy = await post(held.server.url, query);
       expect(busy.status).toBe(503);
       expect(busy.headers.get('retry-after')).toBe('1');
       expect(busy.body.errors).toEqual([{ message: expect.stringMatching(/server is busy/), extensions: { code: 'UNAVAILABLE' } }]);
       expect((await slow).status).toBe(200);
     } finally {
-      recording.delayMs = 0;
+      held.recording.delayMs = 0;
     }
-    const after = await post(server.url, query);
+    const after = await post(held.server.url, query);
     expect(after.status).toBe(200);
     expect(after.body.data).toEqual({ userByUsername: null });
   });
 });
 
 describe('budgets and the cap both off over HTTP', () => {
-  let server: TestServer;
-  let recording: RecordingStore;
-
-  beforeAll(async () => {
-    server = await startTestServer({
-      wrap: (store) => (recording = new RecordingStore(store)),
-      env: { RATE_LIMIT_POINTS: '0', MAX_IN_FLIGHT: '0', METRICS: 'true' },
-    });
-  });
-  afterAll(() => server.close());
+  const held = recordedServer({ RATE_LIMIT_POINTS: '0', MAX_IN_FLIGHT: '0', METRICS: 'true' });
 
   it('serves signed-in and anonymous requests without RateLimit headers, refuses a bad token, and still counts requests in flight', async () => {
     const username = aUser().username;
-    const token = await server.token(username);
-    const signedIn = await post(server.url, `{ viewer { username } }`, { token });
+    const token = await held.server.token(username);
+    const signedIn = await post(held.server.url, `{ viewer { username } }`, { token });
     expect(signedIn.status).toBe(200);
     // Signed in, with no user row yet: no viewer, and no error.
     expect(signedIn.body).toEqual({ data: { viewer: null }, extensions: expect.any(Object) });
     expect(signedIn.headers.get('ratelimit-limit')).toBeNull();
-    const anonymous = await post(server.url, `{ viewer { username } }`);
+    const anonymous = await post(held.server.url, `{ viewer { username } }`);
     expect(anonymous.body).toMatchObject({ data: { viewer: null } });
     expect(anonymous.headers.get('ratelimit-limit')).toBeNull();
-    const bad = await post(server.url, `{ viewer { username } }`, { token: `${token}x` });
+    const bad = await post(held.server.url, `{ viewer { username } }`, { token: `${token}x` });
     expect(bad.body.errors?.[0]?.extensions.code).toBe('UNAUTHENTICATED');
     // A request held in the store is in flight while the gauge is read.
-    recording.delayMs = 400;
+    held.recording.delayMs = 400;
     try {
-      const slow = post(server.url, `{ userByUsername(username: "nobody") { id } }`);
+      const slow = post(held.server.url, `{ userByUsername(username: "nobody") { id } }`);
       await sleep(150);
-      const metrics = await (await fetch(server.url.replace(/\/graphql$/, '/metrics'))).text();
+      const metrics = await (await fetch(held.server.url.replace(/\/graphql$/, '/metrics'))).text();
       expect(metrics).toMatch(/^relay_requests_in_flight 1$/m);
       expect((await slow).body.data).toEqual({ userByUsername: null });
     } finally {
-      recording.delayMs = 0;
+      held.recording.delayMs = 0;
     }
   });
 });
