@@ -7,7 +7,7 @@
  * script from there with node; it returns only in that compiled process.
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,7 +30,11 @@ export async function runCompiled(scriptUrl: string): Promise<void> {
       if (statSync(path).isDirectory()) return f === 'results' || f === 'servers' ? [] : files(path);
       return path.endsWith('.ts') ? [path] : [];
     });
-  await build({ entryPoints: [...files('src'), ...files('bench')], outdir: COMPILED_TREE, outbase: '.', bundle: false, platform: 'node', format: 'esm', target: 'node20', logLevel: 'warning' });
+  // test/support: the child servers and the test server some benches start from it.
+  await build({ entryPoints: [...files('src'), ...files('bench'), ...files('test/support')], outdir: COMPILED_TREE, outbase: '.', bundle: false, platform: 'node', format: 'esm', target: 'node20', logLevel: 'warning' });
+  // What src/ reads beside its code (src/app.ts reads ../schema.graphql), where the compiled files look for it.
+  mkdirSync(COMPILED_TREE, { recursive: true });
+  copyFileSync('schema.graphql', join(COMPILED_TREE, 'schema.graphql'));
   const script = relative(process.cwd(), fileURLToPath(scriptUrl)).replace(/\.ts$/, '.js');
   const run = spawnSync(process.execPath, [join(COMPILED_TREE, script), ...process.argv.slice(2)], { stdio: 'inherit', env: { ...process.env, [MARK]: '1' } });
   process.exit(run.status ?? 1);

@@ -4,12 +4,23 @@
  * file.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TEST_AUTH_SECRET, TEST_CURSOR_SECRET } from './test-server.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/**
+ * The project's root: the nearest folder above this file with a package.json (this file
+ * also runs from a benchmark's compiled tree, bench/compiled.ts, inside the project).
+ */
+function projectRoot(from: string): string {
+  if (existsSync(join(from, 'package.json')) || dirname(from) === from) return from;
+  return projectRoot(dirname(from));
+}
+
+const ROOT = projectRoot(dirname(fileURLToPath(import.meta.url)));
 
 /** A free loopback port. */
 export async function freePort(): Promise<number> {
