@@ -28,6 +28,12 @@ export interface OrderedSource<Node> {
    * same.
    */
   read(from: CursorKey | undefined, direction: Direction, limit: number, until?: CursorKey): Promise<Node[]>;
+  /**
+   * Called once a page at an offset has valid arguments, before its index is read: a
+   * source may start there a read that every read of the page waits for (a list's
+   * pending transactions), so that it goes beside the index's first read, not after it.
+   */
+  begin?(): void;
   /** The key of a row. */
   keyOf(node: Node): CursorKey;
   /** Order of two keys in this connection. */
