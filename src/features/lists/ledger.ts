@@ -356,7 +356,15 @@ export async function readLedgerTransactions(store: Store, listId: string): Prom
 export async function readLedger(store: Store, listId: string, query: LedgerQuery, transactions?: Promise<LedgerTransactions>): Promise<LedgerView> {
   // 1. Transactions first: a transaction the applier finishes after this read is seen
   //    either still pending (and applied here) or already applied in the rows below.
-  const { pending: txs, newest: newestTx } = await (transactions ?? readLedgerTransactions(store, listId));
+  return readLedgerAfter(store, listId, query, await (transactions ?? readLedgerTransactions(store, listId)));
+}
+
+/** No pending transaction: `readLedgerAfter` then reads the rows as stored, its slice started at once. */
+export const NONE_PENDING: LedgerTransactions = { pending: [], newest: null };
+
+/** `readLedger` once its transactions are read (`NONE_PENDING`: the rows as stored). */
+export async function readLedgerAfter(store: Store, listId: string, query: LedgerQuery, transactions: LedgerTransactions): Promise<LedgerView> {
+  const { pending: txs, newest: newestTx } = transactions;
   const ids = [...new Set([...(query.itemIds ?? []), ...txs.map((t) => t.itemId)])];
   // 2. Where each touched item is stored.
   const indexRows = ids.length ? await store.getMany(listItemIndexTable, ids.map((item_id) => ({ item_id }))) : [];

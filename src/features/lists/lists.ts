@@ -23,7 +23,7 @@ import { isUuid, validateValue } from '../../store/values.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
-import { appendTransactions, compareItems, readLedger, readLedgerTransactions, readRecentTransactions, type LedgerTransactions, type ListItem, type ListTx, type NewListTx } from './ledger.js';
+import { NONE_PENDING, appendTransactions, compareItems, readLedger, readLedgerAfter, readLedgerTransactions, readRecentTransactions, type LedgerTransactions, type ListItem, type ListTx, type NewListTx } from './ledger.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
 import { listItemsTable, listsByOwnerTable, listsTable } from './lists-tables.js';
 import { comparePositions, isCrowded, positionBetween, type Position } from './positions.js';
@@ -231,13 +231,14 @@ function ledgerSource(store: Store, listId: string, onePage = false): OrderedSou
     }
     return transactions;
   };
+  const slice = (from: CursorKey | undefined, direction: Direction, limit: number) => ({ slice: { from: from && position(from), direction, limit } });
   return {
     id: `OrderedList.items:${listId}`,
     ...(onePage && { begin: () => void pending() }),
-    async read(from: CursorKey | undefined, direction: Direction, limit: number) {
-      const view = await readLedger(store, listId, { slice: { from: from && position(from), direction, limit } }, onePage ? pending() : undefined);
-      return view.items;
-    },
+    read: async (from, direction, limit) => (await readLedger(store, listId, slice(from, direction, limit), onePage ? pending() : undefined)).items,
+    // The rows as the applier left them, no transaction applied: the placements the
+    // counted index counts, once settled (a pending move's is not in it yet).
+    readStored: async (from, direction, limit) => (await readLedgerAfter(store, listId, slice(from, direction, limit), NONE_PENDING)).items,
     keyOf: (item) => [item.weight.toString(), item.seq.toString(), item.itemId],
     compare: (a, b) => compareItems(position(a), position(b)),
     isKey: (key) =>
