@@ -174,6 +174,14 @@ class PackedList implements BucketList {
   private count_ = 0;
   /** Reads left to answer in the text (`IN_PLACE_READS`). */
   private inPlace = IN_PLACE_READS;
+  /**
+   * Where the last sum in the text (`countBelow`) stopped, for a select after it in the
+   * same list (a cursor's list is most often the one its position lies in): the entry's
+   * offset in the text and its position, the sum of the counts before it, the highest
+   * running sum up to it (a count may be negative), and the last entry before it with
+   * edges (its place and count, or a place of -1).
+   */
+  private finger: { readonly at: number; readonly i: number; readonly sum: number; readonly most: number; readonly before: number; readonly beforeCount: number } | undefined;
 
   constructor(
     private readonly lowest: bigint,
@@ -220,20 +228,40 @@ class PackedList implements BucketList {
     const place = this.placeOf(prefix);
     const end = this.text.length;
     let sum = 0;
-    for (let at = 0; at < end; ) {
-      at = this.parse(at);
+    let most = 0;
+    let before = -1;
+    let beforeCount = 0;
+    let at = 0;
+    let i = 0;
+    for (; at < end; i++) {
+      const next = this.parse(at);
       if (this.place >= place) break;
+      at = next;
       sum += this.count_;
+      if (sum > most) most = sum;
+      if (this.count_ > 0) {
+        before = this.place;
+        beforeCount = this.count_;
+      }
     }
+    this.finger = { at, i, sum, most, before, beforeCount };
     return sum;
   }
 
   select(remaining: number): Selected | null {
     if (!this.readInPlace()) return selectIn(this, remaining);
     const end = this.text.length;
+    let at = 0;
+    let i = 0;
     let before = -1;
     let beforeCount = 0;
-    for (let at = 0, i = 0; at < end; i++) {
+    // From where the last sum stopped, when the running sum passes none of the buckets before it.
+    const { finger } = this;
+    if (finger && remaining >= finger.most) {
+      ({ at, i, before, beforeCount } = finger);
+      remaining -= finger.sum;
+    }
+    for (; at < end; i++) {
       at = this.parse(at);
       const count = this.count_;
       if (remaining < count) {
