@@ -30,8 +30,10 @@ import { allRowsOf } from '../paging/partition-chunks.js';
 import {
   bucketList,
   childPrefixRange,
+  countBelowIn,
   rankPrefixes,
   rankedIndex,
+  selectIn,
   type BucketList,
   type Buckets,
   type IndexTop,
@@ -40,6 +42,7 @@ import {
   type RankList,
   type RankListName,
   type RankOrder,
+  type Selected,
 } from '../paging/ranked-index.js';
 import type { PositionIndex } from '../paging/types.js';
 import type { Mutation, Store } from '../store/port.js';
@@ -149,15 +152,36 @@ export function packRankList(level: number, parent: bigint | undefined, buckets:
 const digitOf = (c: number): number => (c <= 57 ? c - 48 : c - 87);
 
 /**
+ * Reads of a packed list answered in its text before it is decoded (`PackedList`): a
+ * list a page reads once (every visit a first one) is summed or searched where it lies,
+ * with no array made; one kept across requests (`RankCache`) and read again is decoded.
+ */
+const IN_PLACE_READS = 2;
+
+/**
  * A list stored by `packRankList`, decoded only as far as it is read (a walk reads a
  * list up to its cursor's or its position's bucket): places and counts in two arrays,
- * no object per bucket, a prefix made only when asked for.
+ * no object per bucket, a prefix made only when asked for. Its first reads of a rank's
+ * sum or a select's bucket (`countBelow`, `select`) decode nothing: they scan the text.
  */
 class PackedList implements BucketList {
   private readonly places: number[] = [];
   private readonly counts: number[] = [];
   /** Where decoding goes on in the text. */
   private at = 0;
+  /** The entry `parse` read last: its place and count. */
+  private place = 0;
+  private count_ = 0;
+  /** Reads left to answer in the text (`IN_PLACE_READS`). */
+  private inPlace = IN_PLACE_READS;
+  /**
+   * Where the last sum in the text (`countBelow`) stopped, for a select after it in the
+   * same list (a cursor's list is most often the one its position lies in): the entry's
+   * offset in the text and its position, the sum of the counts before it, the highest
+   * running sum up to it (a count may be negative), and the last entry before it with
+   * edges (its place and count, or a place of -1).
+   */
+  private finger: { readonly at: number; readonly i: number; readonly sum: number; readonly most: number; readonly before: number; readonly beforeCount: number } | undefined;
 
   constructor(
     private readonly lowest: bigint,
@@ -189,15 +213,82 @@ class PackedList implements BucketList {
   }
 
   below(prefix: bigint): number {
-    const target = prefix - this.lowest;
-    if (target <= 0n) return 0;
-    const place = target > BigInt(Number.MAX_SAFE_INTEGER) ? Number.POSITIVE_INFINITY : Number(target);
+    const place = this.placeOf(prefix);
+    if (place <= 0) return 0;
     const { places } = this;
     // Decoded in one go up to the first place at or above it, not an entry a call.
     if (places.length === 0 || places[places.length - 1]! < place) this.decodeThrough(Number.POSITIVE_INFINITY, place);
     let i = 0;
     while (i < places.length && places[i]! < place) i++;
     return i;
+  }
+
+  countBelow(prefix: bigint): number {
+    if (!this.readInPlace()) return countBelowIn(this, prefix);
+    const place = this.placeOf(prefix);
+    const end = this.text.length;
+    let sum = 0;
+    let most = 0;
+    let before = -1;
+    let beforeCount = 0;
+    let at = 0;
+    let i = 0;
+    for (; at < end; i++) {
+      const next = this.parse(at);
+      if (this.place >= place) break;
+      at = next;
+      sum += this.count_;
+      if (sum > most) most = sum;
+      if (this.count_ > 0) {
+        before = this.place;
+        beforeCount = this.count_;
+      }
+    }
+    this.finger = { at, i, sum, most, before, beforeCount };
+    return sum;
+  }
+
+  select(remaining: number): Selected | null {
+    if (!this.readInPlace()) return selectIn(this, remaining);
+    const end = this.text.length;
+    let at = 0;
+    let i = 0;
+    let before = -1;
+    let beforeCount = 0;
+    // From where the last sum stopped, when the running sum passes none of the buckets before it.
+    const { finger } = this;
+    if (finger && remaining >= finger.most) {
+      ({ at, i, before, beforeCount } = finger);
+      remaining -= finger.sum;
+    }
+    for (; at < end; i++) {
+      at = this.parse(at);
+      const count = this.count_;
+      if (remaining < count) {
+        const beforePrefix = before >= 0 ? this.lowest + BigInt(before) : undefined;
+        return { at: i, prefix: this.lowest + BigInt(this.place), count, remaining, beforePrefix, beforeCount };
+      }
+      remaining -= count;
+      if (count > 0) {
+        before = this.place;
+        beforeCount = count;
+      }
+    }
+    return null;
+  }
+
+  /** Whether a read is answered in the text: none is decoded yet, and it has reads left to answer there. */
+  private readInPlace(): boolean {
+    if (this.places.length > 0 || this.inPlace <= 0) return false;
+    this.inPlace--;
+    return true;
+  }
+
+  /** The place under the parent of `prefix`, clamped to 0 below the parent's first child. */
+  private placeOf(prefix: bigint): number {
+    const target = prefix - this.lowest;
+    if (target <= 0n) return 0;
+    return target > MAX_PLACE ? Number.POSITIVE_INFINITY : Number(target);
   }
 
   /**
@@ -208,24 +299,39 @@ class PackedList implements BucketList {
     const { text, places, counts } = this;
     const end = text.length;
     let at = this.at;
-    // Digit by digit (base 36, a count may be negative): no substring per entry.
     while (places.length <= i && at < end && !(places.length > 0 && places[places.length - 1]! >= reach)) {
-      let place = 0;
-      let c = text.charCodeAt(at);
-      for (; at < end && c !== 58 /* : */; c = text.charCodeAt(++at)) place = place * 36 + digitOf(c);
-      c = text.charCodeAt(++at);
-      const sign = c === 45 /* - */ ? -1 : 1;
-      if (sign < 0) c = text.charCodeAt(++at);
-      let count = 0;
-      for (; at < end && c !== 44 /* , */; c = text.charCodeAt(++at)) count = count * 36 + digitOf(c);
-      at++;
-      places.push(place);
-      counts.push(sign * count);
+      at = this.parse(at);
+      places.push(this.place);
+      counts.push(this.count_);
     }
     this.at = at;
     return places.length > i;
   }
+
+  /**
+   * The entry that starts at `at` in the text: its place and count into `place` and
+   * `count_`; where the next one starts. Digit by digit (base 36, a count may be
+   * negative): no substring per entry.
+   */
+  private parse(at: number): number {
+    const { text } = this;
+    const end = text.length;
+    let place = 0;
+    let c = text.charCodeAt(at);
+    for (; at < end && c !== 58 /* : */; c = text.charCodeAt(++at)) place = place * 36 + digitOf(c);
+    c = text.charCodeAt(++at);
+    const sign = c === 45 /* - */ ? -1 : 1;
+    if (sign < 0) c = text.charCodeAt(++at);
+    let count = 0;
+    for (; at < end && c !== 44 /* , */; c = text.charCodeAt(++at)) count = count * 36 + digitOf(c);
+    this.place = place;
+    this.count_ = sign * count;
+    return at + 1;
+  }
 }
+
+/** The largest place a list's text is read with as a number. */
+const MAX_PLACE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** The list of `level` under `parent` stored by `packRankList` as `text`, decoded as it is read. */
 export function packedRankList(level: number, parent: bigint | undefined, text: string | null | undefined): BucketList {

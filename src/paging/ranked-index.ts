@@ -122,6 +122,50 @@ export interface BucketList {
   count(i: number): number;
   /** How many of its buckets lie below `prefix`: the position of the first at or above it. */
   below(prefix: bigint): number;
+  /**
+   * The sum of the counts of its buckets below `prefix` (a forward rank's): a packed list
+   * read for the first time sums them in its text, with nothing decoded to keep.
+   */
+  countBelow(prefix: bigint): number;
+  /**
+   * The bucket holding the edge `remaining` edges into the list, in its order (a select's):
+   * the first whose count the running sum passes; null past its last. A packed list read
+   * for the first time finds it in its text, with nothing decoded to keep.
+   */
+  select(remaining: number): Selected | null;
+}
+
+/** The bucket a select stops at in a list (`BucketList.select`). */
+export interface Selected {
+  /** Its position in the list, its prefix and its count. */
+  readonly at: number;
+  readonly prefix: bigint;
+  readonly count: number;
+  /** The edges of it before the one sought. */
+  readonly remaining: number;
+  /** The last bucket before it that holds edges (a count above 0): its prefix, undefined where none does. */
+  readonly beforePrefix: bigint | undefined;
+  readonly beforeCount: number;
+}
+
+/** `BucketList.countBelow` read by position: what a list decoded (or not packed) answers. */
+export function countBelowIn(list: BucketList, prefix: bigint): number {
+  return countsOf(list, 0, list.below(prefix));
+}
+
+/** `BucketList.select` read by position: what a list decoded (or not packed, or reversed) answers. */
+export function selectIn(list: BucketList, remaining: number): Selected | null {
+  let before = -1;
+  for (let at = 0; list.has(at); at++) {
+    const count = list.count(at);
+    if (remaining < count) {
+      const beforePrefix = before >= 0 ? list.prefix(before) : undefined;
+      return { at, prefix: list.prefix(at), count, remaining, beforePrefix, beforeCount: before >= 0 ? list.count(before) : 0 };
+    }
+    remaining -= count;
+    if (count > 0) before = at;
+  }
+  return null;
 }
 
 /** A list of buckets as an index's reads give it: `RankBucket`s in prefix order, or a `BucketList`. */
@@ -131,7 +175,7 @@ export type Buckets = readonly RankBucket[] | BucketList;
 export function bucketList(buckets: Buckets): BucketList {
   if (!Array.isArray(buckets)) return buckets as BucketList;
   const list = buckets as readonly RankBucket[];
-  return {
+  const out: BucketList = {
     length: list.length,
     rows: list.length,
     has: (i) => i < list.length,
@@ -147,7 +191,10 @@ export function bucketList(buckets: Buckets): BucketList {
       }
       return low;
     },
+    countBelow: (prefix) => countBelowIn(out, prefix),
+    select: (remaining) => selectIn(out, remaining),
   };
+  return out;
 }
 
 /** The empty list. */
@@ -175,6 +222,10 @@ function reversedList(list: BucketList): BucketList {
     below: () => {
       throw new Error('a reversed bucket list is read by position only');
     },
+    countBelow: () => {
+      throw new Error('a reversed bucket list is read by position only');
+    },
+    select: (remaining) => selectIn(reversed, remaining),
   };
   reversedViews.set(list, reversed);
   return reversed;
@@ -323,6 +374,8 @@ export class RankCache {
 
   /** The list of `level` under `parent` of index `id` kept under settlement `token`, if any. */
   get(id: string, token: string, level: number, parent: bigint | undefined): BucketList | undefined {
+    // (A cache that holds none, as a process that keeps no list: no name made.)
+    if (this.lists.size === 0) return undefined;
     const name = listName(id, level, parent);
     const entry = this.lists.get(name);
     if (entry?.token !== token) return undefined;
@@ -333,12 +386,17 @@ export class RankCache {
 
   /** Keep the list of `level` under `parent` of index `id`, read under settlement `token`. */
   put(id: string, token: string, level: number, parent: bigint | undefined, list: BucketList): void {
+    // A list heavier than the whole cache is not kept (nor would it stay: it would only
+    // push out every other), and then no name is made where the cache holds none.
+    const kept = list.rows + 1 <= this.maxRows;
+    if (!kept && this.lists.size === 0) return;
     const name = listName(id, level, parent);
     const old = this.lists.get(name);
     if (old) {
       this.rows -= old.list.rows + 1;
       this.lists.delete(name);
     }
+    if (!kept) return;
     this.lists.set(name, { token, list });
     this.rows += list.rows + 1;
     for (const [oldest, entry] of this.lists) {
@@ -750,8 +808,11 @@ class RankedIndex implements PositionIndex {
         // The buckets before the cursor's in `direction`: those below (or above) its prefix
         // (forward, a packed list is decoded only up to it).
         const list = levels[level]!;
-        const split = list.below(prefixes[level]!);
-        position += sign > 0 ? countsOf(list, 0, split) : countsOf(list, split < list.length && list.prefix(split) === prefixes[level] ? split + 1 : split, list.length);
+        if (sign > 0) position += list.countBelow(prefixes[level]!);
+        else {
+          const split = list.below(prefixes[level]!);
+          position += countsOf(list, split < list.length && list.prefix(split) === prefixes[level] ? split + 1 : split, list.length);
+        }
       }
       position += inBucket;
     }
@@ -765,19 +826,11 @@ class RankedIndex implements PositionIndex {
       const got = buckets(level, parent);
       const read = got instanceof Promise ? await got : got;
       const list = direction === 'forward' ? read : reversedList(read);
-      // The bucket holding the position (a packed list is decoded only up to it).
-      let at = 0;
-      let found = false;
-      for (; list.has(at); at++) {
-        const count = list.count(at);
-        if (remaining < count) {
-          found = true;
-          break;
-        }
-        remaining -= count;
-      }
-      if (!found) return null;
-      const bucketCount = list.count(at);
+      // The bucket holding the position (a packed list read once finds it in its text).
+      const selected = list.select(remaining);
+      if (selected === null) return null;
+      const { at, count: bucketCount } = selected;
+      remaining = selected.remaining;
       if (level === leaves || bucketCount <= SMALL_BUCKET) {
         // The rows read on a guess beside this list, when they start at or before the
         // bucket and hold the page: the edges of the buckets between are skipped too.
@@ -791,15 +844,14 @@ class RankedIndex implements PositionIndex {
             if (skip > 0 && (read.short || read.rows.length >= skip + size + 1)) return { key: guess.key, skip, read };
           }
         }
-        // The page starts its bucket: start at the bucket before it instead, when its list
-        // has a small one, so that the edges skipped prove `hasPrevious` without a probe
-        // beside the read.
-        let before = remaining === 0 ? at - 1 : -1;
-        while (before >= 0 && list.count(before) <= 0) before--;
-        if (before >= 0 && list.count(before) <= SMALL_BUCKET) return { key: this.edgeOf(level, list.prefix(before), direction), skip: list.count(before) };
-        return { key: this.edgeOf(level, list.prefix(at), direction), skip: remaining };
+        // The page starts its bucket: start at the bucket before it instead (the last that
+        // holds edges), when it is small, so that the edges skipped prove `hasPrevious`
+        // without a probe beside the read.
+        const { beforePrefix, beforeCount } = selected;
+        if (remaining === 0 && beforePrefix !== undefined && beforeCount <= SMALL_BUCKET) return { key: this.edgeOf(level, beforePrefix, direction), skip: beforeCount };
+        return { key: this.edgeOf(level, selected.prefix, direction), skip: remaining };
       }
-      parent = list.prefix(at);
+      parent = selected.prefix;
       // Read the page on a guess beside the next list, when that list is a read (a wave):
       // its wave then brings the page too, when the list confirms the rows hold it.
       const guessed = buckets(level + 1, parent) instanceof Promise ? guessAt(list, level, bucketCount, remaining, size, order.random === true) : null;

@@ -60,4 +60,38 @@ describe('the counted index lists as stored', () => {
       { numRuns: 500 },
     );
   });
+
+  it('sums the counts below a prefix and finds the bucket of a position, in its text and decoded, as the whole list does', () => {
+    fc.assert(
+      fc.property(aList, fc.array(fc.tuple(fc.nat(), fc.integer({ min: -5, max: 20_000_000 })), { minLength: 1, maxLength: 8 }), ({ level, parent, entries }, probes) => {
+        const { lowest } = childPrefixRange(level, parent ?? 0n);
+        const buckets: RankBucket[] = [...entries].sort((a, b) => a[0] - b[0]).map(([place, count]) => ({ prefix: lowest + BigInt(place), count }));
+        const stored = buckets.filter((b) => b.count !== 0);
+        const text = packRankList(level, parent, buckets);
+        // The model: a sum over the buckets below, and the first bucket the running count passes.
+        const sumBelow = (prefix: bigint) => stored.reduce((sum, b) => (b.prefix < prefix ? sum + b.count : sum), 0);
+        const selectModel = (remaining: number) => {
+          let before: RankBucket | undefined;
+          for (let at = 0; at < stored.length; at++) {
+            const { prefix, count } = stored[at]!;
+            if (remaining < count) return { at, prefix, count, remaining, beforePrefix: before?.prefix, beforeCount: before?.count ?? 0 };
+            remaining -= count;
+            if (count > 0) before = stored[at];
+          }
+          return null;
+        };
+        // One list read again and again (in its text, then decoded), and a fresh one per read.
+        const kept = packedRankList(level, parent, text);
+        const whole = bucketList(stored);
+        for (const [probe, remaining] of probes) {
+          const prefix = lowest + BigInt(probe % (2 ** levelWidth(level) + 2)) - 1n;
+          for (const list of [kept, packedRankList(level, parent, text), whole]) {
+            expect(list.countBelow(prefix)).toBe(sumBelow(prefix));
+            expect(list.select(remaining)).toEqual(selectModel(remaining));
+          }
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
 });

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createCursorCodec } from '../../src/paging/cursor.js';
 import { pageFromSource, type PagingOptions } from '../../src/paging/engine.js';
-import { RANK_LEVEL_SHIFTS, RankCache, SMALL_BUCKET, rankPrefixes, rankedIndex, type RankBucket, type RankList, type RankListName } from '../../src/paging/ranked-index.js';
+import { RANK_LEVEL_SHIFTS, RankCache, SMALL_BUCKET, bucketList, rankPrefixes, rankedIndex, type RankBucket, type RankList, type RankListName } from '../../src/paging/ranked-index.js';
 import { PagingArgumentError, type CursorKey, type Direction } from '../../src/paging/types.js';
 import { ArraySource } from '../support/array-source.js';
 import { modelOffsetPage } from '../support/paging-model.js';
@@ -738,6 +738,22 @@ describe('offset', () => {
     // Kept lists, unconfirmed: the page fails with the read.
     fail = true;
     await expect(page()).rejects.toThrow('head unreachable');
+  });
+
+  it('keeps no list heavier than the whole cache, and pushes none out for it', () => {
+    const cache = new RankCache(10);
+    const light = bucketList([{ prefix: 1n, count: 3 }]);
+    const heavy = bucketList(Array.from({ length: 10 }, (_, i) => ({ prefix: BigInt(i), count: 1 })));
+    cache.put('numbers', '1', 1, 0n, light);
+    cache.put('numbers', '1', 1, 1n, heavy);
+    expect([cache.get('numbers', '1', 1, 0n), cache.get('numbers', '1', 1, 1n)]).toEqual([light, undefined]);
+    // A heavy list put where a lighter one was kept replaces it: the old one is gone too.
+    cache.put('numbers', '2', 1, 0n, heavy);
+    expect(cache.get('numbers', '1', 1, 0n)).toBeUndefined();
+    // A cache of no rows holds nothing.
+    const none = new RankCache(0);
+    none.put('numbers', '1', 0, undefined, light);
+    expect(none.get('numbers', '1', 0, undefined)).toBeUndefined();
   });
 
   it('refuses a negative offset, naming it, before reading anything', async () => {
