@@ -223,6 +223,7 @@ async function readOffsetWindow<N>(source: OrderedSource<N>, args: ResolvedPageA
     return closeWindow(source, args, read.slice(start.skip), behind);
   };
   stopIfAborted(signal);
+  source.begin?.();
   let located: Located = await index.locate(source, from, args.direction, args.offset, args.size);
   for (;;) {
     // (Nothing to check again, most often: the window alone.)

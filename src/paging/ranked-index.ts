@@ -15,7 +15,8 @@
  *   first possible key, skipping its few edges before p;
  * - rank (how many edges lie at or before a cursor): the cursor's rank names its
  *   bucket at every level, so every level's sibling buckets and the leaf's edges up to
- *   the cursor are read at once, in one wave; or, where a level's buckets hold few
+ *   the cursor (as stored, where a source reads them so: `OrderedSource.readStored`)
+ *   are read at once, in one wave; or, where a level's buckets hold few
  *   edges (`RankOrder.cursorLevel`: a timeline's level 4, random ranks' level 1), the
  *   levels down to it and the edges of the cursor's bucket there up to it (the levels
  *   below in a second wave when they are more than SMALL_BUCKET); beside the index's
@@ -544,6 +545,18 @@ export async function readRun<N>(
   return out.length > count ? out.slice(0, count) : out;
 }
 
+/** `source` read as stored (`OrderedSource.readStored`) where it can be: what a cursor's rank counts. */
+function storedRowsOf<N>(source: OrderedSource<N>): OrderedSource<N> {
+  if (!source.readStored) return source;
+  return {
+    id: source.id,
+    read: (from, direction, limit, until) => source.readStored!(from, direction, limit, until),
+    keyOf: (node) => source.keyOf(node),
+    compare: (a, b) => source.compare(a, b),
+    isKey: (key) => source.isKey(key),
+  };
+}
+
 /**
  * Positions found by reading the edges skipped, READ_CHUNK at a time: for a connection
  * without a counted index. Its cost grows with the offset.
@@ -753,8 +766,9 @@ class RankedIndex implements PositionIndex {
         }
         return pending ? Promise.all(out) : (out as BucketList[]);
       };
+      const ranked = storedRowsOf(source);
       const upTo = (level: number, most: number) =>
-        readRun(source, this.edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST, from);
+        readRun(ranked, this.edgeOf(level, prefixes[level]!, direction), direction, most, (node) => sign * source.compare(source.keyOf(node), from) <= 0, LEAF_CHUNK, LEAF_FIRST, from);
       const stop = cursorLevelOf(order);
       // With the top (level 0's list, the levels it holds whole and the first lists
       // below), the list at `stop` and the bucket's edges are read beside it, and the

@@ -28,6 +28,20 @@ export interface OrderedSource<Node> {
    * same.
    */
   read(from: CursorKey | undefined, direction: Direction, limit: number, until?: CursorKey): Promise<Node[]>;
+  /**
+   * Where `read` makes more of the rows than the store holds (a list's pending
+   * transactions applied), the same read of the rows as stored, without waiting for
+   * anything else: what a counted index ranks a cursor by (its bucket's edges up to it,
+   * ranked-index.ts), since the index counts what is stored and settled, and a rank is
+   * exact once writes have settled; the read then goes beside the index's first read.
+   */
+  readStored?(from: CursorKey | undefined, direction: Direction, limit: number, until?: CursorKey): Promise<Node[]>;
+  /**
+   * Called once a page at an offset has valid arguments, before its index is read: a
+   * source may start there a read that every read of the page waits for (a list's
+   * pending transactions), so that it goes beside the index's first read, not after it.
+   */
+  begin?(): void;
   /** The key of a row. */
   keyOf(node: Node): CursorKey;
   /** Order of two keys in this connection. */

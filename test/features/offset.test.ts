@@ -16,7 +16,7 @@ import { settleFully, settleIncrementally } from '../../src/counts/connection-co
 import { currentEntries, indexKeyOf, unpackRankList } from '../../src/counts/count-ranks.js';
 import { countRankListsTable } from '../../src/counts/count-tables.js';
 import { recountConnections } from '../../src/counts/recount.js';
-import { appendTransactions, type ListItem } from '../../src/features/lists/ledger.js';
+import { appendTransactions, compareItems, readPendingTransactions, type ListItem } from '../../src/features/lists/ledger.js';
 import { itemsCountKey, listMemberships, placementEntry, readListItems } from '../../src/features/lists/lists.js';
 import { acceptanceCountKey, acceptanceMemberships, type Acceptance } from '../../src/features/meetings/meetings.js';
 import { meetingUsersTable } from '../../src/features/meetings/meetings-tables.js';
@@ -30,7 +30,8 @@ import { aUser } from '../../src/features/users/user-mother.js';
 import type { Mutation, Store } from '../../src/store/port.js';
 import { StoreDecorator, type StoreCall } from '../../src/store/store-decorator.js';
 import { CLUSTER, T0, twoServers } from '../support/count-servers.js';
-import { expectExactOffsetPages, expectOffsetPagesAsPlainOnes } from '../support/offset-pages.js';
+import { expectExactOffsetPages, expectOffsetPagesAsPlainOnes, plainEdges } from '../support/offset-pages.js';
+import { modelOffsetPage } from '../support/paging-model.js';
 import { describeEachStore, StorePool } from '../support/stores.js';
 import { WaveCountingStore } from '../../bench/waves.js';
 import { writeConcurrently } from '../../bench/jump.js';
@@ -49,7 +50,11 @@ import { connections, fillConnection } from '../../bench/jump-connections.js';
  */
 const FIRST_VISIT_FROM_A_CURSOR: Record<string, Record<'nothing' | 'its shape', { waves: number; calls: number }>> = {
   suspendedUsers: { nothing: { waves: 4, calls: 7 }, 'its shape': { waves: 4, calls: 6 } },
-  'OrderedList.items': { nothing: { waves: 4, calls: 6 }, 'its shape': { waves: 4, calls: 5 } },
+  // A list's pending transactions are read once for the page, as it begins, beside the
+  // index's first read (`OrderedSource.begin`), and so are its cursor's bucket's rows as
+  // stored (`OrderedSource.readStored`: what the index counts); then the page. Read
+  // before each of the two, the transactions made a call and a wave more each.
+  'OrderedList.items': { nothing: { waves: 2, calls: 5 }, 'its shape': { waves: 2, calls: 4 } },
   // Ranked by its lists alone (random ranks, acceptances final: `lasting`): level 0's
   // list and the cursor's level-1 and level-2 lists in one read, its bucket there
   // holding it alone, then the page (a level-0 bucket of 1,000 acceptors holds few: the
@@ -194,6 +199,25 @@ class CrashInMove extends StoreDecorator {
   }
 }
 
+/** Two servers over `store`, a list, and `count` items added on each in turn, at the end or before the item `before` names. */
+async function aListOnTwoServers(store: Store, count: number, before: (i: number, items: readonly ListItem[]) => string | undefined = () => undefined) {
+  const w = await twoServers(store);
+  const owner = await w.a.ctx().users.create(aUser());
+  const list = await w.a.ctx().lists.create('numbered', owner.id);
+  const items: ListItem[] = [];
+  for (let i = 0; i < count; i++) items.push(await (i % 2 === 0 ? w.a : w.b).ctx().lists.add(list.listId, `item ${i}`, before(i, items)));
+  return { w, list, items };
+}
+
+/** Counts the reads of lists' transaction logs (`list_transactions` slices). */
+class TransactionReads extends StoreDecorator {
+  transactionReads = 0;
+  protected around<T>(call: StoreCall, run: () => Promise<T>): Promise<T> {
+    if (call.operation === 'slice' && call.table === 'list_transactions') this.transactionReads++;
+    return run();
+  }
+}
+
 /** A uuid whose first `shared` hex digits are those of `prefix`: acceptors that share a rank, or a leaf. */
 function uuidSharing(prefix: string, shared: number): string {
   const hex = (prefix.slice(0, shared) + randomUUID().replace(/-/g, '').slice(shared)).split('');
@@ -229,15 +253,8 @@ describeEachStore('offset on the other counted connections', (target) => {
   it("OrderedList.items: the model's slices once settled, through moves on two servers (one item moved by both at once), removals, a move back to a position the item left, and an applier crashing mid-move", async () => {
     const { store: inner } = await pool.create();
     const store = new CrashInMove(inner);
-    const w = await twoServers(store);
-    const owner = await w.a.ctx().users.create(aUser());
-    const list = await w.a.ctx().lists.create('numbered', owner.id);
-    const items: ListItem[] = [];
-    for (let i = 0; i < 150; i++) {
-      const server = i % 2 === 0 ? w.a : w.b;
-      // Every fifth item goes before an earlier one: into the middle of the list.
-      items.push(await server.ctx().lists.add(list.listId, `item ${i}`, i % 5 === 4 ? items[i - 3]!.itemId : undefined));
-    }
+    // Every fifth item goes before an earlier one: into the middle of the list.
+    const { w, list, items } = await aListOnTwoServers(store, 150, (i, items) => (i % 5 === 4 ? items[i - 3]!.itemId : undefined));
     // One applier (a process's), through the store that crashes on demand.
     const applier = createListApplier({ ...w.a.services, store });
     await applier.drain(list.listId);
@@ -274,6 +291,53 @@ describeEachStore('offset on the other counted connections', (target) => {
     const entry = placementEntry(mover.itemId, before!);
     expect(await currentEntries(store, itemsCountKey(list.listId), [entry])).toEqual([`${entry}#1`]);
     expect(await expectOffsetPagesAsPlainOnes(connection)).toBe(150 - 17);
+  }, target.ddlTimeoutMs * 2);
+
+  it("OrderedList.items from the cursor of an item since moved, and of one since removed: the model's slice at every offset, both ways, with a transaction pending, its pending transactions read once a page", async () => {
+    const { store: inner } = await pool.create();
+    const store = new TransactionReads(inner);
+    const { w, list, items } = await aListOnTwoServers(store, 80);
+    const applier = createListApplier({ ...w.a.services, store });
+    await applier.drain(list.listId);
+    await w.settle();
+    const connection = { page: (args: PageArgs) => w.a.ctx().lists.items(list.listId, args), idOf: (i: ListItem) => i.itemId };
+    // The cursors as pages gave them, before the moves.
+    const before = new Map((await plainEdges(connection)).map((e) => [e.id, e.cursor]));
+    const moved = items[30]!;
+    const removed = items[50]!;
+    await w.b.ctx().lists.move(list.listId, moved.itemId, { afterItemId: items[70]!.itemId });
+    await w.a.ctx().lists.remove(list.listId, removed.itemId);
+    await applier.drain(list.listId);
+    await w.settle();
+    // A rename left pending: every read of a page applies it (it moves nothing).
+    const renamed = items[40]!;
+    await w.a.ctx().lists.rename(list.listId, renamed.itemId, 'renamed, pending');
+    expect((await readPendingTransactions(store, list.listId)).map((t) => t.kind)).toEqual(['rename']);
+    const held = (await readListItems(store, list.listId, items.map((i) => i.itemId))).filter((i): i is ListItem => i !== null);
+    expect(held).toHaveLength(79);
+    const cold = createRequestContext({ ...w.a.services, rankCache: new RankCache(0) }, { username: 'root', isAdmin: true }).lists;
+    for (const [lists, process] of [[cold, 'a first visit'], [w.a.ctx().lists, 'lists kept']] as const) {
+      for (const gone of [moved, removed]) {
+        for (const backward of [false, true]) {
+          for (const offset of [0, 1, 7, 20, 41]) {
+            for (const size of [1, 5, 20]) {
+              const cursor = before.get(gone.itemId)!;
+              store.transactionReads = 0;
+              const page = await lists.items(list.listId, backward ? { last: size, before: cursor, offset } : { first: size, after: cursor, offset });
+              const model = modelOffsetPage<Pick<ListItem, 'weight' | 'seq' | 'itemId'>>(held, compareItems, backward ? 'backward' : 'forward', size, offset, gone);
+              const where = JSON.stringify({ process, cursor: gone === moved ? 'moved' : 'removed', backward, offset, size });
+              expect(
+                { ids: page.edges.map((e) => e.node.itemId), hasPreviousPage: page.pageInfo.hasPreviousPage, hasNextPage: page.pageInfo.hasNextPage },
+                where,
+              ).toEqual({ ids: model.nodes.map((n) => n.itemId), hasPreviousPage: model.hasPreviousPage, hasNextPage: model.hasNextPage });
+              // The pending rename shows wherever its item is on the page.
+              for (const e of page.edges) if (e.node.itemId === renamed.itemId) expect(e.node.label, where).toBe('renamed, pending');
+              expect(store.transactionReads, where).toBe(1);
+            }
+          }
+        }
+      }
+    }
   }, target.ddlTimeoutMs * 2);
 
   it("suspendedUsers: the model's slices once settled, across months, with ties in one millisecond, suspensions on two servers, lifted and made again, a verifier crashing before its head and two at once", async () => {

@@ -333,13 +333,38 @@ export interface LedgerView {
   readonly newestTx: bigint | null;
 }
 
-/** Read a list's effective state: stored rows with the pending transactions applied. */
-export async function readLedger(store: Store, listId: string, query: LedgerQuery): Promise<LedgerView> {
+/** What `readLedger` reads first: a list's pending transactions, oldest first, and its newest transaction's time. */
+export interface LedgerTransactions {
+  readonly pending: readonly ListTx[];
+  readonly newest: bigint | null;
+}
+
+/**
+ * The first read of `readLedger` (`LedgerTransactions`), for ledger reads that share
+ * one: each of them is then the read it would be had its own first read come back
+ * earlier, exact by the same argument (everything it reads after comes later still).
+ */
+export async function readLedgerTransactions(store: Store, listId: string): Promise<LedgerTransactions> {
+  const read = await readTransactionRows(store, listId);
+  return { pending: read.pending.map(txFromRow), newest: read.newest };
+}
+
+/**
+ * Read a list's effective state: stored rows with the pending transactions applied;
+ * with `transactions`, those of a read already made (`readLedgerTransactions`).
+ */
+export async function readLedger(store: Store, listId: string, query: LedgerQuery, transactions?: Promise<LedgerTransactions>): Promise<LedgerView> {
   // 1. Transactions first: a transaction the applier finishes after this read is seen
   //    either still pending (and applied here) or already applied in the rows below.
-  const read = await readTransactionRows(store, listId);
-  const txs = read.pending.map(txFromRow);
-  const newestTx = read.newest;
+  return readLedgerAfter(store, listId, query, await (transactions ?? readLedgerTransactions(store, listId)));
+}
+
+/** No pending transaction: `readLedgerAfter` then reads the rows as stored, its slice started at once. */
+export const NONE_PENDING: LedgerTransactions = { pending: [], newest: null };
+
+/** `readLedger` once its transactions are read (`NONE_PENDING`: the rows as stored). */
+export async function readLedgerAfter(store: Store, listId: string, query: LedgerQuery, transactions: LedgerTransactions): Promise<LedgerView> {
+  const { pending: txs, newest: newestTx } = transactions;
   const ids = [...new Set([...(query.itemIds ?? []), ...txs.map((t) => t.itemId)])];
   // 2. Where each touched item is stored.
   const indexRows = ids.length ? await store.getMany(listItemIndexTable, ids.map((item_id) => ({ item_id }))) : [];

@@ -23,7 +23,7 @@ import { isUuid, validateValue } from '../../store/values.js';
 import { microsOfTimeuuid } from '../../store/timeuuid.js';
 import { requireOwnerOrAdmin, type Actor } from '../actor.js';
 import type { KeyLoader } from '../key-loader.js';
-import { appendTransactions, compareItems, readLedger, readRecentTransactions, type ListItem, type ListTx, type NewListTx } from './ledger.js';
+import { NONE_PENDING, appendTransactions, compareItems, readLedger, readLedgerAfter, readLedgerTransactions, readRecentTransactions, type LedgerTransactions, type ListItem, type ListTx, type NewListTx } from './ledger.js';
 import { reverseLookupPage } from '../reverse-lookup.js';
 import { listItemsTable, listsByOwnerTable, listsTable } from './lists-tables.js';
 import { comparePositions, isCrowded, positionBetween, type Position } from './positions.js';
@@ -213,15 +213,32 @@ function isBigintText(part: unknown): boolean {
   }
 }
 
-/** A connection over a ledger list: the key is (weight, seq, item id). */
-function ledgerSource(store: Store, listId: string): OrderedSource<ListItem> {
+/**
+ * A connection over a ledger list: the key is (weight, seq, item id). For one page
+ * (`onePage`), its reads share one read of the list's pending transactions
+ * (`readLedgerTransactions`), started as the page begins where it is at an offset
+ * (`OrderedSource.begin`): beside the index's first read, so that neither the read of
+ * the cursor's bucket nor the page's own read waits a round trip of its own for them.
+ */
+function ledgerSource(store: Store, listId: string, onePage = false): OrderedSource<ListItem> {
   const position = (key: CursorKey) => ({ weight: BigInt(key[0] as string), seq: BigInt(key[1] as string), itemId: key[2] as string });
+  let transactions: Promise<LedgerTransactions> | undefined;
+  const pending = () => {
+    if (!transactions) {
+      transactions = readLedgerTransactions(store, listId);
+      // (Awaited by the page's reads; a page that fails before any fails there.)
+      transactions.catch(() => {});
+    }
+    return transactions;
+  };
+  const slice = (from: CursorKey | undefined, direction: Direction, limit: number) => ({ slice: { from: from && position(from), direction, limit } });
   return {
     id: `OrderedList.items:${listId}`,
-    async read(from: CursorKey | undefined, direction: Direction, limit: number) {
-      const view = await readLedger(store, listId, { slice: { from: from && position(from), direction, limit } });
-      return view.items;
-    },
+    ...(onePage && { begin: () => void pending() }),
+    read: async (from, direction, limit) => (await readLedger(store, listId, slice(from, direction, limit), onePage ? pending() : undefined)).items,
+    // The rows as the applier left them, no transaction applied: the placements the
+    // counted index counts, once settled (a pending move's is not in it yet).
+    readStored: async (from, direction, limit) => (await readLedgerAfter(store, listId, slice(from, direction, limit), NONE_PENDING)).items,
     keyOf: (item) => [item.weight.toString(), item.seq.toString(), item.itemId],
     compare: (a, b) => compareItems(position(a), position(b)),
     isKey: (key) =>
@@ -343,7 +360,7 @@ export class Lists {
    */
   async items(listId: string, args: PageArgs): Promise<ListItemPage> {
     const index = countedIndex(this.deps.store, indexKeyOf(itemsCountKey(listId)), listOrder, this.deps.rankCache);
-    const page = await pageFromSource(ledgerSource(this.deps.store, listId), args, { connectionName: 'items', codec: this.deps.codec, index, signal: this.deps.signal });
+    const page = await pageFromSource(ledgerSource(this.deps.store, listId, true), args, { connectionName: 'items', codec: this.deps.codec, index, signal: this.deps.signal });
     return { ...page, countKey: itemsCountKey(listId) };
   }
 
