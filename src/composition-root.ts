@@ -506,7 +506,7 @@ class RequestScope implements RequestContext {
       cluster: services.cluster,
       changes: this.changes,
       counts: services.counts,
-      countLists: services.rankedCounts,
+      countLists: { sparseLists: services.rankedCounts.sparseLists },
       ids: this.ids,
     }));
   }

@@ -163,18 +163,18 @@ const storedParent = (parent: bigint | undefined): bigint => parent ?? 0n;
  * parent's first child) and its count, base 36, in prefix order: "0:1a,3:4,ff:2".
  * Dense: "=" then one base-36 digit per child from the first up to the last with items,
  * "0" for an empty one: "=1004". Counts of 0 are left out of either. Dense is written
- * where every count is 1 to 35 and it is the shorter, unless `sparse`
+ * where every count is 1 to 35 and it is the shorter, unless `spelling.sparseLists`
  * (COUNT_LISTS_SPARSE: servers of a build that reads only the sparse one still run).
  * Why two: on Cassandra a read costs by the size of the rows it lands among, and a
  * list whose children mostly hold a few items (a random rank's level 1) is about a
  * quarter of the size dense (docs/benchmarks-history.md, "dense-lists").
  */
-export function packRankList(level: number, parent: bigint | undefined, buckets: Iterable<RankBucket>, sparse = false): string {
+export function packRankList(level: number, parent: bigint | undefined, buckets: Iterable<RankBucket>, spelling: ListSpelling = {}): string {
   const { lowest } = childPrefixRange(level, storedParent(parent));
   const out: string[] = [];
   const places: number[] = [];
   const counts: number[] = [];
-  let digits = !sparse;
+  let digits = !spelling.sparseLists;
   let last = -1;
   for (const b of buckets) {
     if (b.count === 0) continue;
@@ -219,6 +219,8 @@ class PackedList implements BucketList {
   private readonly dense: boolean;
   private readonly start: number;
   private readonly end: number;
+  /** How many buckets a dense text holds (its digits not "0"), counted when first asked (`rows`). */
+  private denseRows: number | undefined;
   /** Where decoding goes on in the text. */
   private at: number;
   /** The entry `parse` read last: its place and count. */
@@ -248,11 +250,17 @@ class PackedList implements BucketList {
   }
 
   /**
-   * At most one bucket per 4 characters ("0:1,"), or per digit dense: an upper bound
-   * that never changes, as `RankCache` needs.
+   * At most one bucket per 4 characters ("0:1,"); dense, its digits not "0", counted
+   * once: a bound that never changes, as `RankCache` needs.
    */
   get rows(): number {
-    return this.dense ? this.end - this.start : ((this.text.length + 1) >> 2) + 1;
+    if (!this.dense) return ((this.text.length + 1) >> 2) + 1;
+    if (this.denseRows === undefined) {
+      let rows = 0;
+      for (let at = this.start; at < this.end; at++) if (this.text.charCodeAt(at) !== 48 /* 0 */) rows++;
+      this.denseRows = rows;
+    }
+    return this.denseRows;
   }
 
   get length(): number {
@@ -433,7 +441,7 @@ async function writeLists(store: Store, key: string, through: number, lists: rea
   const last = lists.filter((l) => l.level === 0);
   for (const list of [...lists.filter((l) => l.level !== 0), ...last]) {
     const buckets = [...list.counts].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([prefix, count]) => ({ prefix, count }));
-    const counts = packRankList(list.level, list.parent, buckets, spelling.sparseLists);
+    const counts = packRankList(list.level, list.parent, buckets, spelling);
     if (batch.length > 0 && (batch.length >= BATCH || chars + counts.length > BATCH_CHARS || list.level === 0)) {
       await store.batch(batch);
       batch = [];

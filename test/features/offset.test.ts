@@ -422,7 +422,7 @@ describeEachStore('offset on the other counted connections', (target) => {
         const level = r.level as number;
         const parent = level === 0 ? undefined : (r.parent as bigint);
         const counts = r.counts as string;
-        return { id: `${level}:${parent ?? ''}`, counts, sparse: packRankList(level, parent, unpackRankList(level, parent, counts), true), dense: packRankList(level, parent, unpackRankList(level, parent, counts)) };
+        return { id: `${level}:${parent ?? ''}`, counts, sparse: packRankList(level, parent, unpackRankList(level, parent, counts), { sparseLists: true }), dense: packRankList(level, parent, unpackRankList(level, parent, counts)) };
       });
     const kept = w.a.ctx().meetings;
     const cold = createRequestContext({ ...w.a.services, rankCache: new RankCache(0) }, { username: 'root', isAdmin: true }).meetings;

@@ -47,7 +47,7 @@ function bucketsOf({ level, parent, entries }: { level: number; parent: bigint |
 }
 
 /** The list packed both ways: as written by default, and with COUNT_LISTS_SPARSE. */
-const spellings = (level: number, parent: bigint | undefined, buckets: RankBucket[]) => [packRankList(level, parent, buckets), packRankList(level, parent, buckets, true)];
+const spellings = (level: number, parent: bigint | undefined, buckets: RankBucket[]) => [packRankList(level, parent, buckets), packRankList(level, parent, buckets, { sparseLists: true })];
 
 describe('the counted index lists as stored', () => {
   it('reads back every bucket of a list as packed, in either spelling, in prefix order, leaving out counts of 0', () => {
@@ -80,7 +80,7 @@ describe('the counted index lists as stored', () => {
     const lowest = 5n << 8n;
     const at = (place: number, count: number): RankBucket => ({ prefix: lowest + BigInt(place), count });
     expect(packRankList(2, 5n, [at(0, 3), at(2, 1), at(3, 10), at(4, 35)])).toBe('=301az');
-    expect(packRankList(2, 5n, [at(0, 3), at(2, 1), at(3, 10), at(4, 35)], true)).toBe('0:3,2:1,3:a,4:z');
+    expect(packRankList(2, 5n, [at(0, 3), at(2, 1), at(3, 10), at(4, 35)], { sparseLists: true })).toBe('0:3,2:1,3:a,4:z');
     expect(packRankList(2, 5n, [at(0, 3), at(2, 1), at(3, 36)])).toBe('0:3,2:1,3:10');
     expect(packRankList(2, 5n, [at(0, 3), at(2, -1), at(3, 10)])).toBe('0:3,2:-1,3:a');
     expect(packRankList(2, 5n, [at(0, 3), at(200, 1)])).toBe('0:3,5k:1');
