@@ -20,7 +20,7 @@ import {
 } from './config.js';
 import { CountWriter, countVerifierJob, type CountReadOptions } from './counts/connection-counts.js';
 import { countTables } from './counts/count-tables.js';
-import { isIndexKey, rankOfIndexEntry, type RankOfItem } from './counts/count-ranks.js';
+import { isIndexKey, rankOfIndexEntry, rankOfSpelt, type RankOfItem } from './counts/count-ranks.js';
 import { actorOf, type Actor } from './features/actor.js';
 import { directoryTables } from './features/directory/directory-tables.js';
 import { Directory, directorySagas } from './features/directory/directory.js';
@@ -96,7 +96,7 @@ export const SAGA_REGISTRY = new SagaRegistry([...suspensionSagas, ...directoryS
  * (`cluster` defaults to DEFAULT_CLUSTER_SETTINGS, `live` to DEFAULT_LIVE_SETTINGS).
  */
 export type FeatureSettings = Pick<Config, 'cursorSecret' | 'suspensionBucket' | 'acceptanceStrategy'> &
-  Partial<Pick<Config, 'cluster' | 'live' | 'cursorPreviousSecrets' | 'idempotency' | 'requestTimeoutMs'>>;
+  Partial<Pick<Config, 'cluster' | 'live' | 'cursorPreviousSecrets' | 'idempotency' | 'requestTimeoutMs' | 'countListsSparse'>>;
 
 /**
  * Build the configured store adapter, its default write timestamps taken from `clock`
@@ -181,6 +181,8 @@ export interface Services {
   readonly counts: CountWriter;
   /** The counted indexes' bucket lists this process keeps across requests (`offset`). */
   readonly rankCache: RankCache;
+  /** `rankedCounts`, with the lists spelt as configured (`COUNT_LISTS_SPARSE`): what every settlement here takes. */
+  readonly rankedCounts: RankOfItem;
   /**
    * Settles the counts of closed windows (the server starts its timer); its progress
    * tells this process's count reads which windows are settled.
@@ -236,6 +238,7 @@ export function createServices(
   const codec = createCursorCodec(settings.cursorSecret, { previousSecrets: settings.cursorPreviousSecrets });
   const cluster = settings.cluster ?? DEFAULT_CLUSTER_SETTINGS;
   const liveSettings = settings.live ?? DEFAULT_LIVE_SETTINGS;
+  const ranked = rankOfSpelt(rankedCounts, { sparseLists: settings.countListsSparse ?? false });
   const clockSkew = new ClockSkewWatch({ boundMs: cluster.clockSkewMs, unreadyMs: unreadySkewMsOf(cluster), logger: deps.logger, report: metrics });
   // A windowed job's options: its passes and trailing passes report as `job`.
   const jobOptions = (job: 'count_verifier' | 'name_sweeper') => ({
@@ -266,7 +269,8 @@ export function createServices(
     // The live cells of counts are per clock node: this process's own (node 0 without presence).
     counts: new CountWriter(clock, deps.presence?.identity.node ?? 0),
     rankCache: new RankCache(),
-    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, rankedCounts), jobOptions('count_verifier')),
+    rankedCounts: ranked,
+    countVerifier: new WindowedJob(deps.store, countVerifierJob(deps.store, ranked), jobOptions('count_verifier')),
     nameSweeper: new WindowedJob(
       deps.store,
       nameSweepJob({ store: deps.store, clock, readUser: (id, store = deps.store) => readUserForChange(store, id) }),
@@ -502,6 +506,7 @@ class RequestScope implements RequestContext {
       cluster: services.cluster,
       changes: this.changes,
       counts: services.counts,
+      countLists: { sparseLists: services.rankedCounts.sparseLists },
       ids: this.ids,
     }));
   }

@@ -140,6 +140,11 @@ export interface Config {
   readonly metrics: MetricsSettings;
   /** Idempotency keys of mutations (`clientMutationId`; docs/api.md, "Retries and idempotency keys"). */
   readonly idempotency: IdempotencySettings;
+  /**
+   * Write the counted indexes' lists in their sparse spelling only (`COUNT_LISTS_SPARSE`;
+   * both spellings are read): while servers of a build that reads only the sparse one still run.
+   */
+  readonly countListsSparse: boolean;
 }
 
 /** The Cassandra adapter's settings, as the `CASSANDRA_*` variables set them. */
@@ -835,6 +840,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retentionSeconds: int(env, 'IDEMPOTENCY_RETENTION_S', DEFAULT_IDEMPOTENCY_SETTINGS.retentionSeconds, 60, 2_592_000),
     }),
     cluster,
+    countListsSparse: bool(env, 'COUNT_LISTS_SPARSE', false),
   };
   return Object.freeze(config);
 }

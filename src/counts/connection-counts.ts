@@ -377,7 +377,7 @@ export async function settleIncrementally(store: Store, key: string, through: nu
   const { net, decided } = await netChange(store, key, from, through);
   // The counted index first: its buckets must hold every change the head says is settled.
   const ranks = rankOf(key);
-  if (ranks) await settleRanks(store, key, ranks, through, decided);
+  if (ranks) await settleRanks(store, key, ranks, through, decided, rankOf);
   const count = settled + net;
   await writeSettlement(store, key, through, count);
   return Number(count);
@@ -401,7 +401,7 @@ export async function settleFully(store: Store, key: string, through: number, ra
     if (added && !removed) counted.push(row.item as string);
   }
   const ranks = rankOf(key);
-  if (ranks) await rebuildRanks(store, key, ranks, through, counted);
+  if (ranks) await rebuildRanks(store, key, ranks, through, counted, rankOf);
   await writeSettlement(store, key, through, count);
   return Number(count);
 }

@@ -50,8 +50,29 @@ import type { Row } from '../store/table.js';
 import type { CountWriter } from './connection-counts.js';
 import { countItemsTable, countRankListsTable } from './count-tables.js';
 
-/** The rank of an item in its connection, for the count keys that have an index; null for the others. */
-export type RankOfItem = (countKey: string) => ((item: string) => bigint) | null;
+/** How a settlement spells the lists it writes (`packRankList`). */
+export interface ListSpelling {
+  /**
+   * Write only the sparse spelling (COUNT_LISTS_SPARSE), which every build reads: while
+   * servers of a build that cannot read the dense one run beside this one (a rolling
+   * upgrade), or they would misread a dense list and write garbage back. Both are read.
+   */
+  readonly sparseLists?: boolean;
+}
+
+/**
+ * The rank of an item in its connection, for the count keys that have an index; null
+ * for the others. It carries how the lists are spelt (`ListSpelling`): every settlement
+ * takes it already, and only the settlement writes lists.
+ */
+export interface RankOfItem extends ListSpelling {
+  (countKey: string): ((item: string) => bigint) | null;
+}
+
+/** `rankOf`, writing lists as `spelling` says (the configured COUNT_LISTS_SPARSE). */
+export function rankOfSpelt(rankOf: RankOfItem, spelling: ListSpelling): RankOfItem {
+  return Object.assign((countKey: string) => rankOf(countKey), { sparseLists: spelling.sparseLists ?? false });
+}
 
 /**
  * The count key of the index entries of a connection whose items' ranks are not a
@@ -137,15 +158,40 @@ const BATCH_CHARS = 20_000;
 const storedParent = (parent: bigint | undefined): bigint => parent ?? 0n;
 
 /**
- * A list's buckets as stored in one cell: per bucket with items, its place under the
- * parent (prefix minus the parent's first child) and its count, base 36, in prefix
- * order: "0:1a,3:4,ff:2". Counts of 0 are left out.
+ * A list's buckets as stored in one cell, in one of two spellings (`PackedList` reads
+ * both). Sparse: per bucket with items, its place under the parent (prefix minus the
+ * parent's first child) and its count, base 36, in prefix order: "0:1a,3:4,ff:2".
+ * Dense: "=" then one base-36 digit per child from the first up to the last with items,
+ * "0" for an empty one: "=1004". Counts of 0 are left out of either. Dense is written
+ * where every count is 1 to 35 and it is the shorter, unless `spelling.sparseLists`
+ * (COUNT_LISTS_SPARSE: servers of a build that reads only the sparse one still run).
+ * Why two: on Cassandra a read costs by the size of the rows it lands among, and a
+ * list whose children mostly hold a few items (a random rank's level 1) is about a
+ * quarter of the size dense (docs/benchmarks-history.md, "dense-lists").
  */
-export function packRankList(level: number, parent: bigint | undefined, buckets: Iterable<RankBucket>): string {
+export function packRankList(level: number, parent: bigint | undefined, buckets: Iterable<RankBucket>, spelling: ListSpelling = {}): string {
   const { lowest } = childPrefixRange(level, storedParent(parent));
   const out: string[] = [];
-  for (const b of buckets) if (b.count !== 0) out.push(`${(b.prefix - lowest).toString(36)}:${b.count.toString(36)}`);
-  return out.join(',');
+  const places: number[] = [];
+  const counts: number[] = [];
+  let digits = !spelling.sparseLists;
+  let last = -1;
+  for (const b of buckets) {
+    if (b.count === 0) continue;
+    const place = b.prefix - lowest;
+    out.push(`${place.toString(36)}:${b.count.toString(36)}`);
+    if (!digits) continue;
+    if (b.count < 0 || b.count > 35) digits = false;
+    places.push(Number(place));
+    counts.push(b.count);
+    last = Math.max(last, Number(place));
+  }
+  const text = out.join(',');
+  // "=" and a digit per child through the last place: chosen only where that is shorter.
+  if (!digits || last < 0 || last + 2 >= text.length) return text;
+  const dense = new Array<string>(last + 1).fill('0');
+  places.forEach((place, i) => (dense[place] = counts[i]!.toString(36)));
+  return `=${dense.join('')}`;
 }
 
 /** A base-36 digit's value from its character code. */
@@ -159,16 +205,24 @@ const digitOf = (c: number): number => (c <= 57 ? c - 48 : c - 87);
 const IN_PLACE_READS = 2;
 
 /**
- * A list stored by `packRankList`, decoded only as far as it is read (a walk reads a
- * list up to its cursor's or its position's bucket): places and counts in two arrays,
- * no object per bucket, a prefix made only when asked for. Its first reads of a rank's
- * sum or a select's bucket (`countBelow`, `select`) decode nothing: they scan the text.
+ * A list stored by `packRankList`, in either spelling, decoded only as far as it is read
+ * (a walk reads a list up to its cursor's or its position's bucket): places and counts
+ * in two arrays, no object per bucket, a prefix made only when asked for. Its first
+ * reads of a rank's sum or a select's bucket (`countBelow`, `select`) decode nothing:
+ * they scan the text. Every read goes through `parse`, the one place that knows the
+ * spellings apart.
  */
 class PackedList implements BucketList {
   private readonly places: number[] = [];
   private readonly counts: number[] = [];
+  /** Whether the text is the dense spelling; where its entries start and end (a dense text's trailing "0"s left out). */
+  private readonly dense: boolean;
+  private readonly start: number;
+  private readonly end: number;
+  /** How many buckets a dense text holds (its digits not "0"), counted when first asked (`rows`). */
+  private denseRows: number | undefined;
   /** Where decoding goes on in the text. */
-  private at = 0;
+  private at: number;
   /** The entry `parse` read last: its place and count. */
   private place = 0;
   private count_ = 0;
@@ -186,11 +240,27 @@ class PackedList implements BucketList {
   constructor(
     private readonly lowest: bigint,
     private readonly text: string,
-  ) {}
+  ) {
+    this.dense = text.charCodeAt(0) === 61; /* = */
+    let end = text.length;
+    if (this.dense) while (end > 1 && text.charCodeAt(end - 1) === 48 /* 0 */) end--;
+    this.start = this.dense ? 1 : 0;
+    this.end = end;
+    this.at = this.start;
+  }
 
-  /** At most one bucket per 4 characters ("0:1,"): an upper bound that never changes, as `RankCache` needs. */
+  /**
+   * At most one bucket per 4 characters ("0:1,"); dense, its digits not "0", counted
+   * once: a bound that never changes, as `RankCache` needs.
+   */
   get rows(): number {
-    return ((this.text.length + 1) >> 2) + 1;
+    if (!this.dense) return ((this.text.length + 1) >> 2) + 1;
+    if (this.denseRows === undefined) {
+      let rows = 0;
+      for (let at = this.start; at < this.end; at++) if (this.text.charCodeAt(at) !== 48 /* 0 */) rows++;
+      this.denseRows = rows;
+    }
+    return this.denseRows;
   }
 
   get length(): number {
@@ -226,12 +296,12 @@ class PackedList implements BucketList {
   countBelow(prefix: bigint): number {
     if (!this.readInPlace()) return countBelowIn(this, prefix);
     const place = this.placeOf(prefix);
-    const end = this.text.length;
+    const { end } = this;
     let sum = 0;
     let most = 0;
     let before = -1;
     let beforeCount = 0;
-    let at = 0;
+    let at = this.start;
     let i = 0;
     for (; at < end; i++) {
       const next = this.parse(at);
@@ -250,8 +320,8 @@ class PackedList implements BucketList {
 
   select(remaining: number): Selected | null {
     if (!this.readInPlace()) return selectIn(this, remaining);
-    const end = this.text.length;
-    let at = 0;
+    const { end } = this;
+    let at = this.start;
     let i = 0;
     let before = -1;
     let beforeCount = 0;
@@ -296,8 +366,7 @@ class PackedList implements BucketList {
    * text's end: whether there is one at `i`.
    */
   private decodeThrough(i: number, reach = Number.POSITIVE_INFINITY): boolean {
-    const { text, places, counts } = this;
-    const end = text.length;
+    const { places, counts, end } = this;
     let at = this.at;
     while (places.length <= i && at < end && !(places.length > 0 && places[places.length - 1]! >= reach)) {
       at = this.parse(at);
@@ -309,12 +378,19 @@ class PackedList implements BucketList {
   }
 
   /**
-   * The entry that starts at `at` in the text: its place and count into `place` and
-   * `count_`; where the next one starts. Digit by digit (base 36, a count may be
-   * negative): no substring per entry.
+   * The entry that starts at `at` in the text (before `end`): its place and count into
+   * `place` and `count_`; where the next one starts. Sparse, digit by digit (base 36, a
+   * count may be negative): no substring per entry. Dense, the next digit that is not
+   * "0" (there is one: `end` is past the last), its place its offset after the "=".
    */
   private parse(at: number): number {
     const { text } = this;
+    if (this.dense) {
+      while (text.charCodeAt(at) === 48 /* 0 */) at++;
+      this.place = at - 1;
+      this.count_ = digitOf(text.charCodeAt(at));
+      return at + 1;
+    }
     const end = text.length;
     let place = 0;
     let c = text.charCodeAt(at);
@@ -358,13 +434,14 @@ interface ListWrite {
  * alone: it is the index's settlement (`readRankSettlement`), which moves only once
  * every list it settles is written.
  */
-async function writeLists(store: Store, key: string, through: number, lists: readonly ListWrite[]): Promise<void> {
+async function writeLists(store: Store, key: string, through: number, lists: readonly ListWrite[], spelling: ListSpelling): Promise<void> {
   const timestamp = BigInt(through) * 1000n;
   let batch: Mutation[] = [];
   let chars = 0;
   const last = lists.filter((l) => l.level === 0);
   for (const list of [...lists.filter((l) => l.level !== 0), ...last]) {
-    const counts = packRankList(list.level, list.parent, [...list.counts].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([prefix, count]) => ({ prefix, count })));
+    const buckets = [...list.counts].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([prefix, count]) => ({ prefix, count }));
+    const counts = packRankList(list.level, list.parent, buckets, spelling);
     if (batch.length > 0 && (batch.length >= BATCH || chars + counts.length > BATCH_CHARS || list.level === 0)) {
       await store.batch(batch);
       batch = [];
@@ -389,9 +466,16 @@ function listsOfRank(rank: bigint): Array<[number, bigint | undefined, bigint]> 
 
 /**
  * Add the changes decided from the head's bound up to `through` to the lists they
- * touch (see the file comment); call before the head is written.
+ * touch (see the file comment), spelt as `spelling` says; call before the head is written.
  */
-export async function settleRanks(store: Store, key: string, rankOf: (item: string) => bigint, through: number, decided: readonly DecidedChange[]): Promise<void> {
+export async function settleRanks(
+  store: Store,
+  key: string,
+  rankOf: (item: string) => bigint,
+  through: number,
+  decided: readonly DecidedChange[],
+  spelling: ListSpelling,
+): Promise<void> {
   if (decided.length === 0) return;
   // Per list, its changes with the prefix of the bucket each touches.
   const touched = new Map<string, { level: number; parent: bigint | undefined; changes: Array<[bigint, DecidedChange]> }>();
@@ -414,14 +498,22 @@ export async function settleRanks(store: Store, key: string, rankOf: (item: stri
     for (const [prefix, c] of list.changes) if (c.window >= bound) counts.set(prefix, (counts.get(prefix) ?? 0) + c.sign);
     writes.push({ level: list.level, parent: list.parent, counts });
   });
-  await writeLists(store, key, through, writes);
+  await writeLists(store, key, through, writes, spelling);
 }
 
 /**
- * Rebuild every list from the items counted through `through` (a full settlement):
- * each list gets its buckets' counts, and a list that no longer holds any is emptied.
+ * Rebuild every list from the items counted through `through` (a full settlement),
+ * spelt as `spelling` says: each list gets its buckets' counts, and a list that no
+ * longer holds any is emptied.
  */
-export async function rebuildRanks(store: Store, key: string, rankOf: (item: string) => bigint, through: number, items: readonly string[]): Promise<void> {
+export async function rebuildRanks(
+  store: Store,
+  key: string,
+  rankOf: (item: string) => bigint,
+  through: number,
+  items: readonly string[],
+  spelling: ListSpelling,
+): Promise<void> {
   const lists = new Map<string, ListWrite>();
   const listOf = (level: number, parent: bigint | undefined) => {
     const id = `${level}:${parent ?? ''}`;
@@ -439,7 +531,7 @@ export async function rebuildRanks(store: Store, key: string, rankOf: (item: str
       counts.set(prefix, (counts.get(prefix) ?? 0) + 1);
     }
   }
-  await writeLists(store, key, through, [...lists.values()]);
+  await writeLists(store, key, through, [...lists.values()], spelling);
 }
 
 /** The buckets of `key`'s index at `level` under `parent` (level 0's without one), in prefix order: one read. What `rankedIndex` reads. */

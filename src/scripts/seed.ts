@@ -17,7 +17,7 @@
 import cliProgress from 'cli-progress';
 import pino from 'pino';
 import { hostname } from 'node:os';
-import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore, rankedCounts, type Services } from '../composition-root.js';
+import { ALL_TABLES, createListApplier, createRequestContext, createServices, createStore, type Services } from '../composition-root.js';
 import { loadConfig } from '../config.js';
 import { recountConnections, scanRows } from '../counts/recount.js';
 import { sweepUser } from '../features/directory/name-index.js';
@@ -151,7 +151,7 @@ async function recount(): Promise<void> {
     {
       clock: services.clock,
       cluster: services.cluster,
-      rankOf: rankedCounts,
+      rankOf: services.rankedCounts,
       onProgress: (done) => done % 1_000 === 0 && process.stderr.write(`recounting: ${done} counts settled\n`),
     },
   );

@@ -49,6 +49,13 @@ describe('configuration', () => {
     expect(() => loadConfig({ LATE_WRITE_PASSES: '3/1' })).toThrow('got "3/1"');
   });
 
+  it("writes the counted indexes' lists dense where valid by default, sparse only with COUNT_LISTS_SPARSE (a rolling upgrade)", () => {
+    expect(loadConfig({}).countListsSparse).toBe(false);
+    expect(loadConfig({ COUNT_LISTS_SPARSE: 'true' }).countListsSparse).toBe(true);
+    expect(loadConfig({ COUNT_LISTS_SPARSE: 'false' }).countListsSparse).toBe(false);
+    expect(() => loadConfig({ COUNT_LISTS_SPARSE: 'sparse' })).toThrow('COUNT_LISTS_SPARSE must be true or false, got "sparse"');
+  });
+
   it('parses both replication strategies', () => {
     expect(parseReplication('SimpleStrategy:3')).toEqual({ class: 'SimpleStrategy', replication_factor: 3 });
     expect(parseReplication('NetworkTopologyStrategy:dc1=3,dc2=2')).toEqual({ class: 'NetworkTopologyStrategy', dc1: 3, dc2: 2 });

@@ -13,7 +13,7 @@ import { afterEach, expect, it } from 'vitest';
 import pino from 'pino';
 import { ALL_TABLES, createListApplier, createRequestContext, createServices, rankedCounts } from '../../src/composition-root.js';
 import { settleFully, settleIncrementally } from '../../src/counts/connection-counts.js';
-import { currentEntries, indexKeyOf, unpackRankList } from '../../src/counts/count-ranks.js';
+import { currentEntries, indexKeyOf, packRankList, unpackRankList } from '../../src/counts/count-ranks.js';
 import { countRankListsTable } from '../../src/counts/count-tables.js';
 import { recountConnections } from '../../src/counts/recount.js';
 import { appendTransactions, compareItems, readPendingTransactions, type ListItem } from '../../src/features/lists/ledger.js';
@@ -403,6 +403,62 @@ describeEachStore('offset on the other counted connections', (target) => {
       expect(page.edges.map((e) => e.node.userId)).toEqual(held.slice(at, at + 5));
       expect({ waves: store.waves, calls: store.calls }).toEqual({ waves: 2, calls: 2 });
     }
+  }, target.ddlTimeoutMs * 2);
+
+  it("Meeting.acceptedBy through a rolling upgrade: with COUNT_LISTS_SPARSE every list is written sparse, as the earlier build reads it; once a server without it settles, the lists it touches are dense where valid, the others stay sparse; the model's slices throughout", async () => {
+    const { store } = await pool.create();
+    const w = await twoServers(store, CLUSTER, { countListsSparse: true });
+    const owner = await w.a.ctx().users.create(aUser());
+    const meeting = await w.a.ctx().meetings.create({ title: 'rolling upgrade' }, owner.id);
+    const key = acceptanceCountKey(meeting.meetingId);
+    // Acceptors sharing their first two hex digits: one level-0 bucket, whose level-1
+    // list has most of its 256 children hold one or two (where the dense spelling is shorter).
+    const prefix = randomUUID().replace(/-/g, '');
+    const accept = async (n: number) => {
+      for (let i = 0; i < n; i++) await (i % 2 ? w.a : w.b).ctx().meetings.accept(meeting.meetingId, uuidSharing(prefix, 2));
+    };
+    const lists = async () =>
+      (await store.slice(countRankListsTable, { partition: { count_key: key }, limit: 1_000 })).map((r) => {
+        const level = r.level as number;
+        const parent = level === 0 ? undefined : (r.parent as bigint);
+        const counts = r.counts as string;
+        return { id: `${level}:${parent ?? ''}`, counts, sparse: packRankList(level, parent, unpackRankList(level, parent, counts), { sparseLists: true }), dense: packRankList(level, parent, unpackRankList(level, parent, counts)) };
+      });
+    const kept = w.a.ctx().meetings;
+    const cold = createRequestContext({ ...w.a.services, rankCache: new RankCache(0) }, { username: 'root', isAdmin: true }).meetings;
+    const pages = async (meetings: typeof kept) => {
+      const held = (await store.slice(meetingUsersTable, { partition: { meeting_id: meeting.meetingId }, limit: 1_000 })).map((r) => r.user_id as string);
+      const connection = { page: (args: PageArgs) => meetings.acceptedBy(meeting.meetingId, args), idOf: (a: Acceptance) => a.userId };
+      return expectExactOffsetPages(connection, held, (userId) => meetings.acceptedEdge({ meetingId: meeting.meetingId, userId, acceptedAt: new Date(0) }).cursor);
+    };
+
+    await accept(150);
+    await w.settle();
+    const before = await lists();
+    // Every list in the sparse spelling, among them ones the dense spelling was valid and shorter for.
+    expect(before.filter((l) => l.counts !== l.sparse)).toEqual([]);
+    expect(before.filter((l) => l.dense.startsWith('=')).length).toBeGreaterThan(0);
+    expect(await pages(kept)).toBe(150);
+
+    // The upgrade done: a server restarted without the setting settles the next acceptances.
+    const upgraded = createServices(
+      { cursorSecret: 'connection-counts-test-secret', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins', cluster: CLUSTER },
+      { store, logger: pino({ level: 'silent' }), clock: w.a.services.clock },
+    );
+    await accept(20);
+    w.closeWindows();
+    await upgraded.countVerifier.runOnce();
+    const after = await lists();
+    const untouched = after.filter((l) => before.some((b) => b.id === l.id && b.counts === l.counts));
+    const rewritten = after.filter((l) => !untouched.includes(l));
+    // Those it wrote, as packed by default (dense where valid and shorter); the others as they were, sparse.
+    expect(rewritten.filter((l) => l.counts !== l.dense)).toEqual([]);
+    expect(rewritten.filter((l) => l.counts.startsWith('=')).length).toBeGreaterThan(0);
+    expect(untouched.filter((l) => l.counts !== l.sparse)).toEqual([]);
+    expect(untouched.length).toBeGreaterThan(0);
+    // Read by a process that kept the sparse lists (their settlement moved since) and by one that keeps none: the model's slices.
+    expect(await pages(kept)).toBe(170);
+    expect(await pages(cold)).toBe(170);
   }, target.ddlTimeoutMs * 2);
 
   it('from a cursor, a first visit of suspendedUsers or OrderedList.items ranks it at level 2 (16 s of suspensions, 16 appended items): the top, that list and that bucket\'s edges, then the page; of Meeting.acceptedBy at level 1, its lists in one read', async () => {

@@ -17,15 +17,18 @@ export const T0 = Date.parse('2026-01-01T00:00:00Z');
 /** The cluster settings both servers run with. */
 export const CLUSTER = { clockSkewMs: 1_000, writeTimeoutMs: 2_000 };
 
-/** Two servers over `store` (its tables made here), with `cluster`'s settings (`CLUSTER` by default). */
-export async function twoServers(store: Store, cluster: ClusterSettings = CLUSTER) {
+/**
+ * Two servers over `store` (its tables made here), with `cluster`'s settings (`CLUSTER`
+ * by default), and `countListsSparse` (COUNT_LISTS_SPARSE) where given.
+ */
+export async function twoServers(store: Store, cluster: ClusterSettings = CLUSTER, options: { countListsSparse?: boolean } = {}) {
   await store.ensureTables(ALL_TABLES);
   let nowMs = T0;
   const server = async (name: string, offsetMs: number) => {
     const presence = await Presence.claim(store, name, { random: () => 0 });
     const clock = new MonotonicClock({ now: () => nowMs + offsetMs, node: presence.identity.node });
     const services = createServices(
-      { cursorSecret: 'connection-counts-test-secret', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins', cluster },
+      { cursorSecret: 'connection-counts-test-secret', suspensionBucket: 'month', acceptanceStrategy: 'first-write-wins', cluster, ...options },
       { store, logger: pino({ level: 'silent' }), clock, presence },
     );
     return {

@@ -15,7 +15,7 @@ import { edgeFromNode, pageFromSource } from '../../paging/engine.js';
 import { sliceSource } from '../../paging/slice-source.js';
 import { uuidAscending } from '../../paging/rank-orders.js';
 import type { RankCache } from '../../paging/ranked-index.js';
-import { countedIndex } from '../../counts/count-ranks.js';
+import { countedIndex, rankOfSpelt, type ListSpelling } from '../../counts/count-ranks.js';
 import type { Edge, OrderedSource, Page, PageArgs } from '../../paging/types.js';
 import type { KeyedLock } from '../../saga/keyed-lock.js';
 import type { Clock } from '../../store/clock.js';
@@ -88,6 +88,8 @@ export interface MeetingsDeps {
   readonly changes: ChangeWriter;
   /** Records each acceptance in the meeting's count. */
   readonly counts: CountWriter;
+  /** How a reconcile spells the counted index's lists it rebuilds (COUNT_LISTS_SPARSE); dense where valid without it. */
+  readonly countLists?: ListSpelling;
   /** The process's kept bucket lists of counted indexes (`offset`); without it, every page reads them. */
   readonly rankCache?: RankCache;
   /** New ids, token bytes and "now": fresh, or an idempotency key's plan (a redo makes the same). */
@@ -337,7 +339,8 @@ export class Meetings {
       await backfillItems(store, counts, key, rows.map((r) => r.user_id as string));
     }
     // With its counted index: rebuilt with the settlement, or its buckets would lack what the head holds.
-    const actual = await reconcileCount(store, counts, key, closedThrough(clock, cluster), (k) => (k === key ? acceptorRank : null));
+    const rankOf = rankOfSpelt((k) => (k === key ? acceptorRank : null), this.deps.countLists ?? {});
+    const actual = await reconcileCount(store, counts, key, closedThrough(clock, cluster), rankOf);
     loaders.connectionCount.clear(key);
     loaders.connectionCount.prime(key, actual);
     return { meeting, previousCount: previous, acceptanceCount: actual };
