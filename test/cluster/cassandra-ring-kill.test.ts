@@ -125,6 +125,14 @@ describe.skipIf(reason !== null)('a three-node ring, one node killed while 8 cli
       tokens.push(await signToken(authKey(TEST_AUTH_SECRET), username));
     }
 
+    // One post with a key before the clock starts, by a user of its own: the server's first
+    // write of each kind prepares its statements on a ring just made, which took over 2 s
+    // on a cold one, and that is not what the 2 s buckets measure.
+    const warm = await gql(server, CREATE_USER, { i: { username: 'ring_warm_up', displayName: 'Warm-up' } }, admin);
+    expect(warm.errors, JSON.stringify(warm.errors)).toBeUndefined();
+    const warmPost = await gql(server, CREATE_POST, { i: { content: 'warm-up', clientMutationId: 'warm-up' } }, await signToken(authKey(TEST_AUTH_SECRET), 'ring_warm_up'));
+    expect(warmPost.errors, JSON.stringify(warmPost.errors)).toBeUndefined();
+
     const sent: Sent[] = [];
     const started = Date.now();
     const stopAt = started + BEFORE_MS + AFTER_MS;
