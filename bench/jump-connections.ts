@@ -51,8 +51,12 @@ export function added(key: string, item: string, micros: bigint): Mutation {
   return { kind: 'upsert', table: countItemsTable, row: { count_key: key, item, added_at: micros }, options: { timestamp: MAX_TIMESTAMP - micros } };
 }
 
-/** The three connections of the section, each on a fresh list, meeting or set of suspensions. */
-export function connections(): Connection[] {
+/**
+ * The three connections of the section, each on a fresh list, meeting or set of
+ * suspensions; the meeting's acceptor `i` is `acceptorId(i)` (random, as users' ids are,
+ * unless a test needs them placed).
+ */
+export function connections(acceptorId: (i: number) => string = () => randomUUID()): Connection[] {
   const listId = randomUUID();
   const meetingId = randomUUID();
   const start = Date.UTC(2025, 0, 1);
@@ -91,8 +95,8 @@ export function connections(): Connection[] {
     {
       name: 'Meeting.acceptedBy',
       countKey: acceptanceCountKey(meetingId),
-      rows(_i, micros) {
-        const userId = randomUUID();
+      rows(i, micros) {
+        const userId = acceptorId(i);
         return [
           { kind: 'upsert', table: meetingUsersTable, row: { meeting_id: meetingId, user_id: userId, accepted_at: new Date(Number(micros / 1000n)), write_token: 'bench' }, options: { timestamp: MAX_TIMESTAMP - micros } },
           added(this.countKey, userId, micros),
